@@ -1,0 +1,35 @@
+# The two commands of the README: `make demo` and `make test`. Both set everything up first.
+SHELL := /bin/bash
+PYTHON ?= python3
+# Recursively expanded, so a uv that `setup` just installed is found by the recipes after it.
+UV = $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
+export UV_LINK_MODE := copy
+
+.PHONY: setup demo test test-all lint bench clean
+
+setup:
+	@if ! command -v uv >/dev/null 2>&1 && ! $(PYTHON) -m uv --version >/dev/null 2>&1; then \
+		echo "uv not found: installing it with pip --user"; \
+		$(PYTHON) -m pip install --user --quiet uv || $(PYTHON) -m pip install --quiet uv; \
+	fi
+	@$(UV) sync --frozen --quiet
+
+demo: setup
+	$(UV) run --frozen centsync demo
+
+test: setup
+	$(UV) run --frozen pytest -n 2 -q
+
+test-all: setup
+	RUN_SLOW=1 $(UV) run --frozen pytest -n 2 -q
+
+lint: setup
+	$(UV) run --frozen ruff check src tests bench
+	$(UV) run --frozen ruff format --check src tests bench
+	$(UV) run --frozen mypy
+
+bench: setup
+	$(UV) run --frozen python bench/sandbox_throughput.py
+
+clean:
+	rm -rf .venv data .dagster_home .pytest_cache
