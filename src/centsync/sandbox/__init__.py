@@ -1,0 +1,29 @@
+"""The sandbox: a faithful local emulation of the Personal Finance Data API v1.
+
+    sb = Sandbox(SandboxConfig(seed=1))
+    sb.app      # the ASGI app (httpx.ASGITransport(app=sb.app) for in-process use)
+    sb.keys     # {"read_only", "read_write", "expired", "admin_token"}
+"""
+
+from centsync.sandbox.app import SandboxApp
+from centsync.sandbox.service import SandboxConfig, Service
+
+
+class Sandbox:
+    """One emulated service: its state and the ASGI app that serves it."""
+
+    def __init__(self, config: SandboxConfig | None = None) -> None:
+        self.config = config or SandboxConfig()
+        self.service = Service(self.config)
+        self.app = SandboxApp(self.service)
+
+    @property
+    def keys(self) -> dict[str, str]:
+        return {**self.service.key_values, "admin_token": self.service.admin_token}
+
+    def state(self) -> dict[str, object]:
+        """The exact server state (what `GET /_sandbox/state` returns)."""
+        return self.service.dump()
+
+
+__all__ = ["Sandbox", "SandboxConfig"]

@@ -1,0 +1,95 @@
+"""Serving the sandbox over real loopback HTTP: the CLI's server and a thread for tests."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import uvicorn
+import uvloop
+
+from centsync.sandbox import Sandbox
+
+
+def _config(sb: Sandbox, host: str, port: int) -> uvicorn.Config:
+    return uvicorn.Config(
+        sb.app,
+        host=host,
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        lifespan="off",
+        access_log=False,
+        log_level="warning",
+        timeout_keep_alive=30,
+    )
+
+
+def write_keys_file(path: Path, sb: Sandbox, base_url: str) -> None:
+    """The keys file of contract section 1, mode 0600, written atomically."""
+    data = {"base_url": base_url, **sb.keys}
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=2)
+    os.replace(tmp, path)
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class _Server(uvicorn.Server):
+    def install_signal_handlers(self) -> None:  # a thread cannot own signal handlers
+        pass
+
+
+@contextmanager
+def run_in_thread(sb: Sandbox, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+    """Serve `sb` on loopback in a background thread; yields the base URL."""
+    port = port or free_port(host)
+    server = _Server(_config(sb, host, port))
+    thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError(f"the sandbox server did not start on {host}:{port}")
+        time.sleep(0.01)
+    try:
+        yield f"http://{host}:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+def serve(sb: Sandbox, host: str, port: int, keys_out: Path | None, on_ready: str | None = None) -> None:
+    """Serve until SIGTERM or Ctrl-C; the keys file appears once connections are accepted."""
+    server = uvicorn.Server(_config(sb, host, port))
+    base_url = f"http://{host}:{port}"
+
+    async def announce() -> None:
+        while not server.started:
+            if server.should_exit:
+                return
+            await asyncio.sleep(0.01)
+        if keys_out is not None:
+            write_keys_file(keys_out, sb, base_url)
+        if on_ready:
+            print(on_ready.format(base_url=base_url), flush=True)
+
+    async def main() -> None:
+        task = asyncio.create_task(announce())
+        await server.serve()
+        task.cancel()
+
+    uvloop.run(main())

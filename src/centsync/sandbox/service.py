@@ -1,0 +1,633 @@
+"""The emulated service's state and behaviour: keys, limits, idempotency, clock, syncs, data."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import random
+import secrets
+import string
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from datetime import time as dtime
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import orjson
+
+from centsync.sandbox.errors import ApiError, invalid
+from centsync.sandbox.household import (
+    AMOUNTS,
+    DAY_MS,
+    HOUR_MS,
+    MERCHANTS,
+    Account,
+    Connection,
+    Expense,
+    generate,
+)
+from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Ledger, Tx, iso_ms, merchant_key
+
+SYNC_EVERY_MS = 6 * HOUR_MS
+PENDING_MS = 3 * DAY_MS
+IDEMPOTENCY_TTL_MS = 24 * HOUR_MS
+_KEY_ALPHABET = string.ascii_letters + string.digits
+
+
+@dataclass
+class SandboxConfig:
+    """How to build a sandbox: the data (seed, size, start) and the service's limits."""
+
+    seed: int = 1
+    years: int = 3
+    transactions: int | None = None
+    start: datetime | None = None  # the simulated clock's start; default: now, to the hour
+    timezone: str = "Europe/Madrid"
+    rate_limit: bool = True
+    minute_limit: int = 300
+    hour_limit: int = 10_000
+    providers: tuple[str, str] = ("bankfeed_eu", "openbank_uk")
+    provider_quota: int = 4  # manual syncs per provider per rolling 24 hours
+
+
+@dataclass
+class Key:
+    id: str
+    owner: str
+    name: str
+    digest: bytes
+    scopes: list[str]
+    expires_ms: int
+    minute_limit: int
+    hour_limit: int
+    revoked: bool = False
+    minute_window: int = -1
+    minute_count: int = 0
+    hour_window: int = -1
+    hour_count: int = 0
+
+
+@dataclass
+class Faults:
+    """Injected misbehaviour of the /v1 surface (contract section 7)."""
+
+    error_rate: float = 0.0
+    error_statuses: list[int] = field(default_factory=lambda: [500, 503])
+    latency_ms: int = 0
+    drop_rate: float = 0.0
+    rate_limit_burst: int = 0
+    omit_rate_limit_headers: bool = False
+    drop_extra_fields: bool = False
+    drift: dict[str, int] = field(default_factory=dict)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "error_rate": self.error_rate,
+            "error_statuses": self.error_statuses,
+            "latency_ms": self.latency_ms,
+            "drop_rate": self.drop_rate,
+            "rate_limit_burst": self.rate_limit_burst,
+            "omit_rate_limit_headers": self.omit_rate_limit_headers,
+            "drop_extra_fields": self.drop_extra_fields,
+            "drift": self.drift,
+        }
+
+
+@dataclass
+class IdemEntry:
+    fingerprint: bytes
+    created_ms: int
+    done: bool = False
+    status: int = 0
+    body: bytes = b""
+
+
+def _new_key_value() -> str:
+    return "pfd_live_" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(40))
+
+
+def _digest(value: str) -> bytes:
+    return hashlib.sha256(value.encode()).digest()
+
+
+class Service:
+    """Everything the emulated service knows and does, independent of HTTP."""
+
+    def __init__(self, config: SandboxConfig) -> None:
+        self.config = config
+        start = config.start or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
+        self.now_ms = int(start.timestamp() * 1000)
+        hh = generate(
+            config.seed,
+            self.now_ms,
+            years=config.years,
+            transactions=config.transactions,
+            timezone=config.timezone,
+            providers=config.providers,
+        )
+        self.owner = hh.owner_id
+        self.timezone = hh.timezone
+        self.currency = hh.currency
+        self.categories = hh.categories
+        self.accounts: dict[str, Account] = {a.id: a for a in hh.accounts}
+        self.connections = hh.connections
+        self.expenses: dict[str, Expense] = {e.id: e for e in hh.expenses}
+        self.ledger = Ledger(self.timezone)
+        hidden = {a.id for a in hh.accounts if a.hidden}
+        self.hidden_rows: dict[str, list[Tx]] = {a: [] for a in hidden}
+        visible: list[Tx] = []
+        for t in hh.transactions:
+            if t.account_id in hidden:
+                self.hidden_rows[t.account_id].append(t)
+            else:
+                visible.append(t)
+            # Recent bank-feed rows are still pending: syncs may change or cancel them.
+            if t.provider is not None and t.instant_ms > self.now_ms - PENDING_MS:
+                t.pending_until_ms = t.created_ms + PENDING_MS
+        self.ledger.load(visible)
+        self.last_created_ms = max((t.created_ms for t in hh.transactions), default=self.now_ms)
+        self.faults = Faults()
+        self.fault_rng = random.Random(config.seed * 7919 + 1)
+        self.idempotency: dict[tuple[str, str], IdemEntry] = {}
+        self.manual_syncs: dict[str, list[int]] = {p: [] for p in config.providers}
+        self.id_rng = random.Random(config.seed * 104729 + 3)
+        self.keys: list[Key] = []
+        self.admin_token = secrets.token_urlsafe(32)
+        self.key_values: dict[str, str] = {}
+        year_ms = 365 * DAY_MS
+        self.key_values["read_only"] = self.create_key(["data.read"], name="read only", expires_ms=self.now_ms + year_ms)
+        self.key_values["read_write"] = self.create_key(["data.read", "data.write"], name="read and write", expires_ms=self.now_ms + year_ms)
+        self.key_values["expired"] = self.create_key(["data.read", "data.write"], name="expired", expires_ms=self.now_ms - DAY_MS)
+
+    # ---- ids and time ----------------------------------------------------------------------
+    def new_id(self) -> str:
+        return str(uuid.UUID(int=self.id_rng.getrandbits(128), version=4))
+
+    def next_created_ms(self) -> int:
+        """Creation stamps strictly increase so `sort=created_at` is a total order."""
+        self.last_created_ms = max(self.now_ms, self.last_created_ms + 1)
+        return self.last_created_ms
+
+    def local_date(self, ms: int | None = None) -> date:
+        return date.fromordinal(self.ledger.tz.ordinal(self.now_ms if ms is None else ms))
+
+    def noon_ms(self, d: date) -> int:
+        """The instant stored for a transaction given only a date: local noon, far from midnight."""
+        dt = datetime.combine(d, dtime(12, 0), tzinfo=ZoneInfo(self.timezone))
+        return int(dt.timestamp() * 1000)
+
+    # ---- keys and limits -------------------------------------------------------------------
+    def create_key(
+        self,
+        scopes: list[str],
+        name: str = "key",
+        expires_ms: int | None = None,
+        minute_limit: int | None = None,
+        hour_limit: int | None = None,
+    ) -> str:
+        value = _new_key_value()
+        self.keys.append(
+            Key(
+                id=str(uuid.uuid4()),
+                owner=self.owner,
+                name=name,
+                digest=_digest(value),
+                scopes=scopes,
+                expires_ms=expires_ms if expires_ms is not None else self.now_ms + 365 * DAY_MS,
+                minute_limit=minute_limit or self.config.minute_limit,
+                hour_limit=hour_limit or self.config.hour_limit,
+            )
+        )
+        return value
+
+    def authenticate(self, header: str | None) -> Key:
+        if not header or not header.startswith("Bearer "):
+            raise ApiError(401, "unauthenticated", "Send `Authorization: Bearer <API key>`.")
+        digest = _digest(header[7:].strip())
+        found = None
+        for k in self.keys:  # constant-time comparison against every stored hash
+            if hmac.compare_digest(k.digest, digest):
+                found = k
+        if found is None or found.revoked:
+            raise ApiError(401, "unauthenticated", "Unknown or revoked API key.")
+        if self.now_ms >= found.expires_ms:
+            raise ApiError(401, "key_expired", f"This API key expired at {iso_ms(found.expires_ms)}; create a new one.")
+        return found
+
+    def limits(self, key: Key) -> tuple[int, int]:
+        if not self.config.rate_limit:
+            return 1_000_000_000, 1_000_000_000
+        return key.minute_limit, key.hour_limit
+
+    def count_request(self, key: Key) -> None:
+        """Count one request in the key's fixed wall-clock windows; 429 once a window is spent."""
+        now = time.time()
+        minute, hour = int(now // 60), int(now // 3600)
+        if key.minute_window != minute:
+            key.minute_window, key.minute_count = minute, 0
+        if key.hour_window != hour:
+            key.hour_window, key.hour_count = hour, 0
+        key.minute_count += 1
+        key.hour_count += 1
+        if self.faults.rate_limit_burst > 0:
+            self.faults.rate_limit_burst -= 1
+            raise ApiError(429, "rate_limited", "Rate limit exceeded (injected burst).", headers={"Retry-After": "1"})
+        mlim, hlim = self.limits(key)
+        if key.hour_count > hlim:
+            wait = math.ceil((hour + 1) * 3600 - now)
+            raise ApiError(429, "rate_limited", f"Hourly allowance of {hlim} requests used up.", headers={"Retry-After": str(max(1, wait))})
+        if key.minute_count > mlim:
+            wait = math.ceil((minute + 1) * 60 - now)
+            raise ApiError(429, "rate_limited", f"Per-minute allowance of {mlim} requests used up.", headers={"Retry-After": str(max(1, wait))})
+
+    def remaining(self, key: Key) -> tuple[int, int, int, int]:
+        now = time.time()
+        mlim, hlim = self.limits(key)
+        mc = key.minute_count if key.minute_window == int(now // 60) else 0
+        hc = key.hour_count if key.hour_window == int(now // 3600) else 0
+        return mlim, max(0, mlim - mc), hlim, max(0, hlim - hc)
+
+    # ---- idempotency -----------------------------------------------------------------------
+    def idem_begin(self, key: Key, idem: str, fingerprint: bytes) -> IdemEntry | None:
+        """None: go ahead (an in-progress entry is recorded). An entry: replay it."""
+        self._idem_expire()
+        ent = self.idempotency.get((key.owner, idem))
+        if ent is None:
+            self.idempotency[(key.owner, idem)] = IdemEntry(fingerprint, self.now_ms)
+            return None
+        if ent.fingerprint != fingerprint:
+            raise ApiError(422, "idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.")
+        if not ent.done:
+            raise ApiError(409, "idempotency_conflict", "A request with this Idempotency-Key is still being processed; retry shortly.", headers={"Retry-After": "1"})
+        return ent
+
+    def idem_end(self, key: Key, idem: str, status: int, body: bytes) -> None:
+        ent = self.idempotency.get((key.owner, idem))
+        if ent is None:
+            return
+        if 200 <= status < 300:
+            ent.done, ent.status, ent.body = True, status, body
+        else:  # only successes are kept: the key may be used again with a corrected body
+            del self.idempotency[(key.owner, idem)]
+
+    def _idem_expire(self) -> None:
+        cutoff = self.now_ms - IDEMPOTENCY_TTL_MS
+        stale = [k for k, e in self.idempotency.items() if e.done and e.created_ms < cutoff]
+        for k in stale:
+            del self.idempotency[k]
+
+    # ---- reference data --------------------------------------------------------------------
+    def visible_account(self, account_id: str) -> Account | None:
+        a = self.accounts.get(account_id)
+        return a if a is not None and not a.hidden else None
+
+    def visible_accounts(self) -> list[Account]:
+        accs = [a for a in self.accounts.values() if not a.hidden]
+        accs.sort(key=lambda a: (a.name.casefold(), a.id))
+        return accs
+
+    def transaction(self, tx_id: str) -> Tx | None:
+        return self.ledger.by_id.get(tx_id)
+
+    def settings(self) -> dict[str, Any]:
+        return {"timezone": self.timezone, "currency": self.currency, "locale": "es-ES", "week_start": "monday"}
+
+    def set_timezone(self, tz: str) -> None:
+        try:
+            ZoneInfo(tz)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise invalid(f"Unknown IANA timezone: {tz!r}.", "timezone", "unknown timezone") from None
+        self.timezone = tz
+        self.ledger.set_timezone(tz)
+
+    # ---- transactions ----------------------------------------------------------------------
+    def add_transaction(
+        self,
+        account_id: str,
+        concept: str,
+        amount: int,
+        typ: str,
+        instant_ms: int,
+        category_id: str | None = None,
+        expense_goal_id: str | None = None,
+        notes: str | None = None,
+        manual: bool = True,
+        pending_ms: int = 0,
+    ) -> Tx:
+        acc = self.accounts[account_id]
+        provider = None
+        if not manual and acc.connection_id is not None:
+            provider = next(c.provider for c in self.connections if c.id == acc.connection_id)
+        t = Tx(
+            self.new_id(),
+            account_id,
+            concept,
+            amount,
+            typ,
+            instant_ms,
+            self.next_created_ms(),
+            category_id=category_id,
+            expense_goal_id=expense_goal_id,
+            notes=notes,
+            manual=manual,
+            provider=provider,
+            pending_until_ms=pending_ms,
+        )
+        if acc.hidden:
+            self.hidden_rows[account_id].append(t)
+        else:
+            self.ledger.insert(t)
+        acc.balance += amount
+        acc.updated_ms = self.now_ms
+        return t
+
+    def change_transaction(self, t: Tx, changes: dict[str, Any]) -> None:
+        acc = self.accounts[t.account_id]
+        if "amount" in changes:
+            acc.balance += changes["amount"] - t.amount
+            acc.updated_ms = self.now_ms
+        if not changes:
+            return
+        if acc.hidden:
+            for k, v in changes.items():
+                setattr(t, k, v)
+            t.updated_ms = self.now_ms
+        else:
+            self.ledger.update(t, changes, self.now_ms)
+
+    def delete_transaction(self, t: Tx) -> None:
+        acc = self.accounts[t.account_id]
+        if acc.hidden:
+            self.hidden_rows[t.account_id].remove(t)
+        else:
+            self.ledger.remove(t)
+        acc.balance -= t.amount
+        acc.updated_ms = self.now_ms
+
+    def find_any_transaction(self, tx_id: str) -> Tx | None:
+        t = self.ledger.by_id.get(tx_id)
+        if t is not None:
+            return t
+        for rows in self.hidden_rows.values():
+            for r in rows:
+                if r.id == tx_id:
+                    return r
+        return None
+
+    def set_account_hidden(self, acc: Account, hidden: bool) -> None:
+        if acc.hidden == hidden:
+            return
+        acc.hidden = hidden
+        if hidden:
+            moved = [t for t in self.ledger.rows if t.account_id == acc.id]
+            keep = [t for t in self.ledger.rows if t.account_id != acc.id]
+            self.hidden_rows[acc.id] = moved
+            self.ledger.load(keep)
+        else:
+            rows = self.hidden_rows.pop(acc.id, [])
+            self.ledger.load([*self.ledger.rows, *rows])
+
+    def delete_account(self, acc: Account) -> None:
+        if not acc.hidden:
+            self.ledger.load([t for t in self.ledger.rows if t.account_id != acc.id])
+        self.hidden_rows.pop(acc.id, None)
+        del self.accounts[acc.id]
+        for c in self.connections:
+            if acc.id in c.account_ids:
+                c.account_ids.remove(acc.id)
+
+    def expense_balance(self, e: Expense) -> int:
+        return e.budget + sum(t.amount for t in self.ledger.rows if t.expense_goal_id == e.id)
+
+    # ---- clock and syncs -------------------------------------------------------------------
+    def advance(self, ms: int) -> None:
+        """Move the simulated clock forward, running every scheduled sync that falls due."""
+        target = self.now_ms + ms
+        while True:
+            due = [c for c in self.connections if c.next_sync_ms <= target]
+            if not due:
+                break
+            c = min(due, key=lambda c: (c.next_sync_ms, c.id))
+            self.now_ms = max(self.now_ms, c.next_sync_ms)
+            self.sync_connection(c)
+            c.next_sync_ms = max(c.next_sync_ms + SYNC_EVERY_MS, self.now_ms + 1)
+        self.now_ms = target
+
+    def manual_sync(self, providers: list[str]) -> list[str]:
+        """POST /v1/sync: quota per provider per rolling 24 hours, then sync now."""
+        day_ago = self.now_ms - DAY_MS
+        for p in providers:
+            used = [t for t in self.manual_syncs[p] if t > day_ago]
+            self.manual_syncs[p] = used
+            if len(used) >= self.config.provider_quota:
+                frees_at = used[0] + DAY_MS
+                for c in self.connections:
+                    if c.provider == p:
+                        c.next_sync_ms = max(c.next_sync_ms, frees_at)
+                wait_s = max(1, math.ceil((frees_at - self.now_ms) / 1000))
+                raise ApiError(
+                    429,
+                    "provider_quota_exhausted",
+                    f"Provider {p} allows {self.config.provider_quota} manual syncs per 24 hours; its quota frees in {wait_s} s.",
+                    headers={"Retry-After": str(wait_s)},
+                )
+        for p in providers:
+            self.manual_syncs[p].append(self.now_ms)
+            for c in self.connections:
+                if c.provider == p:
+                    self.sync_connection(c)
+        return providers
+
+    def sync_connection(self, c: Connection) -> None:
+        """Bring in bank-feed rows since the last sync; settle, change or cancel pending ones."""
+        rng = random.Random(f"{self.config.seed}:{c.id}:{self.now_ms}")
+        accounts = {a for a in c.account_ids if a in self.accounts and not self.accounts[a].hidden}
+        # Pending rows of this connection: settle those whose window passed, some changed.
+        pending = [t for t in self.ledger.rows if t.pending_until_ms and t.account_id in accounts]
+        for t in pending:
+            if t.pending_until_ms > self.now_ms:
+                continue
+            roll = rng.random()
+            if roll < 0.06:
+                self.delete_transaction(t)  # a cancelled pending charge
+                continue
+            changes: dict[str, Any] = {"pending_until_ms": 0}
+            if roll < 0.26 and t.type == EXPENSE and t.amount < 0:
+                changes["amount"] = t.amount - rng.randint(1, max(2, -t.amount // 8))  # a tip
+            elif roll < 0.40:
+                changes["instant_ms"] = min(t.instant_ms + DAY_MS, self.now_ms)  # posted next day
+            self.change_transaction(t, changes)
+        # New rows that happened since the last sync.
+        since = max(c.last_synced_ms, self.now_ms - 30 * DAY_MS)
+        span = self.now_ms - since
+        spenders = [a for a in accounts if self.accounts[a].type in ("depository", "credit")]
+        if span > 0 and spenders:
+            n = _poisson(rng, 2.0 * span / DAY_MS)
+            cats = {v: k for k, v in self.categories.items()}
+            for _ in range(n):
+                category = rng.choice(["Groceries", "Restaurants", "Transport", "Shopping"])
+                lo, hi = AMOUNTS[category]
+                self.add_transaction(
+                    rng.choice(sorted(spenders)),
+                    rng.choice(MERCHANTS[category]),
+                    -rng.randint(lo, hi),
+                    EXPENSE,
+                    since + int(rng.random() * span),
+                    category_id=None if rng.random() < 0.06 else cats.get(category),
+                    manual=False,
+                    pending_ms=self.now_ms + PENDING_MS,
+                )
+        c.last_synced_ms = self.now_ms
+        c.status = "active"
+
+    # ---- drift injection -------------------------------------------------------------------
+    def apply_drift(self, lo: int | None, hi: int | None) -> None:
+        """Mutate rows inside a page window, as a bank would between two page reads."""
+        drift = self.faults.drift
+        if drift.get("pages", 0) <= 0:
+            return
+        drift["pages"] -= 1
+        rng = self.fault_rng
+        lo_ = lo if lo is not None else self.local_date().toordinal() - 60
+        hi_ = hi if hi is not None else self.local_date().toordinal()
+        hi_ = min(hi_, self.local_date().toordinal())
+        visible = [a.id for a in self.visible_accounts() if a.type in ("depository", "credit")]
+        for _ in range(drift.get("inserts", 0)):
+            if hi_ < lo_ or not visible:
+                break
+            d = date.fromordinal(rng.randint(lo_, hi_))
+            self.add_transaction(rng.choice(visible), rng.choice(MERCHANTS["Groceries"]), -rng.randint(100, 9000), EXPENSE, self.noon_ms(d), manual=False)
+        for _ in range(drift.get("updates", 0)):
+            s, e = self.ledger.window(lo, hi)
+            if e > s:
+                t = self.ledger.rows[rng.randrange(s, e)]
+                self.change_transaction(t, {"amount": t.amount - rng.randint(1, 500) if t.amount <= 0 else t.amount + rng.randint(1, 500)})
+        for _ in range(drift.get("deletes", 0)):
+            s, e = self.ledger.window(lo, hi)
+            if e > s:
+                self.delete_transaction(self.ledger.rows[rng.randrange(s, e)])
+
+    # ---- aggregates ------------------------------------------------------------------------
+    def summary(self, lo: int | None, hi: int | None, preds: tuple[tuple[str, object], ...]) -> dict[str, int]:
+        sums = {EXPENSE: 0, INCOME: 0, TRANSFER: 0}
+        count = 0
+        if not preds:
+            for _, st in self.ledger.day_range(lo, hi):
+                count += st.count
+                for k, v in st.sums.items():
+                    sums[k] += v
+        else:
+            sel = self.ledger.select(lo, hi, preds)
+            rows = self.ledger.rows[sel[0] : sel[1]] if isinstance(sel, tuple) else sel
+            for t in rows:
+                count += 1
+                sums[t.type] += t.amount
+        return {
+            "count": count,
+            "income": sums[INCOME],
+            "expense": sums[EXPENSE],
+            "transfer": sums[TRANSFER],
+            "net": sums[INCOME] + sums[EXPENSE] + sums[TRANSFER],
+        }
+
+    def spending(self, lo: int, hi: int, group_by: str) -> tuple[int, list[dict[str, Any]]]:
+        cells: dict[Any, list[int]] = {}
+        if group_by == "merchant":
+            for t in self.ledger.iter_range(lo, hi):
+                if t.type == EXPENSE:
+                    cell = cells.setdefault(merchant_key(t.concept), [0, 0])
+                    cell[0] += t.amount
+                    cell[1] += 1
+        else:
+            for day, st in self.ledger.day_range(lo, hi):
+                for cat, (amt, cnt) in st.spend_cat.items():
+                    key = cat if group_by == "category" else date.fromordinal(day).strftime("%Y-%m")
+                    cell = cells.setdefault(key, [0, 0])
+                    cell[0] += amt
+                    cell[1] += cnt
+        rows = []
+        for key, (amt, cnt) in cells.items():
+            if group_by == "category":
+                label = self.categories.get(key, "Uncategorized") if key is not None else "Uncategorized"
+            else:
+                label = key
+            rows.append({"key": key, "label": label, "amount": amt, "count": cnt})
+        rows.sort(key=lambda r: (r["amount"], r["key"] or ""))
+        return sum(r["amount"] for r in rows), rows
+
+    def accounts_summary(self) -> dict[str, Any]:
+        assets = liabilities = 0
+        by_type: dict[str, int] = {}
+        accs = self.visible_accounts()
+        for a in accs:
+            if a.balance >= 0:
+                assets += a.balance
+            else:
+                liabilities -= a.balance
+            by_type[a.type] = by_type.get(a.type, 0) + a.balance
+        return {
+            "currency": self.currency,
+            "assets": assets,
+            "liabilities": liabilities,
+            "net_worth": assets - liabilities,
+            "count": len(accs),
+            "by_type": by_type,
+        }
+
+    # ---- the exact state, for comparison ---------------------------------------------------
+    def dump(self) -> dict[str, Any]:
+        return {
+            "now": iso_ms(self.now_ms),
+            "settings": self.settings(),
+            "accounts": [a.record(self.currency) for a in self.visible_accounts()],
+            "transactions": [t.record(notes=True) for t in self.ledger.rows],
+            "connections": self.connection_records(),
+            "sync_status": self.sync_status_records(),
+            "categories": [{"id": k, "name": v} for k, v in self.categories.items()],
+            "expenses": [
+                {"id": e.id, "name": e.name, "budget": e.budget, "balance": self.expense_balance(e)}
+                for e in self.expenses.values()
+            ],
+        }
+
+    def connection_records(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "id": c.id,
+                "provider": c.provider,
+                "institution": c.institution,
+                "status": c.status,
+                "last_synced_at": iso_ms(c.last_synced_ms),
+                "account_ids": [a for a in c.account_ids if a in self.accounts and not self.accounts[a].hidden],
+            }
+            for c in self.connections
+        ]
+
+    def sync_status_records(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "connection_id": c.id,
+                "provider": c.provider,
+                "status": c.status,
+                "last_synced_at": iso_ms(c.last_synced_ms),
+                "next_sync_at": iso_ms(c.next_sync_ms),
+            }
+            for c in self.connections
+        ]
+
+
+def _poisson(rng: random.Random, lam: float) -> int:
+    # Knuth's method is fine for the small rates a sync window has.
+    limit, k, p = math.exp(-min(lam, 50.0)), 0, 1.0
+    while True:
+        p *= rng.random()
+        if p <= limit:
+            return k
+        k += 1
+
+
+def canonical(body: Any) -> bytes:
+    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
