@@ -1,0 +1,105 @@
+"""centsync.extract: the client of the Personal Finance Data API v1.
+
+``AsyncApiClient`` (httpx.AsyncClient inside) and its blocking facade ``ApiClient``: paced
+within the key's allowance, retried on transient failures, drift-safe when paging, and
+returning typed Polars frames with each record's raw JSON. See docs/extract.md.
+"""
+
+from ._client import LIST_FILTERS, AsyncApiClient, check_base_url
+from ._errors import (
+    ApiError,
+    BadGateway,
+    ConfigurationError,
+    DriftError,
+    ExtractError,
+    GatewayTimeout,
+    IdempotencyConflict,
+    IdempotencyKeyReused,
+    InsufficientScope,
+    InternalError,
+    InvalidRequest,
+    KeyExpired,
+    MethodNotAllowed,
+    NotFound,
+    ProviderQuotaExhausted,
+    RateLimited,
+    ResponseFormatError,
+    ServiceUnavailable,
+    TransportFailure,
+    Unauthenticated,
+    UnknownApiError,
+    UnknownClientError,
+    UnknownServerError,
+    UnsupportedMediaType,
+)
+from ._frames import (
+    ACCOUNT_SCHEMA,
+    CONNECTION_SCHEMA,
+    SYNC_STATUS_SCHEMA,
+    TRANSACTION_SCHEMA,
+)
+from ._models import (
+    AccountsSummary,
+    Me,
+    NetWorth,
+    Settings,
+    Spending,
+    SyncRequest,
+    Transaction,
+    TransactionsSummary,
+)
+from ._pacing import Allowance, Pacer
+from ._paging import TransactionBatch, Window, WindowReport, month_windows
+from ._stats import EndpointStats, RequestStats
+from ._sync import ApiClient
+
+__all__ = [
+    "ACCOUNT_SCHEMA",
+    "CONNECTION_SCHEMA",
+    "LIST_FILTERS",
+    "SYNC_STATUS_SCHEMA",
+    "TRANSACTION_SCHEMA",
+    "AccountsSummary",
+    "Allowance",
+    "ApiClient",
+    "ApiError",
+    "AsyncApiClient",
+    "BadGateway",
+    "ConfigurationError",
+    "DriftError",
+    "EndpointStats",
+    "ExtractError",
+    "GatewayTimeout",
+    "IdempotencyConflict",
+    "IdempotencyKeyReused",
+    "InsufficientScope",
+    "InternalError",
+    "InvalidRequest",
+    "KeyExpired",
+    "Me",
+    "MethodNotAllowed",
+    "NetWorth",
+    "NotFound",
+    "Pacer",
+    "ProviderQuotaExhausted",
+    "RateLimited",
+    "RequestStats",
+    "ResponseFormatError",
+    "ServiceUnavailable",
+    "Settings",
+    "Spending",
+    "SyncRequest",
+    "Transaction",
+    "TransactionBatch",
+    "TransactionsSummary",
+    "TransportFailure",
+    "Unauthenticated",
+    "UnknownApiError",
+    "UnknownClientError",
+    "UnknownServerError",
+    "UnsupportedMediaType",
+    "Window",
+    "WindowReport",
+    "check_base_url",
+    "month_windows",
+]

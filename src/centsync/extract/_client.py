@@ -1,0 +1,720 @@
+"""The async client: transport, auth, pacing, retries, errors, accounting, readers, writers."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import ipaddress
+import logging
+import os
+import random
+import time
+from collections import deque
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
+from typing import Any
+
+import httpx
+import orjson
+import polars as pl
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_random_exponential,
+)
+from tenacity.wait import wait_base
+
+from ._errors import (
+    ApiError,
+    ConfigurationError,
+    DriftError,
+    ExtractError,
+    RateLimited,
+    ResponseFormatError,
+    ServiceUnavailable,
+    TransportFailure,
+    error_class,
+)
+from ._frames import (
+    ACCOUNT_WIRE,
+    CONNECTION_WIRE,
+    SYNC_STATUS_WIRE,
+    TRANSACTION_WIRE,
+    PageChunk,
+    cut_page,
+    frame_from_chunks,
+)
+from ._models import (
+    AccountsSummary,
+    Me,
+    NetWorth,
+    Settings,
+    Spending,
+    SyncRequest,
+    Transaction,
+    TransactionsSummary,
+)
+from ._pacing import Allowance, Pacer
+from ._paging import (
+    PAGE_LIMIT,
+    TransactionBatch,
+    Window,
+    WindowCheck,
+    WindowReport,
+    month_windows,
+    split_window,
+)
+from ._stats import RequestStats, endpoint_name
+
+log = logging.getLogger("centsync.extract")
+
+LIST_FILTERS = frozenset({"type", "account_id", "category_id", "expense_goal_id", "search", "sort"})
+_IN_PROCESS = (httpx.ASGITransport, httpx.MockTransport, httpx.WSGITransport)
+_TRANSPORT_ERRORS = (httpx.TransportError, ConnectionError, TimeoutError)
+_RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
+
+
+class _BearerAuth(httpx.Auth):
+    """Adds the key to each request; holds it where no repr or log line shows it."""
+
+    __slots__ = ("_header",)
+
+    def __init__(self, key: str) -> None:
+        self._header = f"Bearer {key}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<hidden>)"
+
+
+def _is_loopback(host: str) -> bool:
+    if host in {"localhost", "localhost.localdomain"} or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(base_url: str, transport: object | None) -> httpx.URL:
+    """The base URL, refused when it would send the key in clear text over a network."""
+    url = httpx.URL(base_url)
+    if url.scheme == "https":
+        return url
+    if url.scheme != "http":
+        raise ConfigurationError(f"base URL must be https:// (got scheme {url.scheme!r})")
+    if _is_loopback(url.host) or isinstance(transport, _IN_PROCESS):
+        return url
+    raise ConfigurationError(
+        f"base URL {url.scheme}://{url.host} is not loopback: use https:// so the key is "
+        "never sent in clear text"
+    )
+
+
+class _Wait(wait_base):
+    """Exponential backoff with full jitter, or the server's ``Retry-After`` when it sent one."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self._backoff = wait_random_exponential(multiplier=initial, max=maximum)
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        retry_after = getattr(exc, "retry_after", None)
+        if retry_after is not None:
+            # a little jitter so concurrent waiters do not return in one burst
+            return float(retry_after) + random.uniform(0.0, 0.25)
+        return float(self._backoff(retry_state))
+
+
+def _date_param(value: dt.date | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
+def _as_date(value: dt.date | str | None) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(value)
+
+
+class AsyncApiClient:
+    """Async client of the Personal Finance Data API v1 (one per key and event loop).
+
+    ``transport`` (or a ready ``http_client``) lets the same code run over loopback HTTP,
+    in-process over ``httpx.ASGITransport``, or against the real service.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+        max_attempts: int = 8,
+        backoff_initial: float = 0.2,
+        backoff_max: float = 30.0,
+        max_retry_after: float = 3700.0,
+        pacing: bool = True,
+        concurrency: int = 2,
+        max_window_rows: int = 100_000,
+        max_rereads: int = 4,
+    ) -> None:
+        if not api_key or not api_key.strip():
+            raise ConfigurationError("no API key given (set CENTSYNC_API_KEY)")
+        inner = transport if http_client is None else getattr(http_client, "_transport", None)
+        self.base_url = check_base_url(base_url, inner)
+        self._key = api_key
+        self._auth = _BearerAuth(api_key)
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.AsyncClient(
+            base_url=str(self.base_url).rstrip("/"),
+            transport=transport,
+            timeout=timeout,
+            limits=httpx.Limits(max_connections=max(4, concurrency * 2)),
+        )
+        self.max_attempts = max_attempts
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.max_retry_after = max_retry_after
+        self.concurrency = concurrency
+        self.max_window_rows = max_window_rows
+        self.max_rereads = max_rereads
+        self.stats = RequestStats()
+        self.pacer = Pacer(enabled=pacing)
+        self._pacer_lock = asyncio.Lock()
+        self._me: Me | None = None
+
+    @classmethod
+    def from_env(cls, **options: Any) -> AsyncApiClient:
+        """A client from ``CENTSYNC_API_BASE_URL`` and ``CENTSYNC_API_KEY``."""
+        base_url = os.environ.get("CENTSYNC_API_BASE_URL")
+        key = os.environ.get("CENTSYNC_API_KEY", "")
+        if not base_url:
+            raise ConfigurationError("CENTSYNC_API_BASE_URL is not set")
+        return cls(base_url, key, **options)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(base_url={str(self.base_url)!r}, key=<hidden>)"
+
+    async def __aenter__(self) -> AsyncApiClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_http:
+            await self._http.aclose()
+
+    # ------------------------------------------------------------------ transport core
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._key, "[redacted]") if self._key in text else text
+
+    async def _ensure_pacer(self) -> None:
+        if not self.pacer.enabled or self.pacer.configured:
+            return
+        async with self._pacer_lock:
+            if not self.pacer.configured:
+                # /v1/me itself goes out unpaced: it is what tells the pace
+                me = await self._fetch_me()
+                self.pacer.configure(
+                    Allowance(
+                        me.minute_limit, me.hour_limit, me.minute_remaining, me.hour_remaining
+                    )
+                )
+                log.debug("%s", self.pacer.describe())
+
+    async def _send_once(
+        self,
+        method: str,
+        path: str,
+        endpoint: str,
+        params: Mapping[str, str] | None,
+        content: bytes | None,
+        headers: Mapping[str, str],
+        paced: bool,
+    ) -> httpx.Response:
+        if paced:
+            waited = await self.pacer.acquire()
+        else:
+            waited = self.pacer.acquire_unpaced()
+        self.stats.add(endpoint, requests=1, pacing_wait_s=waited)
+        started = time.monotonic()
+        response: httpx.Response | None = None
+        try:
+            response = await self._http.request(
+                method, path, params=params, content=content, headers=headers, auth=self._auth
+            )
+        except _TRANSPORT_ERRORS as exc:
+            self.stats.add(endpoint, errors=1, transport_errors=1)
+            log.info("%s %s: transport error %s", method, path, type(exc).__name__)
+            raise TransportFailure(method, path, exc) from None
+        finally:
+            self.pacer.release(None if response is None else response.headers)
+        self.stats.add(endpoint, bytes=len(response.content))
+        log.debug(
+            "%s %s -> %d (%.0f ms, %d bytes)",
+            method,
+            path,
+            response.status_code,
+            (time.monotonic() - started) * 1000,
+            len(response.content),
+        )
+        if response.status_code >= 400:
+            error = self._error(response, method, path)
+            self.stats.add(endpoint, errors=1)
+            if response.status_code == 429:
+                self.stats.add(endpoint, rate_limited=1)
+                if isinstance(error, RateLimited) and error.retry_after is not None:
+                    self.pacer.hold(error.retry_after, reason="429 rate_limited, Retry-After")
+            raise error
+        return response
+
+    def _error(self, response: httpx.Response, method: str, path: str) -> ApiError:
+        code = message = None
+        details: list[dict[str, Any]] | None = None
+        try:
+            body = orjson.loads(response.content)
+            err = body.get("error") if isinstance(body, dict) else None
+            if isinstance(err, dict):
+                code = err.get("code")
+                message = err.get("message")
+                raw_details = err.get("details")
+                if isinstance(raw_details, list):
+                    details = [d for d in raw_details if isinstance(d, dict)]
+        except orjson.JSONDecodeError:
+            pass
+        retry_after: float | None = None
+        header = response.headers.get("retry-after")
+        if header is not None:
+            try:
+                retry_after = max(0.0, float(header))
+            except ValueError:
+                retry_after = None
+        cls = error_class(response.status_code, code if isinstance(code, str) else None)
+        return cls(
+            status=response.status_code,
+            code=code if isinstance(code, str) else cls.code or f"http_{response.status_code}",
+            message=self._redact(str(message)) if message else response.reason_phrase,
+            method=method,
+            path=path,
+            request_id=response.headers.get("x-request-id"),
+            details=details,
+            retry_after=retry_after,
+        )
+
+    def _should_retry(self, exc: BaseException, *, unknown_outcome_ok: bool = True) -> bool:
+        if not isinstance(exc, ExtractError) or not exc.retryable:
+            return False
+        if not unknown_outcome_ok and not isinstance(exc, (RateLimited, ServiceUnavailable)):
+            # the server may have acted on it: only an explicit "not now" is safe to resend
+            return False
+        retry_after = getattr(exc, "retry_after", None)
+        return retry_after is None or retry_after <= self.max_retry_after
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, str | None] | None = None,
+        json: Any = None,
+        idempotency_key: str | None = None,
+        paced: bool = True,
+        retry_unknown_outcome: bool = True,
+    ) -> httpx.Response:
+        """One logical call: paced, retried on transient failures, error-mapped.
+
+        Every attempt of a call resends the same body and the same ``Idempotency-Key``. With
+        ``retry_unknown_outcome=False`` (a non-idempotent write without a key) a dropped
+        connection or a 5xx is not resent; only 429 ``rate_limited`` and 503 are.
+        """
+        if paced:
+            await self._ensure_pacer()
+        endpoint = endpoint_name(method, path)
+        clean = {k: v for k, v in (params or {}).items() if v is not None}
+        headers: dict[str, str] = {"Accept": "application/json"}
+        content = None
+        if json is not None:
+            content = orjson.dumps(json)
+            headers["Content-Type"] = "application/json"
+        if idempotency_key is not None:
+            headers["Idempotency-Key"] = idempotency_key
+
+        def before_sleep(state: RetryCallState) -> None:
+            self.stats.add(endpoint, retries=1)
+            exc = state.outcome.exception() if state.outcome else None
+            wait = state.next_action.sleep if state.next_action else 0.0
+            level = logging.WARNING if wait >= 10 else logging.INFO
+            log.log(level, "retrying in %.2f s after: %s", wait, exc)
+
+        retrying = AsyncRetrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=_Wait(self.backoff_initial, self.backoff_max),
+            retry=retry_if_exception(
+                lambda exc: self._should_retry(exc, unknown_outcome_ok=retry_unknown_outcome)
+            ),
+            before_sleep=before_sleep,
+            reraise=True,
+        )
+        async for attempt in retrying:
+            with attempt:
+                response = await self._send_once(
+                    method, path, endpoint, clean, content, headers, paced
+                )
+        return response
+
+    async def _get_json(
+        self, path: str, params: Mapping[str, str | None] | None = None
+    ) -> tuple[Any, str]:
+        response = await self.request("GET", path, params=params)
+        return _json(response), response.text
+
+    # ------------------------------------------------------------------ readers
+
+    async def _fetch_me(self) -> Me:
+        response = await self.request("GET", "/v1/me", paced=False)
+        self._me = Me.parse(_json(response), response.text)
+        return self._me
+
+    async def me(self) -> Me:
+        """``GET /v1/me``: identity, scopes, key expiry and the current allowance."""
+        await self._ensure_pacer()
+        return await self._fetch_me()
+
+    async def settings(self) -> Settings:
+        """``GET /v1/settings``: timezone (decides each booked_at), currency, locale."""
+        return Settings.parse(*await self._get_json("/v1/settings"))
+
+    async def accounts(self, *, raw: bool = True) -> pl.DataFrame:
+        """``GET /v1/accounts``: every visible account (the account schema)."""
+        response = await self.request("GET", "/v1/accounts")
+        return frame_from_chunks([cut_page(response.content)], ACCOUNT_WIRE, raw=raw)
+
+    async def accounts_summary(self) -> AccountsSummary:
+        """``GET /v1/accounts/summary``: assets, liabilities, net worth, per-type sums."""
+        return AccountsSummary.parse(*await self._get_json("/v1/accounts/summary"))
+
+    async def connections(self, *, raw: bool = True) -> pl.DataFrame:
+        """``GET /v1/connections``: bank connections (providers are read here, never assumed)."""
+        response = await self.request("GET", "/v1/connections")
+        return frame_from_chunks([cut_page(response.content)], CONNECTION_WIRE, raw=raw)
+
+    async def sync_status(self, *, raw: bool = True) -> pl.DataFrame:
+        """``GET /v1/sync/status``: last and next sync per connection."""
+        response = await self.request("GET", "/v1/sync/status")
+        return frame_from_chunks([cut_page(response.content)], SYNC_STATUS_WIRE, raw=raw)
+
+    async def net_worth(self) -> NetWorth:
+        """``GET /v1/analytics/net-worth``."""
+        return NetWorth.parse(*await self._get_json("/v1/analytics/net-worth"))
+
+    async def spending(
+        self,
+        from_: dt.date | str | None = None,
+        to: dt.date | str | None = None,
+        *,
+        group_by: str = "category",
+    ) -> Spending:
+        """``GET /v1/analytics/spending`` grouped by ``category``, ``merchant`` or ``month``."""
+        params = {"from": _date_param(from_), "to": _date_param(to), "group_by": group_by}
+        return Spending.parse(*await self._get_json("/v1/analytics/spending", params))
+
+    async def transactions_summary(
+        self,
+        from_: dt.date | str | None = None,
+        to: dt.date | str | None = None,
+        **filters: str,
+    ) -> TransactionsSummary:
+        """``GET /v1/transactions/summary``: count and per-type sums for the list's filters."""
+        params = self._list_params(from_, to, filters)
+        params.pop("sort", None)
+        return TransactionsSummary.parse(*await self._get_json("/v1/transactions/summary", params))
+
+    async def transaction(self, transaction_id: str) -> Transaction:
+        """``GET /v1/transactions/{id}`` (includes ``notes``)."""
+        doc, raw = await self._get_json(f"/v1/transactions/{transaction_id}")
+        return Transaction.parse(doc, raw)
+
+    @staticmethod
+    def _list_params(
+        from_: dt.date | str | None, to: dt.date | str | None, filters: Mapping[str, str]
+    ) -> dict[str, str | None]:
+        unknown = set(filters) - LIST_FILTERS
+        if unknown:
+            raise TypeError(f"unknown transaction filter(s): {sorted(unknown)}")
+        params: dict[str, str | None] = {"from": _date_param(from_), "to": _date_param(to)}
+        params.update({k: str(v) for k, v in filters.items() if v is not None})
+        return params
+
+    async def transactions_page(
+        self,
+        page: int = 1,
+        *,
+        limit: int = PAGE_LIMIT,
+        from_: dt.date | str | None = None,
+        to: dt.date | str | None = None,
+        raw: bool = True,
+        **filters: str,
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        """One page of ``GET /v1/transactions`` and its envelope (total, page, pages)."""
+        chunk = await self._list_page(page, limit, self._list_params(from_, to, filters))
+        return frame_from_chunks([chunk], TRANSACTION_WIRE, raw=raw), chunk.envelope
+
+    async def _list_page(
+        self, page: int, limit: int, params: Mapping[str, str | None]
+    ) -> PageChunk:
+        response = await self.request(
+            "GET", "/v1/transactions", params={**params, "page": str(page), "limit": str(limit)}
+        )
+        return cut_page(response.content)
+
+    async def transaction_date_range(self, **filters: str) -> tuple[dt.date, dt.date] | None:
+        """Oldest and newest ``booked_at`` matching the filters (two requests), or None."""
+        params = self._list_params(None, None, filters)
+        params["sort"] = "booked_at"
+        newest = await self._list_page(1, 1, params)
+        total = newest.total or 0
+        if total == 0:
+            return None
+        oldest = await self._list_page(total, 1, params)
+        dates = []
+        for chunk in (oldest, newest):
+            frame = frame_from_chunks([chunk], TRANSACTION_WIRE, raw=False)
+            if frame.height == 0:  # the ledger shrank in between: read it all
+                return None
+            dates.append(frame.get_column("booked_at")[0])
+        return dates[0], dates[1]
+
+    async def read_transactions(
+        self,
+        windows: Iterable[tuple[dt.date | str | None, dt.date | str | None]],
+        *,
+        concurrency: int | None = None,
+        raw: bool = True,
+        verify: bool = True,
+        **filters: str,
+    ) -> AsyncGenerator[TransactionBatch, None]:
+        """Read date windows drift-safely; yields one verified batch per (sub-)window, in order.
+
+        A window whose ``total`` exceeds ``max_window_rows`` is halved by date (bounded windows
+        only), so memory stays bounded by that size times ``concurrency``.
+        """
+        self._list_params(None, None, filters)  # reject unknown filters before any request
+        async for batch in self._read_windows(windows, filters, concurrency, raw, verify):
+            yield batch
+
+    async def _read_windows(
+        self,
+        windows: Iterable[tuple[dt.date | str | None, dt.date | str | None]],
+        filters: Mapping[str, str],
+        concurrency: int | None,
+        raw: bool,
+        verify: bool,
+    ) -> AsyncGenerator[TransactionBatch, None]:
+        queue = deque((_as_date(a), _as_date(b)) for a, b in windows)
+        width = max(1, concurrency or self.concurrency)
+        running: deque[asyncio.Task[list[TransactionBatch]]] = deque()
+
+        def start_next() -> None:
+            if queue:
+                window = queue.popleft()
+                running.append(
+                    asyncio.create_task(self._read_window(window, filters, raw, verify, None))
+                )
+
+        try:
+            for _ in range(width):
+                start_next()
+            while running:
+                batches = await running.popleft()
+                start_next()
+                for batch in batches:
+                    yield batch
+        finally:
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+
+    async def read_all_transactions(
+        self, *, raw: bool = True, verify: bool = True, **filters: str
+    ) -> tuple[pl.DataFrame, list[WindowReport]]:
+        """Every transaction matching the filters, read by calendar month, as one frame."""
+        frames, reports = [], []
+        windows = await self.default_windows(**filters)
+        self._list_params(None, None, filters)
+        async for batch in self._read_windows(windows, filters, None, raw, verify):
+            frames.append(batch.frame)
+            reports.append(batch.report)
+        if not frames:
+            return frame_from_chunks([], TRANSACTION_WIRE, raw=raw), reports
+        return pl.concat(frames, how="vertical", rechunk=True), reports
+
+    async def default_windows(self, **filters: str) -> list[Window]:
+        """Calendar months over the ledger's date range, open at both ends (two requests)."""
+        span = await self.transaction_date_range(**filters)
+        if span is None:
+            return [(None, None)]
+        return month_windows(span[0], span[1], open_ends=True)
+
+    async def _read_window(
+        self,
+        window: Window,
+        filters: Mapping[str, str],
+        raw: bool,
+        verify: bool,
+        parent: Window | None,
+    ) -> list[TransactionBatch]:
+        started = time.monotonic()
+        params = self._list_params(window[0], window[1], filters)
+        report = WindowReport(window=window, filters=dict(filters), split_from=parent)
+        for _ in range(self.max_rereads + 1):
+            check = WindowCheck(PAGE_LIMIT)
+            first = await self._list_page(1, PAGE_LIMIT, params)
+            report.requests += 1
+            reason = check.first(first)
+            if (
+                reason is None
+                and (check.total or 0) > self.max_window_rows
+                and (halves := split_window(window)) is not None
+            ):
+                log.debug("window %s holds %s rows: splitting", window, check.total)
+                out: list[TransactionBatch] = []
+                for half in halves:
+                    out.extend(
+                        await self._read_window(half, filters, raw, verify, parent or window)
+                    )
+                return out
+            chunks = [first]
+            number = 2
+            while reason is None and number <= check.pages:
+                chunk = await self._list_page(number, PAGE_LIMIT, params)
+                report.requests += 1
+                reason = check.page(chunk, number)
+                chunks.append(chunk)
+                number += 1
+            frame: pl.DataFrame | None = None
+            if reason is None:
+                # Polars releases the GIL: parsing overlaps the other window's requests
+                frame = await asyncio.to_thread(
+                    frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw
+                )
+                reason = check.finish(frame)
+            if reason is None and verify and frame is not None:
+                summary = await self.transactions_summary(window[0], window[1], **filters)
+                report.requests += 1
+                reason = check.verify(frame, summary)
+                report.verified = reason is None
+            if reason is None and frame is not None:
+                report.total = check.total or 0
+                report.rows = frame.height
+                report.pages = check.pages
+                report.elapsed_s = time.monotonic() - started
+                return [TransactionBatch(frame, report)]
+            report.rereads += 1
+            report.reasons.append(reason or "unknown")
+            self.stats.add("GET /v1/transactions", rereads=1)
+            log.info("window %s changed while read (%s): reading it again", window, reason)
+        report.elapsed_s = time.monotonic() - started
+        raise DriftError(
+            f"window {window} kept changing after {report.rereads} re-reads: "
+            + "; ".join(report.reasons[-3:])
+        )
+
+    # ------------------------------------------------------------------ writers
+
+    async def create_transaction(
+        self,
+        *,
+        account_id: str,
+        amount: int,
+        concept: str,
+        booked_at: dt.date | str,
+        idempotency_key: str,
+        type: str | None = None,
+        category_id: str | None = None,
+        expense_goal_id: str | None = None,
+        notes: str | None = None,
+    ) -> Transaction:
+        """``POST /v1/transactions``; resent with the same ``idempotency_key`` when unsure.
+
+        Derive ``idempotency_key`` from the originating event (never a fresh random value per
+        call), so a crash and rerun replays instead of creating twice.
+        """
+        if not isinstance(amount, int) or isinstance(amount, bool):
+            raise TypeError("amount must be integer cents")
+        if not idempotency_key:
+            raise ValueError("idempotency_key is required: derive it from the originating event")
+        body: dict[str, Any] = {
+            "account_id": account_id,
+            "amount": amount,
+            "concept": concept,
+            "booked_at": _date_param(booked_at),
+        }
+        optional = {
+            "type": type,
+            "category_id": category_id,
+            "expense_goal_id": expense_goal_id,
+            "notes": notes,
+        }
+        body.update({k: v for k, v in optional.items() if v is not None})
+        response = await self.request(
+            "POST", "/v1/transactions", json=body, idempotency_key=idempotency_key
+        )
+        return Transaction.parse(
+            _json(response),
+            response.text,
+            replayed=response.headers.get("idempotent-replayed", "").lower() == "true",
+        )
+
+    async def update_transaction(self, transaction_id: str, **fields: Any) -> Transaction:
+        """``PATCH /v1/transactions/{id}`` with only the fields to change."""
+        if not fields:
+            raise ValueError("nothing to update")
+        body = {k: (_date_param(v) if isinstance(v, dt.date) else v) for k, v in fields.items()}
+        response = await self.request("PATCH", f"/v1/transactions/{transaction_id}", json=body)
+        return Transaction.parse(_json(response), response.text)
+
+    async def assign_expense(self, transaction_id: str, expense_goal_id: str | None) -> Transaction:
+        """``POST /v1/transactions/{id}/expense``: assign to an Expense, or clear with None."""
+        response = await self.request(
+            "POST",
+            f"/v1/transactions/{transaction_id}/expense",
+            json={"expense_goal_id": expense_goal_id},
+        )
+        return Transaction.parse(_json(response), response.text)
+
+    async def trigger_sync(
+        self, provider: str | None = None, *, idempotency_key: str | None = None
+    ) -> SyncRequest:
+        """``POST /v1/sync`` for every provider or one; a spent quota raises, never retried."""
+        body = {} if provider is None else {"provider": provider}
+        response = await self.request(
+            "POST",
+            "/v1/sync",
+            json=body,
+            idempotency_key=idempotency_key,
+            retry_unknown_outcome=idempotency_key is not None,
+        )
+        return SyncRequest.parse(_json(response), response.text)
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        raise ResponseFormatError(
+            f"{response.request.method} {response.request.url.path}: body is not JSON"
+        ) from None
+
+
+__all__ = ["AsyncApiClient", "TransportFailure", "check_base_url"]

@@ -1,0 +1,258 @@
+"""The client's exception tree, keyed by the API's error ``code``.
+
+::
+
+    ExtractError                      anything this package raises
+    ├── ConfigurationError            bad base URL (http:// off loopback), empty key
+    ├── ResponseFormatError           a body that is not the documented shape
+    ├── DriftError                    a window kept changing past the re-read budget
+    ├── TransportFailure              connection dropped/refused/timed out (retryable)
+    └── ApiError                      the server answered with an error status
+        ├── InvalidRequest            400 invalid_request            permanent
+        ├── Unauthenticated           401 unauthenticated            permanent
+        ├── KeyExpired                401 key_expired                permanent
+        ├── InsufficientScope         403 insufficient_scope         permanent
+        ├── NotFound                  404 not_found                  permanent
+        ├── MethodNotAllowed          405 method_not_allowed         permanent
+        ├── IdempotencyConflict       409 idempotency_conflict       retryable
+        ├── UnsupportedMediaType      415 unsupported_media_type     permanent
+        ├── IdempotencyKeyReused      422 idempotency_key_reused     permanent
+        ├── RateLimited               429 rate_limited               retryable
+        ├── ProviderQuotaExhausted    429 provider_quota_exhausted   neither: try in a later run
+        ├── InternalError             500 internal_error             retryable
+        ├── ServiceUnavailable        503 service_unavailable        retryable
+        ├── BadGateway / GatewayTimeout  502 / 504 (proxies)         retryable
+        └── UnknownApiError           a code this client does not know
+            ├── UnknownClientError    4xx: permanent
+            └── UnknownServerError    5xx: retryable
+
+Callers catch by meaning (``except InsufficientScope``, ``if err.retryable``), never by parsing
+messages. No exception text ever contains the API key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+
+class ExtractError(Exception):
+    """Base of everything the extract client raises."""
+
+    retryable: ClassVar[bool] = False
+    permanent: ClassVar[bool] = True
+
+
+class ConfigurationError(ExtractError):
+    """The client was configured in a way that would be unsafe or cannot work."""
+
+
+class ResponseFormatError(ExtractError):
+    """The server answered 2xx with a body that is not the documented shape."""
+
+
+class DriftError(ExtractError):
+    """A window kept changing while it was read, beyond the re-read budget."""
+
+    retryable = True
+    permanent = False
+
+
+class TransportFailure(ExtractError):
+    """The request may or may not have reached the server (dropped, refused, timed out)."""
+
+    retryable = True
+    permanent = False
+
+    def __init__(self, method: str, path: str, cause: BaseException) -> None:
+        self.method = method
+        self.path = path
+        self.cause_type = type(cause).__name__
+        super().__init__(f"{method} {path}: transport error ({self.cause_type})")
+
+
+class ApiError(ExtractError):
+    """An error response from the API: status, code, message, method, path, request id."""
+
+    code: ClassVar[str] = ""
+    hint: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        *,
+        status: int,
+        code: str,
+        message: str,
+        method: str,
+        path: str,
+        request_id: str | None = None,
+        details: list[dict[str, Any]] | None = None,
+        retry_after: float | None = None,
+    ) -> None:
+        self.status = status
+        self.error_code = code
+        self.message = message
+        self.method = method
+        self.path = path
+        self.request_id = request_id
+        self.details = details or []
+        self.retry_after = retry_after
+        super().__init__(self._text())
+
+    def _text(self) -> str:
+        text = f"{self.method} {self.path} -> {self.status} {self.error_code}: {self.message}"
+        if self.details:
+            issues = "; ".join(f"{d.get('field')}: {d.get('issue')}" for d in self.details)
+            text += f" ({issues})"
+        if self.hint:
+            text += f". {self.hint}"
+        if self.request_id:
+            text += f" [request id {self.request_id}]"
+        return text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._text()!r})"
+
+
+class InvalidRequest(ApiError):
+    code = "invalid_request"
+    hint = "The request was rejected as sent; fix it before sending it again"
+
+
+class Unauthenticated(ApiError):
+    code = "unauthenticated"
+    hint = "The key was not accepted (missing, unknown or revoked); check CENTSYNC_API_KEY"
+
+
+class KeyExpired(ApiError):
+    code = "key_expired"
+    hint = "The key has expired; create a new key (Settings, Developer API, API keys)"
+
+
+class InsufficientScope(ApiError):
+    code = "insufficient_scope"
+    hint = "This key lacks the scope (a read-only key cannot write); create a read and write key"
+
+
+class NotFound(ApiError):
+    code = "not_found"
+
+
+class MethodNotAllowed(ApiError):
+    code = "method_not_allowed"
+
+
+class IdempotencyConflict(ApiError):
+    code = "idempotency_conflict"
+    hint = "A request with this Idempotency-Key is still being processed"
+    retryable = True
+    permanent = False
+
+
+class UnsupportedMediaType(ApiError):
+    code = "unsupported_media_type"
+
+
+class IdempotencyKeyReused(ApiError):
+    code = "idempotency_key_reused"
+    hint = "This Idempotency-Key was used before with a different body; derive keys per event"
+
+
+class RateLimited(ApiError):
+    code = "rate_limited"
+    retryable = True
+    permanent = False
+
+
+class ProviderQuotaExhausted(ApiError):
+    code = "provider_quota_exhausted"
+    hint = "The provider's manual-sync quota is used up; scheduled syncs continue, try a later run"
+    retryable = False
+    permanent = False
+
+
+class InternalError(ApiError):
+    code = "internal_error"
+    retryable = True
+    permanent = False
+
+
+class ServiceUnavailable(ApiError):
+    code = "service_unavailable"
+    retryable = True
+    permanent = False
+
+
+class BadGateway(ApiError):
+    code = "bad_gateway"
+    retryable = True
+    permanent = False
+
+
+class GatewayTimeout(ApiError):
+    code = "gateway_timeout"
+    retryable = True
+    permanent = False
+
+
+class UnknownApiError(ApiError):
+    """An error code this client does not know (the service may add codes)."""
+
+
+class UnknownClientError(UnknownApiError):
+    """An unknown code with a 4xx status: permanent for this request."""
+
+
+class UnknownServerError(UnknownApiError):
+    """An unknown code with a 5xx status: retryable."""
+
+    retryable = True
+    permanent = False
+
+
+ERRORS_BY_CODE: dict[str, type[ApiError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidRequest,
+        Unauthenticated,
+        KeyExpired,
+        InsufficientScope,
+        NotFound,
+        MethodNotAllowed,
+        IdempotencyConflict,
+        UnsupportedMediaType,
+        IdempotencyKeyReused,
+        RateLimited,
+        ProviderQuotaExhausted,
+        InternalError,
+        ServiceUnavailable,
+        BadGateway,
+        GatewayTimeout,
+    )
+}
+
+_BY_STATUS: dict[int, type[ApiError]] = {
+    400: InvalidRequest,
+    401: Unauthenticated,
+    403: InsufficientScope,
+    404: NotFound,
+    405: MethodNotAllowed,
+    409: IdempotencyConflict,
+    415: UnsupportedMediaType,
+    422: IdempotencyKeyReused,
+    429: RateLimited,
+    500: InternalError,
+    502: BadGateway,
+    503: ServiceUnavailable,
+    504: GatewayTimeout,
+}
+
+
+def error_class(status: int, code: str | None) -> type[ApiError]:
+    """The exception class for an error response: by code, else by status when no body."""
+    if code:
+        known = ERRORS_BY_CODE.get(code)
+        if known is not None:
+            return known
+    elif status in _BY_STATUS:
+        return _BY_STATUS[status]
+    return UnknownServerError if status >= 500 else UnknownClientError

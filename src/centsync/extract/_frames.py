@@ -1,0 +1,219 @@
+"""The bulk path: raw response bytes to typed Polars frames, with no Python dict per row.
+
+A list response is ``{"data": [record, record, ...], "total": ..., ...}`` (or a bare array).
+The fast path cuts the ``data`` array out of the page bytes, turns it into NDJSON by splitting
+between top-level records (``},{`` becomes ``}\\n{``), and hands a whole batch of pages to one
+``pl.read_ndjson`` call; the ``raw`` column is each record's text exactly as the server sent
+it. A wrong cut can only land inside a string or a nested value, and either way leaves both
+halves invalid JSON, which the strict NDJSON reader rejects: then (and for pretty-printed
+bodies) the batch is re-split with orjson, still parsed in one ``read_ndjson`` call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+import polars as pl
+
+from ._errors import ResponseFormatError
+
+_DATA_KEY = re.compile(rb'"data"\s*:\s*\[')
+
+TS = pl.Datetime("ms", "UTC")
+
+# What the wire carries, per record type (dates and times arrive as text).
+TRANSACTION_WIRE: dict[str, pl.DataType] = {
+    "id": pl.Utf8(),
+    "account_id": pl.Utf8(),
+    "concept": pl.Utf8(),
+    "amount": pl.Int64(),
+    "booked_at": pl.Utf8(),
+    "type": pl.Utf8(),
+    "category_id": pl.Utf8(),
+    "expense_goal_id": pl.Utf8(),
+    "created_at": pl.Utf8(),
+    "updated_at": pl.Utf8(),
+}
+ACCOUNT_WIRE: dict[str, pl.DataType] = {
+    "id": pl.Utf8(),
+    "name": pl.Utf8(),
+    "type": pl.Utf8(),
+    "subtype": pl.Utf8(),
+    "currency": pl.Utf8(),
+    "balance": pl.Int64(),
+    "connection_id": pl.Utf8(),
+    "institution": pl.Utf8(),
+    "updated_at": pl.Utf8(),
+}
+CONNECTION_WIRE: dict[str, pl.DataType] = {
+    "id": pl.Utf8(),
+    "provider": pl.Utf8(),
+    "institution": pl.Utf8(),
+    "status": pl.Utf8(),
+    "last_synced_at": pl.Utf8(),
+    "account_ids": pl.List(pl.Utf8()),
+}
+SYNC_STATUS_WIRE: dict[str, pl.DataType] = {
+    "connection_id": pl.Utf8(),
+    "provider": pl.Utf8(),
+    "status": pl.Utf8(),
+    "last_synced_at": pl.Utf8(),
+    "next_sync_at": pl.Utf8(),
+}
+SPENDING_WIRE: dict[str, pl.DataType] = {
+    "key": pl.Utf8(),
+    "label": pl.Utf8(),
+    "amount": pl.Int64(),
+    "count": pl.Int64(),
+}
+
+_DATES = {"booked_at"}
+_TIMES = {"created_at", "updated_at", "last_synced_at", "next_sync_at"}
+
+
+def final_schema(wire: dict[str, pl.DataType], *, raw: bool = True) -> dict[str, pl.DataType]:
+    """The typed schema readers return for a wire schema."""
+    out: dict[str, pl.DataType] = {}
+    for name, dtype in wire.items():
+        if name in _DATES:
+            out[name] = pl.Date()
+        elif name in _TIMES:
+            out[name] = TS
+        else:
+            out[name] = dtype
+    if raw:
+        out["raw"] = pl.Utf8()
+    return out
+
+
+TRANSACTION_SCHEMA = final_schema(TRANSACTION_WIRE)
+ACCOUNT_SCHEMA = final_schema(ACCOUNT_WIRE)
+CONNECTION_SCHEMA = final_schema(CONNECTION_WIRE)
+SYNC_STATUS_SCHEMA = final_schema(SYNC_STATUS_WIRE)
+
+
+@dataclass(frozen=True)
+class PageChunk:
+    """One list response, cut: its envelope (without ``data``) and its records as NDJSON."""
+
+    envelope: dict[str, Any]
+    ndjson: bytes  # b"" when the page has no records
+    body: bytes  # the page as received, kept only for the slow path
+
+    @property
+    def total(self) -> int | None:
+        value = self.envelope.get("total")
+        return value if isinstance(value, int) else None
+
+    @property
+    def pages(self) -> int | None:
+        value = self.envelope.get("pages")
+        return value if isinstance(value, int) else None
+
+
+def cut_page(body: bytes) -> PageChunk:
+    """Split one list response into envelope and NDJSON records (fast, byte level)."""
+    stripped = body.strip()
+    if stripped.startswith(b"["):
+        return PageChunk({}, _array_to_ndjson(stripped[1:-1]), body)
+    match = _DATA_KEY.search(body)
+    end = body.rfind(b"]")
+    if match is None or end < match.end() - 1:
+        return _slow_cut(body)
+    try:
+        envelope = orjson.loads(body[: match.start()] + b'"data":null' + body[end + 1 :])
+    except orjson.JSONDecodeError:
+        return _slow_cut(body)
+    if not isinstance(envelope, dict) or envelope.get("data", 0) is not None:
+        return _slow_cut(body)
+    inner = body[match.end() : end]
+    if b"\n" in inner or b"\r" in inner:
+        return _slow_cut(body)
+    return PageChunk(envelope, _array_to_ndjson(inner), body)
+
+
+def _array_to_ndjson(inner: bytes) -> bytes:
+    inner = inner.strip()
+    if not inner:
+        return b""
+    return inner.replace(b"},{", b"}\n{")
+
+
+def _slow_cut(body: bytes) -> PageChunk:
+    """Cut with a full parse: for bodies the byte-level cut cannot take."""
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ResponseFormatError(f"response is not JSON ({exc})") from None
+    if isinstance(doc, list):
+        envelope: dict[str, Any] = {}
+        records = doc
+    elif isinstance(doc, dict) and isinstance(doc.get("data"), list):
+        records = doc["data"]
+        envelope = {k: v for k, v in doc.items() if k != "data"}
+        envelope["data"] = None
+    else:
+        raise ResponseFormatError("list response without a 'data' array")
+    if not all(isinstance(r, dict) for r in records):
+        raise ResponseFormatError("list response with a non-object record")
+    return PageChunk(envelope, b"\n".join(orjson.dumps(r) for r in records), body)
+
+
+def frame_from_chunks(
+    chunks: Sequence[PageChunk], wire: dict[str, pl.DataType], *, raw: bool = True
+) -> pl.DataFrame:
+    """Parse a batch of cut pages into one typed frame, in one NDJSON parse."""
+    parts = [c.ndjson for c in chunks if c.ndjson]
+    if not parts:
+        return pl.DataFrame(schema=final_schema(wire, raw=raw))
+    try:
+        return _typed(b"\n".join(parts), wire, raw=raw)
+    except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
+        pass
+    # a cut landed inside a value (or the records are not flat JSON objects): full parse
+    parts = [p for p in (_slow_cut(c.body).ndjson for c in chunks) if p]
+    try:
+        return _typed(b"\n".join(parts), wire, raw=raw)
+    except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError) as exc:
+        raise ResponseFormatError(f"records do not match the documented types ({exc})") from None
+
+
+def _typed(ndjson: bytes, wire: dict[str, pl.DataType], *, raw: bool) -> pl.DataFrame:
+    frame = pl.read_ndjson(ndjson, schema=wire)
+    exprs: list[pl.Expr | pl.Series] = []
+    for name in wire:
+        if name in _DATES:
+            exprs.append(pl.col(name).str.to_date("%Y-%m-%d"))
+        elif name in _TIMES:
+            exprs.append(_timestamp(frame[name]).alias(name))
+    if exprs:
+        frame = frame.with_columns(exprs)
+    if raw:
+        lines = pl.Series("raw", ndjson.split(b"\n"), dtype=pl.Binary).cast(pl.Utf8)
+        if len(lines) != frame.height:
+            raise pl.exceptions.ComputeError("line count differs from record count")
+        frame = frame.with_columns(lines)
+    return frame
+
+
+def _timestamp(column: pl.Series) -> pl.Series:
+    """ISO 8601 text to Datetime(ms, UTC): the contract's ``...T..:..:..mmmZ`` fast, any offset."""
+    try:
+        return column.str.to_datetime(
+            "%Y-%m-%dT%H:%M:%S%.3fZ", time_unit="ms", strict=True
+        ).dt.replace_time_zone("UTC")
+    except pl.exceptions.InvalidOperationError:
+        return column.str.to_datetime(time_unit="ms", time_zone="UTC", strict=True)
+
+
+def frame_from_records(
+    records: list[dict[str, Any]], wire: dict[str, pl.DataType], *, raw: bool = True
+) -> pl.DataFrame:
+    """Typed frame for a handful of already-parsed records (writer results, small lists)."""
+    if not records:
+        return pl.DataFrame(schema=final_schema(wire, raw=raw))
+    return _typed(b"\n".join(orjson.dumps(r) for r in records), wire, raw=raw)

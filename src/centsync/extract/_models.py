@@ -1,0 +1,262 @@
+"""Typed results for the small endpoints (aggregates, single records, writes).
+
+Every result keeps ``raw``: the response body's JSON text exactly as the server sent it, so
+fields this client does not know still reach the warehouse.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from ._errors import ResponseFormatError
+from ._frames import SPENDING_WIRE, TRANSACTION_WIRE, frame_from_records
+
+
+def _date(value: Any) -> dt.date | None:
+    return None if value is None else dt.date.fromisoformat(value)
+
+
+def _time(value: Any) -> dt.datetime | None:
+    if value is None:
+        return None
+    parsed = dt.datetime.fromisoformat(value)
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed
+
+
+def _int(doc: dict[str, Any], name: str) -> int:
+    value = doc.get(name)
+    # bool is an int in Python; money and counts must be real integers
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ResponseFormatError(f"field {name!r} is not an integer: {type(value).__name__}")
+    return value
+
+
+def _opt_int(doc: dict[str, Any], name: str) -> int | None:
+    return None if doc.get(name) is None else _int(doc, name)
+
+
+@dataclass(frozen=True)
+class Me:
+    """``GET /v1/me``: the key's owner, scopes, expiry and allowance."""
+
+    account_id: str
+    scopes: tuple[str, ...]
+    key_id: str
+    key_expires_at: dt.datetime | None
+    minute_limit: int
+    minute_remaining: int | None
+    hour_limit: int
+    hour_remaining: int | None
+    raw: str = field(repr=False)
+
+    @property
+    def can_write(self) -> bool:
+        return "data.write" in self.scopes
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> Me:
+        key = doc.get("key") or {}
+        limits = doc.get("rate_limit") or {}
+        return cls(
+            account_id=doc["account_id"],
+            scopes=tuple(doc.get("scopes") or ()),
+            key_id=key.get("id", ""),
+            key_expires_at=_time(key.get("expires_at")),
+            minute_limit=_int(limits, "minute_limit"),
+            minute_remaining=_opt_int(limits, "minute_remaining"),
+            hour_limit=_int(limits, "hour_limit"),
+            hour_remaining=_opt_int(limits, "hour_remaining"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class Settings:
+    """``GET /v1/settings``."""
+
+    timezone: str
+    currency: str
+    locale: str | None
+    week_start: str | None
+    raw: str = field(repr=False)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> Settings:
+        week_start = doc.get("week_start")
+        return cls(
+            timezone=doc["timezone"],
+            currency=doc["currency"],
+            locale=doc.get("locale"),
+            week_start=None if week_start is None else str(week_start),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class AccountsSummary:
+    """``GET /v1/accounts/summary``: the application's balance rollups, in cents."""
+
+    currency: str
+    assets: int
+    liabilities: int
+    net_worth: int
+    count: int
+    by_type: dict[str, int]
+    raw: str = field(repr=False)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> AccountsSummary:
+        by_type = doc.get("by_type") or {}
+        return cls(
+            currency=doc["currency"],
+            assets=_int(doc, "assets"),
+            liabilities=_int(doc, "liabilities"),
+            net_worth=_int(doc, "net_worth"),
+            count=_int(doc, "count"),
+            by_type={k: _int(by_type, k) for k in by_type},
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class NetWorth:
+    """``GET /v1/analytics/net-worth``."""
+
+    currency: str
+    assets: int
+    liabilities: int
+    total: int
+    as_of: dt.datetime | None
+    raw: str = field(repr=False)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> NetWorth:
+        return cls(
+            currency=doc["currency"],
+            assets=_int(doc, "assets"),
+            liabilities=_int(doc, "liabilities"),
+            total=_int(doc, "total"),
+            as_of=_time(doc.get("as_of")),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class Spending:
+    """``GET /v1/analytics/spending``: ``rows`` has key, label, amount (cents), count."""
+
+    from_: dt.date | None
+    to: dt.date | None
+    group_by: str
+    currency: str
+    total: int
+    rows: pl.DataFrame = field(repr=False)
+    raw: str = field(repr=False)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> Spending:
+        rows = frame_from_records(list(doc.get("data") or []), SPENDING_WIRE, raw=False)
+        return cls(
+            from_=_date(doc.get("from")),
+            to=_date(doc.get("to")),
+            group_by=doc.get("group_by", ""),
+            currency=doc.get("currency", ""),
+            total=_int(doc, "total"),
+            rows=rows,
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class TransactionsSummary:
+    """``GET /v1/transactions/summary``: count and sums per type, in cents."""
+
+    count: int
+    income: int
+    expense: int
+    transfer: int
+    net: int
+    raw: str = field(repr=False)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> TransactionsSummary:
+        return cls(
+            count=_int(doc, "count"),
+            income=_int(doc, "income"),
+            expense=_int(doc, "expense"),
+            transfer=_int(doc, "transfer"),
+            net=_int(doc, "net"),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class Transaction:
+    """One transaction (single GET, create, PATCH, assign); ``replayed`` marks an idempotent replay."""
+
+    id: str
+    account_id: str
+    concept: str
+    amount: int
+    booked_at: dt.date
+    type: str
+    category_id: str | None
+    expense_goal_id: str | None
+    notes: str | None
+    created_at: dt.datetime | None
+    updated_at: dt.datetime | None
+    raw: str = field(repr=False)
+    replayed: bool = False
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str, *, replayed: bool = False) -> Transaction:
+        booked = _date(doc.get("booked_at"))
+        if booked is None:
+            raise ResponseFormatError("transaction without booked_at")
+        return cls(
+            id=doc["id"],
+            account_id=doc["account_id"],
+            concept=doc["concept"],
+            amount=_int(doc, "amount"),
+            booked_at=booked,
+            type=doc["type"],
+            category_id=doc.get("category_id"),
+            expense_goal_id=doc.get("expense_goal_id"),
+            notes=doc.get("notes"),
+            created_at=_time(doc.get("created_at")),
+            updated_at=_time(doc.get("updated_at")),
+            raw=raw,
+            replayed=replayed,
+        )
+
+    def to_frame(self) -> pl.DataFrame:
+        """The same one-row frame the list readers return."""
+        import orjson
+
+        frame = frame_from_records([orjson.loads(self.raw)], TRANSACTION_WIRE, raw=False)
+        return frame.with_columns(pl.lit(self.raw, dtype=pl.Utf8).alias("raw"))
+
+
+@dataclass(frozen=True)
+class SyncRequest:
+    """``POST /v1/sync``: the queued sync."""
+
+    sync_id: str
+    status: str
+    providers: tuple[str, ...]
+    raw: str = field(repr=False)
+
+    @classmethod
+    def parse(cls, doc: dict[str, Any], raw: str) -> SyncRequest:
+        return cls(
+            sync_id=doc["sync_id"],
+            status=doc["status"],
+            providers=tuple(doc.get("providers") or ()),
+            raw=raw,
+        )

@@ -1,0 +1,143 @@
+"""Drift-safe paging of one date window of ``GET /v1/transactions``.
+
+Page-number paging of a live ledger skips a row when an earlier one is deleted and repeats a
+row when one is inserted. ``WindowCheck`` is the strategy object of the window reader (the
+request loop knows nothing of it): it notes ``total`` on the first page and flags the pass as
+drifted when ``total`` moves, an id repeats, the distinct ids differ
+from ``total``, or the server's own ``/v1/transactions/summary`` for the window (count and sums
+per type, taken after the last page) disagrees with the rows read. A drifted pass is read
+again from page 1, a bounded number of times.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+import polars as pl
+
+from ._frames import PageChunk
+from ._models import TransactionsSummary
+
+PAGE_LIMIT = 200
+
+Window = tuple[dt.date | None, dt.date | None]
+
+
+@dataclass
+class WindowReport:
+    """What reading one window took and found."""
+
+    window: Window
+    filters: dict[str, str] = field(default_factory=dict)
+    total: int = 0  # rows the server reported for the accepted pass
+    rows: int = 0  # rows returned (== total when the window was read cleanly)
+    pages: int = 0  # pages in the accepted pass
+    requests: int = 0  # list and summary requests, every pass (retries not included)
+    rereads: int = 0  # passes thrown away because the window changed under the reader
+    verified: bool = False  # the server's summary for the window agreed with the rows
+    reasons: list[str] = field(default_factory=list)  # why each re-read happened
+    split_from: Window | None = None  # the requested window, when it was split for size
+    elapsed_s: float = 0.0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "from": None if self.window[0] is None else self.window[0].isoformat(),
+            "to": None if self.window[1] is None else self.window[1].isoformat(),
+            "filters": dict(self.filters),
+            "total": self.total,
+            "rows": self.rows,
+            "pages": self.pages,
+            "requests": self.requests,
+            "rereads": self.rereads,
+            "verified": self.verified,
+            "reasons": list(self.reasons),
+            "elapsed_s": round(self.elapsed_s, 3),
+        }
+
+
+@dataclass
+class TransactionBatch:
+    """A verified window's rows (``frame``, the transaction schema) and its report."""
+
+    frame: pl.DataFrame
+    report: WindowReport
+
+    @property
+    def window(self) -> Window:
+        return self.report.window
+
+
+class WindowCheck:
+    """Tracks one pass over a window and says whether (and why) it drifted."""
+
+    def __init__(self, limit: int = PAGE_LIMIT) -> None:
+        self.limit = limit
+        self.total: int | None = None
+        self.pages = 0
+
+    def first(self, chunk: PageChunk) -> str | None:
+        total = chunk.total
+        if total is None:
+            return "first page without an integer 'total'"
+        self.total = total
+        self.pages = (total + self.limit - 1) // self.limit
+        return None
+
+    def page(self, chunk: PageChunk, number: int) -> str | None:
+        if chunk.total != self.total:
+            return f"total moved from {self.total} to {chunk.total} at page {number}"
+        return None
+
+    def finish(self, frame: pl.DataFrame) -> str | None:
+        distinct = frame.get_column("id").n_unique() if frame.height else 0
+        if distinct != frame.height:
+            return f"{frame.height - distinct} id(s) read twice"
+        if frame.height != self.total:
+            return f"read {frame.height} distinct rows, total says {self.total}"
+        return None
+
+    @staticmethod
+    def verify(frame: pl.DataFrame, summary: TransactionsSummary) -> str | None:
+        sums = {"income": 0, "expense": 0, "transfer": 0}
+        if frame.height:
+            grouped = frame.group_by("type").agg(pl.col("amount").sum())
+            for kind, amount in grouped.iter_rows():
+                sums[kind] = int(amount)
+        net = sum(sums.values())
+        got = (frame.height, sums["income"], sums["expense"], sums["transfer"], net)
+        want = (summary.count, summary.income, summary.expense, summary.transfer, summary.net)
+        if got != want:
+            return f"server summary {want} differs from rows read {got}"
+        return None
+
+
+def split_window(window: Window) -> list[Window] | None:
+    """Halve a bounded window by date (newer half first); None when it cannot be split."""
+    start, end = window
+    if start is None or end is None or end <= start:
+        return None
+    mid = start + (end - start) // 2
+    return [(mid + dt.timedelta(days=1), end), (start, mid)]
+
+
+def month_windows(start: dt.date, end: dt.date, *, open_ends: bool = False) -> list[Window]:
+    """Calendar months covering ``start``..``end``, newest first.
+
+    With ``open_ends`` the oldest window has no lower bound and the newest no upper bound, so
+    rows booked outside the range while reading are still covered.
+    """
+    if end < start:
+        return []
+    windows: list[Window] = []
+    cursor = dt.date(end.year, end.month, 1)
+    while True:
+        next_month = (cursor.replace(day=28) + dt.timedelta(days=4)).replace(day=1)
+        windows.append((cursor, next_month - dt.timedelta(days=1)))
+        if cursor <= start:
+            break
+        cursor = (cursor - dt.timedelta(days=1)).replace(day=1)
+    if open_ends:
+        windows[0] = (windows[0][0], None)
+        windows[-1] = (None, windows[-1][1])
+    return windows

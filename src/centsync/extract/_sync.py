@@ -1,0 +1,186 @@
+"""A blocking facade over ``AsyncApiClient`` for callers without an event loop.
+
+The async client lives on a private event loop in a daemon thread, so the facade also works
+where a loop is already running (a notebook, a Dagster op inside an async context).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+import polars as pl
+
+from ._client import AsyncApiClient
+from ._models import (
+    AccountsSummary,
+    Me,
+    NetWorth,
+    Settings,
+    Spending,
+    SyncRequest,
+    Transaction,
+    TransactionsSummary,
+)
+from ._paging import TransactionBatch, Window, WindowReport
+from ._stats import RequestStats
+
+T = TypeVar("T")
+
+
+class ApiClient:
+    """Blocking client; same constructor arguments and methods as ``AsyncApiClient``.
+
+    ``transport`` may be an ``httpx.ASGITransport`` or any async transport: it is used from the
+    client's own loop thread.
+    """
+
+    def __init__(self, base_url: str, api_key: str, **options: Any) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="centsync-extract", daemon=True
+        )
+        self._thread.start()
+        self._closed = False
+
+        async def build() -> AsyncApiClient:
+            return AsyncApiClient(base_url, api_key, **options)
+
+        try:
+            self._client = self._run(build())
+        except BaseException:
+            self._stop_loop()
+            raise
+
+    @classmethod
+    def from_env(cls, **options: Any) -> ApiClient:
+        import os
+
+        return cls(
+            os.environ.get("CENTSYNC_API_BASE_URL", ""),
+            os.environ.get("CENTSYNC_API_KEY", ""),
+            **options,
+        )
+
+    def __repr__(self) -> str:
+        return f"ApiClient(base_url={str(self._client.base_url)!r}, key=<hidden>)"
+
+    def _run(self, coro: Awaitable[T]) -> T:
+        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)  # type: ignore[arg-type]
+        return future.result()
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=5)
+        self._loop.close()
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._run(self._client.aclose())
+        self._stop_loop()
+
+    def __enter__(self) -> ApiClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def stats(self) -> RequestStats:
+        return self._client.stats
+
+    @property
+    def async_client(self) -> AsyncApiClient:
+        return self._client
+
+    def _call(self, method: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        return self._run(method(*args, **kwargs))
+
+    def me(self) -> Me:
+        return self._call(self._client.me)
+
+    def settings(self) -> Settings:
+        return self._call(self._client.settings)
+
+    def accounts(self, *, raw: bool = True) -> pl.DataFrame:
+        return self._call(self._client.accounts, raw=raw)
+
+    def accounts_summary(self) -> AccountsSummary:
+        return self._call(self._client.accounts_summary)
+
+    def connections(self, *, raw: bool = True) -> pl.DataFrame:
+        return self._call(self._client.connections, raw=raw)
+
+    def sync_status(self, *, raw: bool = True) -> pl.DataFrame:
+        return self._call(self._client.sync_status, raw=raw)
+
+    def net_worth(self) -> NetWorth:
+        return self._call(self._client.net_worth)
+
+    def spending(
+        self,
+        from_: dt.date | str | None = None,
+        to: dt.date | str | None = None,
+        *,
+        group_by: str = "category",
+    ) -> Spending:
+        return self._call(self._client.spending, from_, to, group_by=group_by)
+
+    def transactions_summary(
+        self, from_: dt.date | str | None = None, to: dt.date | str | None = None, **filters: str
+    ) -> TransactionsSummary:
+        return self._call(self._client.transactions_summary, from_, to, **filters)
+
+    def transaction(self, transaction_id: str) -> Transaction:
+        return self._call(self._client.transaction, transaction_id)
+
+    def transactions_page(
+        self, page: int = 1, **options: Any
+    ) -> tuple[pl.DataFrame, dict[str, Any]]:
+        return self._call(self._client.transactions_page, page, **options)
+
+    def transaction_date_range(self, **filters: str) -> tuple[dt.date, dt.date] | None:
+        return self._call(self._client.transaction_date_range, **filters)
+
+    def default_windows(self, **filters: str) -> list[Window]:
+        return self._call(self._client.default_windows, **filters)
+
+    def read_transactions(
+        self,
+        windows: Iterable[tuple[dt.date | str | None, dt.date | str | None]],
+        **options: Any,
+    ) -> Iterator[TransactionBatch]:
+        """Blocking iterator over the async reader's batches."""
+        agen = self._client.read_transactions(windows, **options)
+        try:
+            while True:
+                try:
+                    batch = self._run(agen.__anext__())
+                except StopAsyncIteration:
+                    return
+                yield batch
+        finally:
+            self._run(agen.aclose())
+
+    def read_all_transactions(self, **options: Any) -> tuple[pl.DataFrame, list[WindowReport]]:
+        return self._call(self._client.read_all_transactions, **options)
+
+    def create_transaction(self, **fields: Any) -> Transaction:
+        return self._call(self._client.create_transaction, **fields)
+
+    def update_transaction(self, transaction_id: str, **fields: Any) -> Transaction:
+        return self._call(self._client.update_transaction, transaction_id, **fields)
+
+    def assign_expense(self, transaction_id: str, expense_goal_id: str | None) -> Transaction:
+        return self._call(self._client.assign_expense, transaction_id, expense_goal_id)
+
+    def trigger_sync(
+        self, provider: str | None = None, *, idempotency_key: str | None = None
+    ) -> SyncRequest:
+        return self._call(self._client.trigger_sync, provider, idempotency_key=idempotency_key)
