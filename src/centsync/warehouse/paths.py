@@ -1,0 +1,98 @@
+"""Where the warehouse lives, its working copies and lock, and read-only connections to it."""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import duckdb
+
+from centsync.warehouse.errors import NoWarehouseError, RefreshInProgressError
+
+ENV_VAR = "CENTSYNC_WAREHOUSE"
+DEFAULT_PATH = Path("data") / "centsync.duckdb"
+_WORK_MARK = ".refresh-"
+
+
+def default_path() -> Path:
+    """The published warehouse path: `$CENTSYNC_WAREHOUSE`, else `data/centsync.duckdb`."""
+    env = os.environ.get(ENV_VAR)
+    return Path(env) if env else DEFAULT_PATH
+
+
+def resolve(path: str | os.PathLike[str] | None) -> Path:
+    """An explicit path, or the default one."""
+    return Path(path) if path is not None else default_path()
+
+
+def connect_readonly(path: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
+    """A read-only connection to the published warehouse; safe to hold while a refresh runs.
+
+    The connection keeps seeing the warehouse as it was when opened (a publish swaps the file
+    underneath, it does not change it): reconnect to see a newer refresh.
+    """
+    target = resolve(path)
+    if not target.exists():
+        raise NoWarehouseError(f"no warehouse at {target}: run `centsync refresh` first")
+    return duckdb.connect(str(target), read_only=True)
+
+
+def working_path(path: Path, refresh_id: str) -> Path:
+    """The private working copy a refresh writes to before publishing."""
+    return path.with_name(f"{path.name}{_WORK_MARK}{refresh_id}")
+
+
+def stale_copies(path: Path) -> list[Path]:
+    """Working copies (and their WAL files) left behind by refreshes that did not finish."""
+    return sorted(path.parent.glob(f"{path.name}{_WORK_MARK}*"))
+
+
+def remove(path: Path) -> None:
+    """Delete a database file and its WAL, if present."""
+    for p in (path, path.with_name(path.name + ".wal")):
+        with contextlib.suppress(FileNotFoundError):
+            p.unlink()
+
+
+@contextlib.contextmanager
+def refresh_lock(path: Path) -> Iterator[None]:
+    """Hold the warehouse's refresh lock; fail at once if another refresh holds it.
+
+    flock is released by the kernel when a holder dies (even by SIGKILL), so no stale lock.
+    """
+    lock_path = path.with_name(path.name + ".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            raise RefreshInProgressError(f"another refresh is running on {path}") from exc
+        yield
+    finally:
+        os.close(fd)  # closing releases the flock
+
+
+def fsync_dir(directory: Path) -> None:
+    """Make a rename in `directory` durable."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def publish_file(source: Path, target: Path) -> None:
+    """Atomically make `source` the published warehouse (readers of the old file are unaffected)."""
+    wal = source.with_name(source.name + ".wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise RuntimeError(f"{source} still has a WAL; checkpoint and close it before publishing")
+    fd = os.open(source, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(source, target)
+    fsync_dir(target.parent)
