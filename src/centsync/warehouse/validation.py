@@ -348,8 +348,8 @@ def _failure_reasons(spec: EntitySpec, frame: pl.DataFrame) -> pl.DataFrame:
         pl.format(
             "{}: {} (got {})",
             pl.col("column").fill_null(key),
-            pl.col("check"),
-            pl.col("failure_case").map_elements(_short, return_dtype=pl.String),
+            pl.col("check").fill_null("check"),
+            pl.col("failure_case").fill_null("null").map_elements(_short, return_dtype=pl.String),
         ).alias("reason"),
     )
 

@@ -1,0 +1,75 @@
+"""Migrations: numbered SQL files shipped with the package, applied once, version recorded."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from centsync.warehouse import Warehouse, current_version, migrate
+from centsync.warehouse.migrations import available
+
+
+def test_migration_files_ship_with_the_package_numbered_from_one() -> None:
+    found = available()
+    assert found[0].version == 1
+    assert found[0].name == "init"
+    assert "CREATE TABLE core.transactions" in found[0].sql
+
+
+def test_opening_a_new_file_creates_every_schema_and_records_the_version(db_path: Path) -> None:
+    with Warehouse.open(db_path) as wh:
+        assert wh.schema_version() == len(available())
+        schemas = {r[0] for r in wh.con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
+        assert {"raw", "core", "history", "server", "ops"} <= schemas
+        tables = {
+            f"{s}.{t}"
+            for s, t in wh.con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall()
+        }
+        for name in (
+            "core.transactions",
+            "core.accounts",
+            "core.connections",
+            "core.sync_status",
+            "core.settings",
+            "core.categories",
+            "raw.transactions",
+            "raw.rejected_rows",
+            "history.accounts",
+            "history.net_worth",
+            "history.connections",
+            "history.sync_status",
+            "server.transactions_summary",
+            "server.spending",
+            "ops.refreshes",
+            "ops.month_state",
+            "ops.meta",
+            "ops.schema_version",
+        ):
+            assert name in tables
+
+
+def test_migrations_are_idempotent(db_path: Path) -> None:
+    Warehouse.open(db_path).close()
+    con = duckdb.connect(str(db_path))
+    try:
+        assert migrate(con) == []
+        assert migrate(con) == []
+        assert con.execute("SELECT count(*) FROM ops.schema_version").fetchone() == (len(available()),)
+        assert current_version(con) == len(available())
+    finally:
+        con.close()
+
+
+def test_money_columns_are_bigint_and_ids_uuid(db_path: Path) -> None:
+    with Warehouse.open(db_path) as wh:
+        types = dict(
+            wh.con.execute(
+                "SELECT column_name, data_type FROM information_schema.columns "
+                "WHERE table_schema = 'core' AND table_name = 'transactions'"
+            ).fetchall()
+        )
+    assert types["amount"] == "BIGINT"
+    assert types["id"] == "UUID"
+    assert types["booked_at"] == "DATE"
+    assert types["created_at"] == "TIMESTAMP WITH TIME ZONE"

@@ -1,0 +1,169 @@
+"""Month replace and full replace: atomic, raw kept in step, rejections stored, state recorded."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pytest
+
+from centsync.warehouse import MonthBoundsError, Warehouse
+
+from .builders import transactions, with_raw
+
+
+def _core(wh: Warehouse) -> pl.DataFrame:
+    return wh.query("SELECT id::VARCHAR AS id, amount, booked_at, concept FROM core.transactions ORDER BY id")
+
+
+def _ids(wh: Warehouse, table: str) -> set[str]:
+    return {r[0] for r in wh.con.execute(f"SELECT id::VARCHAR FROM {table}").fetchall()}
+
+
+def test_replace_months_lands_rows_and_raw_with_unknown_fields(wh: Warehouse) -> None:
+    frame = transactions(40, months=["2024-01", "2024-02"])
+    result = wh.replace_months(["2024-01", "2024-02"], frame)
+    assert (result.landed, result.inserted, result.rejected) == (40, 40, 0)
+    assert _ids(wh, "core.transactions") == set(frame.get_column("id"))
+    assert _ids(wh, "raw.transactions") == set(frame.get_column("id"))
+    kept = wh.con.execute("SELECT raw->>'unknown_field' FROM raw.transactions LIMIT 1").fetchone()
+    assert kept == ("kept",)
+    month = wh.con.execute("SELECT DISTINCT month FROM core.transactions ORDER BY 1").fetchall()
+    assert [m[0] for m in month] == [dt.date(2024, 1, 1), dt.date(2024, 2, 1)]
+
+
+def test_a_month_replace_propagates_edits_and_deletions_and_leaves_other_months(wh: Warehouse) -> None:
+    jan = transactions(10, months=["2024-01"], seed=1)
+    feb = transactions(10, months=["2024-02"], seed=2)
+    wh.replace_months(["2024-01"], jan)
+    wh.replace_months(["2024-02"], feb)
+    edited = jan.slice(0, 7).with_columns(
+        pl.when(pl.int_range(7) == 0).then(pl.lit(-1)).otherwise(pl.col("amount")).alias("amount")
+    )
+    result = wh.replace_months(["2024-01"], edited, reason="fingerprint mismatch")
+    assert (result.inserted, result.updated, result.deleted) == (0, 1, 3)
+    assert result.changed == 4
+    assert _ids(wh, "core.transactions") == set(edited.get_column("id")) | set(feb.get_column("id"))
+    assert _ids(wh, "raw.transactions") == _ids(wh, "core.transactions")
+    amount = wh.con.execute(
+        "SELECT amount FROM core.transactions WHERE id = ?", [edited.get_column("id")[0]]
+    ).fetchone()
+    assert amount == (-1,)
+
+
+def test_an_empty_frame_empties_the_month(wh: Warehouse) -> None:
+    jan = transactions(5, months=["2024-01"])
+    wh.replace_months(["2024-01"], jan)
+    result = wh.replace_months(["2024-01"], jan.clear())
+    assert result.deleted == 5
+    assert wh.con.execute("SELECT count(*) FROM core.transactions").fetchone() == (0,)
+    assert wh.con.execute("SELECT count(*) FROM raw.transactions").fetchone() == (0,)
+
+
+def test_rows_outside_the_months_are_an_error_and_nothing_changes(wh: Warehouse) -> None:
+    wh.replace_months(["2024-01"], transactions(5, months=["2024-01"]))
+    before = _core(wh)
+    stray = pl.concat(
+        [transactions(3, months=["2024-01"], seed=9), transactions(2, months=["2024-03"], seed=10)]
+    )
+    with pytest.raises(MonthBoundsError, match="2024-03"):
+        wh.replace_months(["2024-01"], stray)
+    assert _core(wh).equals(before)
+
+
+def test_a_row_that_moved_month_is_moved_not_duplicated(wh: Warehouse) -> None:
+    jan = transactions(3, months=["2024-01"])
+    wh.replace_months(["2024-01"], jan)
+    moved = jan.slice(0, 1).with_columns(pl.lit(dt.date(2024, 2, 1)).alias("booked_at"))
+    result = wh.replace_months(["2024-02"], moved)
+    assert result.moved_from == ["2024-01"]
+    assert result.updated == 1
+    assert wh.con.execute("SELECT count(*) FROM core.transactions").fetchone() == (3,)
+    assert wh.months_present() == ["2024-01", "2024-02"]
+
+
+def test_a_failure_mid_load_leaves_the_previous_state_whole(
+    wh: Warehouse, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wh.replace_months(["2024-01"], transactions(20, months=["2024-01"], seed=1))
+    before_core = _core(wh)
+    before_raw = _ids(wh, "raw.transactions")
+    before_state = wh.month_state()
+
+    def boom(src: str, refresh_id: str) -> None:
+        raise RuntimeError("disk full, say")
+
+    # The delete has already run when the core insert fails: the rollback must undo it.
+    monkeypatch.setattr(wh, "_insert_core_transactions", boom)
+    with pytest.raises(RuntimeError, match="disk full"):
+        wh.replace_months(["2024-01"], transactions(20, months=["2024-01"], seed=2))
+    assert _core(wh).equals(before_core)
+    assert _ids(wh, "raw.transactions") == before_raw
+    assert wh.month_state().equals(before_state)
+
+
+def test_rejected_rows_are_stored_with_reasons_and_the_rest_lands(wh: Warehouse) -> None:
+    frame = transactions(10, months=["2024-01"])
+    frame = with_raw(
+        frame.with_columns(
+            pl.when(pl.int_range(10) < 2).then(pl.lit("refund")).otherwise(pl.col("type")).alias("type")
+        )
+    )
+    result = wh.replace_months(["2024-01"], frame)
+    assert (result.landed, result.rejected) == (8, 2)
+    rejected = wh.rejected_rows("r1")
+    assert rejected.height == 2
+    assert set(rejected.get_column("entity")) == {"transactions"}
+    assert all("type: not expense/income/transfer" in r for r in rejected.get_column("reason"))
+    record = wh.con.execute("SELECT record->>'type' FROM raw.rejected_rows LIMIT 1").fetchone()
+    assert record == ("refund",)
+
+
+def test_malformed_raw_json_is_rejected_not_fatal(wh: Warehouse) -> None:
+    frame = transactions(3, months=["2024-01"])
+    raws = frame.get_column("raw").to_list()
+    raws[0] = '{"id": broken}'
+    frame = frame.with_columns(pl.Series("raw", raws))
+    result = wh.replace_months(["2024-01"], frame)
+    assert (result.landed, result.rejected) == (2, 1)
+    assert wh.rejected_rows().get_column("reason")[0] == "raw: not valid JSON"
+
+
+def test_replace_all_replaces_the_whole_ledger(wh: Warehouse) -> None:
+    wh.replace_months(["2023-12"], transactions(5, months=["2023-12"], seed=3))
+    full = transactions(30, months=["2024-01", "2024-02"], seed=4)
+    result = wh.replace_all_transactions(full)
+    assert (result.inserted, result.deleted) == (30, 5)
+    assert wh.months_present() == ["2024-01", "2024-02"]
+    assert _ids(wh, "raw.transactions") == set(full.get_column("id"))
+    state = wh.month_state()
+    assert state.filter(pl.col("month") == "2023-12").get_column("read_rows").to_list() == [0]
+
+
+def test_month_reads_and_state_record_what_was_read_and_why(wh: Warehouse) -> None:
+    wh.set_meta("timezone", "Europe/Madrid")
+    wh.replace_months(["2024-01", "2024-02"], transactions(10, months=["2024-01"]), reason="hot window")
+    state = wh.month_state()
+    assert state.get_column("month").to_list() == ["2024-01", "2024-02"]
+    assert state.get_column("read_rows").to_list() == [10, 0]
+    assert set(state.get_column("read_reason")) == {"hot window"}
+    assert set(state.get_column("read_timezone")) == {"Europe/Madrid"}
+    reads = wh.query("SELECT * FROM ops.month_reads")
+    assert reads.height == 2
+    assert wh.stats.months_reread[0] == {"month": "2024-01", "reason": "hot window"}
+
+
+def test_record_month_fingerprints_upserts_the_server_side(wh: Warehouse) -> None:
+    wh.record_month_fingerprints(
+        [{"month": "2024-01", "count": 3, "income": 10, "expense": -5, "transfer": 0, "category_hash": "ab"}]
+    )
+    wh.record_month_fingerprints(
+        [{"month": "2024-01", "count": 4, "income": 10, "expense": -6, "transfer": 0, "net": 4}]
+    )
+    state = wh.month_state()
+    assert state.select("server_count", "server_expense", "server_net", "checked_refresh").row(0) == (
+        4,
+        -6,
+        4,
+        "r1",
+    )

@@ -1,0 +1,132 @@
+"""Validation: every rule rejects with a reason, nothing is dropped silently."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+import pytest
+
+from centsync.warehouse import FrameShapeError, split_valid
+
+from .builders import transactions, with_raw
+
+
+def _set(frame: pl.DataFrame, row: int, column: str, value: object) -> pl.DataFrame:
+    values = frame.get_column(column).to_list()
+    values[row] = value
+    return frame.with_columns(pl.Series(column, values, dtype=frame.schema[column]))
+
+
+def test_a_valid_frame_passes_whole() -> None:
+    frame = transactions(50, months=["2024-01", "2024-02"])
+    split = split_valid("transactions", frame)
+    assert split.valid.height == 50
+    assert split.rejected.height == 0
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "needle"),
+    [
+        ("id", "not-a-uuid", "id: not a uuid"),
+        ("account_id", "x", "account_id: not a uuid"),
+        ("category_id", "123", "category_id: not a uuid"),
+        ("type", "refund", "type: not expense/income/transfer"),
+        ("amount", 10**12 + 1, "amount: outside"),
+        ("amount", -(10**12) - 1, "amount: outside"),
+        ("concept", "", "concept: length not in 1..200"),
+        ("concept", "x" * 201, "concept: length not in 1..200"),
+        ("booked_at", dt.date(1850, 1, 1), "booked_at: not a plausible date"),
+        ("concept", None, "concept: not_nullable"),
+    ],
+)
+def test_a_broken_rule_rejects_the_row_with_its_reason(column: str, value: object, needle: str) -> None:
+    frame = _set(transactions(5), 2, column, value)
+    split = split_valid("transactions", frame)
+    assert split.valid.height == 4
+    assert split.rejected.height == 1
+    assert needle in split.rejected.get_column("reason")[0]
+    assert split.rejected.get_column("record")[0] == frame.get_column("raw")[2]
+
+
+def test_every_failure_of_a_row_is_in_its_reason() -> None:
+    frame = _set(_set(transactions(3), 0, "type", "x"), 0, "amount", 10**13)
+    reason = split_valid("transactions", frame).rejected.get_column("reason")[0]
+    assert "type:" in reason
+    assert "amount:" in reason
+
+
+def test_many_bad_rows_are_all_rejected() -> None:
+    frame = transactions(500)
+    frame = frame.with_columns(
+        pl.when(pl.int_range(500) % 2 == 0).then(pl.lit("bogus")).otherwise(pl.col("type")).alias("type")
+    )
+    split = split_valid("transactions", frame)
+    assert split.rejected.height == 250
+    assert split.valid.height == 250
+
+
+def test_duplicate_ids_keep_the_first_and_reject_the_copies() -> None:
+    frame = transactions(4)
+    dup = pl.concat([frame, frame.slice(1, 1), frame.slice(1, 1)])
+    split = split_valid("transactions", dup)
+    assert split.valid.height == 4
+    assert split.rejected.height == 2
+    assert "duplicate id" in split.rejected.get_column("reason")[0]
+
+
+def test_an_impossible_date_as_text_is_rejected_not_coerced() -> None:
+    frame = transactions(3).with_columns(pl.col("booked_at").cast(pl.String))
+    frame = _set(frame, 1, "booked_at", "2025-02-30")
+    split = split_valid("transactions", frame)
+    assert split.valid.height == 2
+    assert split.valid.schema["booked_at"] == pl.Date
+    reason = split.rejected.get_column("reason")[0]
+    assert "booked_at: cannot read '2025-02-30' as date" in reason or "2025-02-30" in reason
+
+
+def test_missing_optional_columns_are_tolerated() -> None:
+    frame = transactions(3).drop("created_at", "updated_at", "expense_goal_id")
+    split = split_valid("transactions", frame)
+    assert split.valid.height == 3
+    assert split.valid.get_column("created_at").null_count() == 3
+
+
+def test_missing_required_column_is_a_frame_error() -> None:
+    with pytest.raises(FrameShapeError, match="amount"):
+        split_valid("transactions", transactions(2).drop("amount"))
+
+
+def test_a_float_amount_is_refused_outright() -> None:
+    frame = transactions(2).with_columns(pl.col("amount").cast(pl.Float64))
+    with pytest.raises(FrameShapeError, match="amount"):
+        split_valid("transactions", frame)
+
+
+def test_raw_is_built_from_the_row_when_absent() -> None:
+    split = split_valid("transactions", transactions(2).drop("raw"))
+    assert split.valid.get_column("raw")[0].startswith("{")
+
+
+def test_naive_and_other_unit_timestamps_are_read_as_utc() -> None:
+    frame = transactions(2).with_columns(pl.col("created_at").dt.replace_time_zone(None).cast(pl.Datetime("ns")))
+    split = split_valid("transactions", frame)
+    assert split.valid.schema["created_at"] == pl.Datetime("us", "UTC")
+
+
+def test_accounts_rules_apply() -> None:
+    frame = pl.DataFrame(
+        {
+            "id": ["3fa85f64-5717-4562-b3fc-2c963f66afa6", "3fa85f64-5717-4562-b3fc-2c963f66afa7"],
+            "name": ["Main", "Card"],
+            "type": ["depository", "spaceship"],
+            "subtype": [None, None],
+            "currency": ["EUR", "eur"],
+            "balance": [100, -5],
+        }
+    )
+    split = split_valid("accounts", with_raw(frame))
+    assert split.valid.height == 1
+    reason = split.rejected.get_column("reason")[0]
+    assert "type: not a known account type" in reason
+    assert "currency: not an ISO 4217 code" in reason
