@@ -91,8 +91,10 @@ def accounts(n: int = 3, *, seed: int = 7, balances: list[int] | None = None) ->
             "institution": ["Bank"] * n,
             "updated_at": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC)] * n,
         },
-        schema_overrides={"updated_at": pl.Datetime("ms", "UTC"), "subtype": pl.String, "balance": pl.Int64},
+        schema_overrides={
+            "updated_at": pl.Datetime("ms", "UTC"),
+            "subtype": pl.String,
+            "balance": pl.Int64,
+        },
     )
     return with_raw(frame)
-
-

@@ -20,11 +20,18 @@ def test_migration_files_ship_with_the_package_numbered_from_one() -> None:
 def test_opening_a_new_file_creates_every_schema_and_records_the_version(db_path: Path) -> None:
     with Warehouse.open(db_path) as wh:
         assert wh.schema_version() == len(available())
-        schemas = {r[0] for r in wh.con.execute("SELECT schema_name FROM information_schema.schemata").fetchall()}
+        schemas = {
+            r[0]
+            for r in wh.con.execute(
+                "SELECT schema_name FROM information_schema.schemata"
+            ).fetchall()
+        }
         assert {"raw", "core", "history", "server", "ops"} <= schemas
         tables = {
             f"{s}.{t}"
-            for s, t in wh.con.execute("SELECT table_schema, table_name FROM information_schema.tables").fetchall()
+            for s, t in wh.con.execute(
+                "SELECT table_schema, table_name FROM information_schema.tables"
+            ).fetchall()
         }
         for name in (
             "core.transactions",
@@ -55,7 +62,9 @@ def test_migrations_are_idempotent(db_path: Path) -> None:
     try:
         assert migrate(con) == []
         assert migrate(con) == []
-        assert con.execute("SELECT count(*) FROM ops.schema_version").fetchone() == (len(available()),)
+        assert con.execute("SELECT count(*) FROM ops.schema_version").fetchone() == (
+            len(available()),
+        )
         assert current_version(con) == len(available())
     finally:
         con.close()

@@ -13,7 +13,9 @@ from .builders import transactions, with_raw
 
 
 def _core(wh: Warehouse) -> pl.DataFrame:
-    return wh.query("SELECT id::VARCHAR AS id, amount, booked_at, concept FROM core.transactions ORDER BY id")
+    return wh.query(
+        "SELECT id::VARCHAR AS id, amount, booked_at, concept FROM core.transactions ORDER BY id"
+    )
 
 
 def _ids(wh: Warehouse, table: str) -> set[str]:
@@ -32,7 +34,9 @@ def test_replace_months_lands_rows_and_raw_with_unknown_fields(wh: Warehouse) ->
     assert [m[0] for m in month] == [dt.date(2024, 1, 1), dt.date(2024, 2, 1)]
 
 
-def test_a_month_replace_propagates_edits_and_deletions_and_leaves_other_months(wh: Warehouse) -> None:
+def test_a_month_replace_propagates_edits_and_deletions_and_leaves_other_months(
+    wh: Warehouse,
+) -> None:
     jan = transactions(10, months=["2024-01"], seed=1)
     feb = transactions(10, months=["2024-02"], seed=2)
     wh.replace_months(["2024-01"], jan)
@@ -106,7 +110,10 @@ def test_rejected_rows_are_stored_with_reasons_and_the_rest_lands(wh: Warehouse)
     frame = transactions(10, months=["2024-01"])
     frame = with_raw(
         frame.with_columns(
-            pl.when(pl.int_range(10) < 2).then(pl.lit("refund")).otherwise(pl.col("type")).alias("type")
+            pl.when(pl.int_range(10) < 2)
+            .then(pl.lit("refund"))
+            .otherwise(pl.col("type"))
+            .alias("type")
         )
     )
     result = wh.replace_months(["2024-01"], frame)
@@ -142,7 +149,9 @@ def test_replace_all_replaces_the_whole_ledger(wh: Warehouse) -> None:
 
 def test_month_reads_and_state_record_what_was_read_and_why(wh: Warehouse) -> None:
     wh.set_meta("timezone", "Europe/Madrid")
-    wh.replace_months(["2024-01", "2024-02"], transactions(10, months=["2024-01"]), reason="hot window")
+    wh.replace_months(
+        ["2024-01", "2024-02"], transactions(10, months=["2024-01"]), reason="hot window"
+    )
     state = wh.month_state()
     assert state.get_column("month").to_list() == ["2024-01", "2024-02"]
     assert state.get_column("read_rows").to_list() == [10, 0]
@@ -155,13 +164,24 @@ def test_month_reads_and_state_record_what_was_read_and_why(wh: Warehouse) -> No
 
 def test_record_month_fingerprints_upserts_the_server_side(wh: Warehouse) -> None:
     wh.record_month_fingerprints(
-        [{"month": "2024-01", "count": 3, "income": 10, "expense": -5, "transfer": 0, "category_hash": "ab"}]
+        [
+            {
+                "month": "2024-01",
+                "count": 3,
+                "income": 10,
+                "expense": -5,
+                "transfer": 0,
+                "category_hash": "ab",
+            }
+        ]
     )
     wh.record_month_fingerprints(
         [{"month": "2024-01", "count": 4, "income": 10, "expense": -6, "transfer": 0, "net": 4}]
     )
     state = wh.month_state()
-    assert state.select("server_count", "server_expense", "server_net", "checked_refresh").row(0) == (
+    assert state.select("server_count", "server_expense", "server_net", "checked_refresh").row(
+        0
+    ) == (
         4,
         -6,
         4,

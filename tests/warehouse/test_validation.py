@@ -40,7 +40,9 @@ def test_a_valid_frame_passes_whole() -> None:
         ("concept", None, "concept: not_nullable"),
     ],
 )
-def test_a_broken_rule_rejects_the_row_with_its_reason(column: str, value: object, needle: str) -> None:
+def test_a_broken_rule_rejects_the_row_with_its_reason(
+    column: str, value: object, needle: str
+) -> None:
     frame = _set(transactions(5), 2, column, value)
     split = split_valid("transactions", frame)
     assert split.valid.height == 4
@@ -59,7 +61,10 @@ def test_every_failure_of_a_row_is_in_its_reason() -> None:
 def test_many_bad_rows_are_all_rejected() -> None:
     frame = transactions(500)
     frame = frame.with_columns(
-        pl.when(pl.int_range(500) % 2 == 0).then(pl.lit("bogus")).otherwise(pl.col("type")).alias("type")
+        pl.when(pl.int_range(500) % 2 == 0)
+        .then(pl.lit("bogus"))
+        .otherwise(pl.col("type"))
+        .alias("type")
     )
     split = split_valid("transactions", frame)
     assert split.rejected.height == 250
@@ -109,7 +114,9 @@ def test_raw_is_built_from_the_row_when_absent() -> None:
 
 
 def test_naive_and_other_unit_timestamps_are_read_as_utc() -> None:
-    frame = transactions(2).with_columns(pl.col("created_at").dt.replace_time_zone(None).cast(pl.Datetime("ns")))
+    frame = transactions(2).with_columns(
+        pl.col("created_at").dt.replace_time_zone(None).cast(pl.Datetime("ns"))
+    )
     split = split_valid("transactions", frame)
     assert split.valid.schema["created_at"] == pl.Datetime("us", "UTC")
 

@@ -40,10 +40,10 @@ def current_version(con: duckdb.DuckDBPyConnection) -> int:
     exists = con.execute(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_schema = 'ops' AND table_name = 'schema_version'"
-    ).fetchone()
+    ).fetchall()[0]
     if not exists or not exists[0]:
         return 0
-    row = con.execute("SELECT coalesce(max(version), 0) FROM ops.schema_version").fetchone()
+    row = con.execute("SELECT coalesce(max(version), 0) FROM ops.schema_version").fetchall()[0]
     return int(row[0]) if row else 0
 
 

@@ -299,7 +299,14 @@ class Warehouse:
                 [self._rid(), entity],
             )
 
+    def _one(self, sql: str, params: Sequence[Any] | None = None) -> tuple[Any, ...] | None:
+        """The first row of a query, reading the result to its end (DuckDB 2 refuses new work
+        on a connection while an execute() result is unfinished)."""
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0] if rows else None
+
     def _df(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        self.con.complete()  # finish any caller's half-read execute() result first
         result = pl.from_arrow(
             self.con.sql(sql, params=list(params) if params else None).to_arrow_table()
         )
@@ -365,9 +372,9 @@ class Warehouse:
 
     def refresh_status(self, refresh_id: str | None = None) -> str | None:
         """The status recorded for a refresh (this one by default)."""
-        row = self.con.execute(
+        row = self._one(
             "SELECT status FROM ops.refreshes WHERE refresh_id = ?", [refresh_id or self._rid()]
-        ).fetchone()
+        )
         return str(row[0]) if row else None
 
     def set_meta(self, key: str, value: str | None) -> None:
@@ -380,7 +387,7 @@ class Warehouse:
 
     def get_meta(self, key: str) -> str | None:
         """Read one ops.meta key (None when unset)."""
-        row = self.con.execute("SELECT value FROM ops.meta WHERE key = ?", [key]).fetchone()
+        row = self._one("SELECT value FROM ops.meta WHERE key = ?", [key])
         return None if row is None or row[0] is None else str(row[0])
 
     def record_month_fingerprints(
@@ -492,18 +499,18 @@ class Warehouse:
                        count(*) FILTER (WHERE o.id IS NOT NULL AND ({differs}))
                 FROM _new_tx n LEFT JOIN core.transactions o ON o.id = n.id
                 """
-            ).fetchone()
+            ).fetchall()[0]
             assert row is not None
             result.inserted, result.updated = int(row[0]), int(row[1])
             if everything:
                 gone = con.execute(
                     "SELECT count(*) FROM core.transactions o ANTI JOIN _new_tx n ON o.id = n.id"
-                ).fetchone()
+                ).fetchall()[0]
             else:
                 gone = con.execute(
                     f"SELECT count(*) FROM core.transactions o ANTI JOIN _new_tx n ON o.id = n.id WHERE o.{in_months}",
                     [months],
-                ).fetchone()
+                ).fetchall()[0]
                 moved = con.execute(
                     f"SELECT DISTINCT o.month FROM core.transactions o SEMI JOIN _new_tx n ON o.id = n.id "
                     f"WHERE NOT o.{in_months} ORDER BY 1",
@@ -593,7 +600,7 @@ class Warehouse:
                        (SELECT count(*) FROM core.{entity} oo ANTI JOIN _new_snap nn ON oo.{key} = nn.{key})
                 FROM _new_snap n LEFT JOIN core.{entity} o ON o.{key} = n.{key}
                 """
-            ).fetchone()
+            ).fetchall()[0]
             assert row is not None
             result.inserted, result.updated, result.deleted = int(row[0]), int(row[1]), int(row[2])
             con.execute(f"DELETE FROM core.{entity}")
