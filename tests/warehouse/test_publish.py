@@ -1,0 +1,212 @@
+"""Publishing by atomic rename: readers in other processes keep working; kills leave it whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from centsync.warehouse import (
+    NoWarehouseError,
+    RefreshInProgressError,
+    Warehouse,
+    connect_readonly,
+)
+
+from .builders import transactions
+
+
+def _count(path: Path) -> int:
+    con = connect_readonly(path)
+    try:
+        return int(con.execute("SELECT count(*) FROM core.transactions").fetchall()[0][0])
+    finally:
+        con.close()
+
+
+def _leftovers(path: Path) -> list[str]:
+    return sorted(
+        p.name
+        for p in path.parent.iterdir()
+        if p.name != path.name and not p.name.endswith(".lock")
+    )
+
+
+def _seed(path: Path, n: int = 10) -> None:
+    with Warehouse.refreshing(path, mode="full") as wh:
+        wh.replace_months(["2024-01"], transactions(n, months=["2024-01"]))
+
+
+def test_a_successful_refresh_publishes_and_leaves_no_working_copy(db_path: Path) -> None:
+    _seed(db_path)
+    assert _count(db_path) == 10
+    assert _leftovers(db_path) == []
+    con = connect_readonly(db_path)
+    status = con.execute("SELECT status, mode, rows_landed FROM ops.refreshes").fetchall()
+    con.close()
+    assert status == [("succeeded", "full", 10)]
+
+
+def test_finish_refresh_records_requests_and_months(db_path: Path) -> None:
+    with Warehouse.refreshing(db_path, refresh_id="abc") as wh:
+        wh.replace_months(["2024-01"], transactions(3), reason="hot window")
+        wh.finish_refresh(requests={"GET /v1/transactions": 2, "GET /v1/me": 1}, months_checked=12)
+    con = connect_readonly(db_path)
+    row = con.execute(
+        "SELECT requests->>'GET /v1/me', requests_total, months_checked, months_reread->0->>'reason' "
+        "FROM ops.refreshes WHERE refresh_id = 'abc'"
+    ).fetchall()
+    con.close()
+    assert row == [("1", 3, 12, "hot window")]
+
+
+def test_a_failing_refresh_leaves_the_published_data_and_records_the_failure(db_path: Path) -> None:
+    _seed(db_path)
+    with pytest.raises(RuntimeError, match="server went away"), Warehouse.refreshing(db_path) as wh:
+        wh.replace_months(["2024-01"], transactions(50, months=["2024-01"], seed=3))
+        raise RuntimeError("server went away")
+    assert _count(db_path) == 10
+    assert _leftovers(db_path) == []
+    con = connect_readonly(db_path)
+    rows = con.execute("SELECT status, error FROM ops.refreshes ORDER BY started_at").fetchall()
+    con.close()
+    assert rows[0][0] == "succeeded"
+    assert rows[1] == ("failed", "RuntimeError: server went away")
+
+
+def test_only_one_refresh_runs_at_a_time(db_path: Path) -> None:
+    with (
+        Warehouse.refreshing(db_path),
+        pytest.raises(RefreshInProgressError),
+        Warehouse.refreshing(db_path),
+    ):
+        pass
+
+
+def test_the_default_path_follows_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "elsewhere" / "w.duckdb"
+    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(target))
+    with Warehouse.refreshing() as wh:
+        wh.replace_months(["2024-01"], transactions(2))
+    assert _count(target) == 2
+
+
+def test_reading_a_warehouse_that_was_never_published_says_so(db_path: Path) -> None:
+    with pytest.raises(NoWarehouseError, match="centsync refresh"):
+        connect_readonly(db_path)
+
+
+READER = textwrap.dedent(
+    """
+    import sys
+    from centsync.warehouse import connect_readonly
+    con = connect_readonly(sys.argv[1])
+    for line in sys.stdin:
+        if line.strip() == "reopen":
+            con.close()
+            con = connect_readonly(sys.argv[1])
+        n = con.execute("SELECT count(*), sum(amount) FROM core.transactions").fetchall()[0][0]
+        print(n, flush=True)
+    """
+)
+
+
+def test_a_reader_in_another_process_keeps_working_while_a_refresh_publishes(db_path: Path) -> None:
+    _seed(db_path, 10)
+    reader = subprocess.Popen(
+        [sys.executable, "-c", READER, str(db_path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert reader.stdin is not None and reader.stdout is not None
+    try:
+        reader.stdin.write("query\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "10"
+        # The reader holds its read-only connection open through the whole refresh.
+        with Warehouse.refreshing(db_path) as wh:
+            wh.replace_months(["2024-01"], transactions(25, months=["2024-01"], seed=4))
+            reader.stdin.write("query\n")
+            reader.stdin.flush()
+            assert reader.stdout.readline().strip() == "10"
+        reader.stdin.write("query\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "10"  # its snapshot is still whole
+        reader.stdin.write("reopen\n")
+        reader.stdin.flush()
+        assert reader.stdout.readline().strip() == "25"
+    finally:
+        reader.stdin.close()
+        reader.wait(timeout=20)
+    assert reader.returncode == 0
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys, time, uuid, datetime as dt
+    import polars as pl
+    from centsync.warehouse import Warehouse
+    n = 20_000
+    frame = pl.DataFrame({
+        "id": [str(uuid.uuid4()) for _ in range(n)],
+        "account_id": [str(uuid.uuid4())] * n,
+        "concept": ["x"] * n, "amount": [-1] * n,
+        "booked_at": [dt.date(2024, int(sys.argv[2]), 1)] * n, "type": ["expense"] * n,
+    })
+    with Warehouse.refreshing(sys.argv[1]) as wh:
+        wh.replace_months(["2024-%02d" % int(sys.argv[2])], frame)
+        if sys.argv[3] == "progress":
+            wh.publish_progress()
+        print("loaded", flush=True)
+        time.sleep(60)
+    """
+)
+
+
+def _killed_writer(db_path: Path, month: int, how: str) -> None:
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(db_path), str(month), how],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert writer.stdout is not None
+    try:
+        assert writer.stdout.readline().strip() == "loaded"
+    finally:
+        os.kill(writer.pid, signal.SIGKILL)
+        writer.wait(timeout=20)
+    assert writer.returncode == -signal.SIGKILL
+
+
+def test_a_sigkilled_refresh_leaves_the_published_file_whole_and_the_next_one_completes(
+    db_path: Path,
+) -> None:
+    _seed(db_path, 10)
+    _killed_writer(db_path, 2, "plain")
+    assert _count(db_path) == 10  # nothing of the killed refresh is visible
+    assert any(".refresh-" in name for name in _leftovers(db_path))
+    with Warehouse.refreshing(db_path) as wh:
+        wh.replace_months(["2024-03"], transactions(5, months=["2024-03"], seed=77))
+    assert _count(db_path) == 15
+    assert _leftovers(db_path) == []
+
+
+def test_a_killed_refresh_resumes_from_its_published_progress(db_path: Path) -> None:
+    _seed(db_path, 10)
+    _killed_writer(db_path, 2, "progress")
+    assert _count(db_path) == 20_010  # the progress it published is whole
+    with Warehouse.refreshing(db_path, mode="full") as wh:
+        assert wh.resumable_months() == ["2024-02"]
+        statuses = wh.query("SELECT status FROM ops.refreshes ORDER BY started_at").get_column(
+            "status"
+        )
+        assert statuses.to_list() == ["succeeded", "interrupted", "running"]
+    assert _leftovers(db_path) == []
