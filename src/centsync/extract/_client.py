@@ -55,7 +55,7 @@ from ._models import (
     Transaction,
     TransactionsSummary,
 )
-from ._pacing import Allowance, Pacer
+from ._pacing import Allowance, Pacer, has_rate_limit_headers
 from ._paging import (
     PAGE_LIMIT,
     TransactionBatch,
@@ -224,11 +224,12 @@ class AsyncApiClient:
         async with self._pacer_lock:
             if not self.pacer.configured:
                 # /v1/me itself goes out unpaced: it is what tells the pace
-                me = await self._fetch_me()
+                me, headers = await self._fetch_me()
                 self.pacer.configure(
                     Allowance(
                         me.minute_limit, me.hour_limit, me.minute_remaining, me.hour_remaining
-                    )
+                    ),
+                    headers=has_rate_limit_headers(headers),
                 )
                 log.debug("%s", self.pacer.describe())
 
@@ -380,15 +381,18 @@ class AsyncApiClient:
 
     # ------------------------------------------------------------------ readers
 
-    async def _fetch_me(self) -> Me:
+    async def _fetch_me(self) -> tuple[Me, httpx.Headers]:
         response = await self.request("GET", "/v1/me", paced=False)
         self._me = Me.parse(_json(response), response.text)
-        return self._me
+        return self._me, response.headers
 
     async def me(self) -> Me:
         """``GET /v1/me``: identity, scopes, key expiry and the current allowance."""
-        await self._ensure_pacer()
-        return await self._fetch_me()
+        if self.pacer.enabled and not self.pacer.configured:
+            await self._ensure_pacer()  # fetches /v1/me once to set the pace
+            if self._me is not None:
+                return self._me
+        return (await self._fetch_me())[0]
 
     async def settings(self) -> Settings:
         """``GET /v1/settings``: timezone (decides each booked_at), currency, locale."""

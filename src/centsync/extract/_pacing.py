@@ -1,12 +1,18 @@
 """Pacing: per-minute and per-hour token buckets shared by every request of a client.
 
-Each bucket is an ``aiolimiter.AsyncLimiter`` sized so that no interval of the bucket's period
-(60 s or 3600 s, sliding, so whatever the server's window alignment) admits more than the
-allowance: a small burst ``b`` and a steady rate of ``(limit - b - 1)`` per period. On top of
-that the ``X-RateLimit-Remaining-*`` headers, when the server sends them, say how much of the
-server's current window is left (other clients of the same key spend it too): when it is used
-up the pacer holds every request until the window turns. A 429's ``Retry-After`` holds every
-request the same way. Without headers, the buckets alone keep the client under the limit.
+The allowance comes from ``GET /v1/me``. Two regimes, chosen by whether the server sends the
+``X-RateLimit-*`` headers (``/v1/me``'s own answer tells):
+
+* **Headers present.** Buckets of the full allowance (``AsyncLimiter(limit, period)``) spread
+  the requests; each answer's ``Remaining`` count corrects them: when what is left of the
+  server's current window is no more than the requests still in flight, every request is held
+  until the window turns (contract 3: fixed UTC minute and hour). A client alone on its key
+  thus gets the whole allowance of each window and never a 429.
+* **Headers absent.** The client cannot see the server's window, so the buckets alone must
+  keep it under the limit whatever the window alignment: a small burst ``b`` and a steady rate
+  of ``limit - b - 1`` per period, so no interval of one period admits more than ``limit``.
+
+A 429's ``Retry-After`` holds every request the same way (the server knows best).
 """
 
 from __future__ import annotations
@@ -22,6 +28,13 @@ from aiolimiter import AsyncLimiter
 
 log = logging.getLogger("centsync.extract")
 
+_HEADERS = (
+    "x-ratelimit-limit-minute",
+    "x-ratelimit-remaining-minute",
+    "x-ratelimit-limit-hour",
+    "x-ratelimit-remaining-hour",
+)
+
 
 @dataclass(frozen=True)
 class Allowance:
@@ -33,60 +46,65 @@ class Allowance:
     hour_remaining: int | None = None
 
 
-def _bucket(limit: int, period: float) -> AsyncLimiter:
+def full_bucket(limit: int, period: float) -> AsyncLimiter:
+    """The allowance as one leaky bucket: bursts up to ``limit``, refills over ``period``."""
+    return AsyncLimiter(max(limit, 1), period)
+
+
+def safe_bucket(limit: int, period: float) -> AsyncLimiter:
+    """A bucket no ``period``-long interval of which admits more than ``limit`` requests."""
     burst = max(1, limit // 10)
     steady = max(limit - burst - 1, 1)
     # capacity ``burst`` draining at ``steady / period``: any ``period`` admits <= burst + steady
     return AsyncLimiter(burst, period * burst / steady)
 
 
-def _next_boundary(period: int) -> float:
+def _until_next_window(period: int) -> float:
     """Seconds until the next fixed UTC window of ``period`` seconds starts (contract 3)."""
-    now = time.time()
-    return period - (now % period)
+    return period - (time.time() % period)
 
 
 class Pacer:
     """Admits requests within a key's allowance; one per client, shared by all its tasks."""
 
-    def __init__(self, allowance: Allowance | None = None, *, enabled: bool = True) -> None:
+    def __init__(self, *, enabled: bool = True) -> None:
         self.enabled = enabled
         self.allowance: Allowance | None = None
+        self.headers_seen = True
         self._minute: AsyncLimiter | None = None
         self._hour: AsyncLimiter | None = None
-        self._hold_until = 0.0  # loop time before which nothing is sent
-        self._in_flight = 0
         self._pending_fill: list[tuple[AsyncLimiter, float]] = []
+        self._hold_until = 0.0  # time.monotonic() before which nothing is sent
+        self._in_flight = 0
         self.waited_s = 0.0
-        if allowance is not None:
-            self.configure(allowance)
+        self.holds = 0
 
     @property
     def configured(self) -> bool:
         return self.allowance is not None
 
-    def configure(self, allowance: Allowance) -> None:
-        """Size the buckets for an allowance (from ``/v1/me`` or changed limit headers)."""
-        old = self.allowance
+    def configure(self, allowance: Allowance, *, headers: bool = True) -> None:
+        """Size the buckets for an allowance and a header regime."""
         self.allowance = allowance
-        if old is None or old.minute_limit != allowance.minute_limit:
-            self._minute = _bucket(allowance.minute_limit, 60)
-            self._prefill(self._minute, allowance.minute_limit, allowance.minute_remaining)
-        if old is None or old.hour_limit != allowance.hour_limit:
-            self._hour = _bucket(allowance.hour_limit, 3600)
-            self._prefill(self._hour, allowance.hour_limit, allowance.hour_remaining)
-        # the window may already be spent by other clients of the key
+        self.headers_seen = headers
+        make = full_bucket if headers else safe_bucket
+        self._minute = make(allowance.minute_limit, 60)
+        self._hour = make(allowance.hour_limit, 3600)
+        self._pending_fill = []
+        for bucket, limit, remaining in (
+            (self._minute, allowance.minute_limit, allowance.minute_remaining),
+            (self._hour, allowance.hour_limit, allowance.hour_remaining),
+        ):
+            if headers and remaining is not None:
+                used = max(0, limit - remaining)
+            else:
+                # blind: assume the worst about what was spent before this client started
+                used = int(bucket.max_rate)
+            self._pending_fill.append((bucket, float(min(used, bucket.max_rate))))
         if allowance.minute_remaining is not None and allowance.minute_remaining <= 0:
-            self.hold(_next_boundary(60) + 0.05, reason="minute allowance used up")
+            self.hold(_until_next_window(60) + 0.05, reason="minute allowance used up")
         if allowance.hour_remaining is not None and allowance.hour_remaining <= 0:
-            self.hold(_next_boundary(3600) + 0.05, reason="hour allowance used up")
-
-    def _prefill(self, bucket: AsyncLimiter, limit: int, remaining: int | None) -> None:
-        if remaining is None:
-            return
-        used = max(0, limit - remaining)
-        # allowance already spent (by this /v1/me call or other clients) counts against the burst
-        self._pending_fill.append((bucket, float(min(used, bucket.max_rate))))
+            self.hold(_until_next_window(3600) + 0.05, reason="hour allowance used up")
 
     def hold(self, seconds: float, *, reason: str) -> None:
         """Send nothing for ``seconds`` (a ``Retry-After``, a spent window)."""
@@ -94,7 +112,9 @@ class Pacer:
             return
         until = time.monotonic() + seconds
         if until > self._hold_until + 0.001:
-            log.warning("pacing: holding requests for %.1f s (%s)", seconds, reason)
+            self.holds += 1
+            level = logging.WARNING if seconds >= 10 else logging.INFO
+            log.log(level, "pacing: holding requests for %.1f s (%s)", seconds, reason)
             self._hold_until = until
 
     async def acquire(self) -> float:
@@ -115,6 +135,7 @@ class Pacer:
                 await self._hour.acquire()
             if self._minute is not None:
                 await self._minute.acquire()
+            # a hold that began while this task waited in a bucket still applies
             if self._hold_until <= time.monotonic():
                 break
         self._in_flight += 1
@@ -130,31 +151,42 @@ class Pacer:
     def release(self, headers: Mapping[str, str] | None) -> None:
         """A response (or failure) came back; learn from its rate-limit headers if any."""
         self._in_flight = max(0, self._in_flight - 1)
-        if not self.enabled or headers is None:
+        if not self.enabled or headers is None or self.allowance is None:
             return
-        minute = _int(headers.get("x-ratelimit-remaining-minute"))
-        hour = _int(headers.get("x-ratelimit-remaining-hour"))
-        minute_limit = _int(headers.get("x-ratelimit-limit-minute"))
-        hour_limit = _int(headers.get("x-ratelimit-limit-hour"))
+        minute_limit, minute, hour_limit, hour = (_int(headers.get(h)) for h in _HEADERS)
+        if minute is None and hour is None:
+            if self.headers_seen:
+                log.info("no rate-limit headers: pacing blind, within the allowance of /v1/me")
+                self.configure(
+                    Allowance(self.allowance.minute_limit, self.allowance.hour_limit), headers=False
+                )
+            return
         if (
             minute_limit
             and hour_limit
-            and self.allowance is not None
-            and (minute_limit, hour_limit)
-            != (self.allowance.minute_limit, self.allowance.hour_limit)
+            and (
+                (minute_limit, hour_limit)
+                != (self.allowance.minute_limit, self.allowance.hour_limit)
+                or not self.headers_seen
+            )
         ):
-            self.configure(Allowance(minute_limit, hour_limit))
-        # requests already sent will spend what is left: keep one spare
+            self.configure(Allowance(minute_limit, hour_limit, minute, hour), headers=True)
+        # requests already sent will spend what is left of the window
         if minute is not None and minute <= self._in_flight:
-            self.hold(_next_boundary(60) + 0.05, reason="minute allowance used up")
+            self.hold(_until_next_window(60) + 0.05, reason="minute allowance used up")
         if hour is not None and hour <= self._in_flight:
-            self.hold(_next_boundary(3600) + 0.05, reason="hour allowance used up")
+            self.hold(_until_next_window(3600) + 0.05, reason="hour allowance used up")
 
     def describe(self) -> str:
         if not self.enabled or self.allowance is None:
             return "pacing off"
         a = self.allowance
-        return f"pacing at {a.minute_limit}/min, {a.hour_limit}/h"
+        mode = "corrected by rate-limit headers" if self.headers_seen else "blind (no headers)"
+        return f"pacing at {a.minute_limit}/min, {a.hour_limit}/h, {mode}"
+
+
+def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
+    return any(h in headers for h in _HEADERS)
 
 
 def _int(value: str | None) -> int | None:

@@ -1,0 +1,176 @@
+"""A hostile network and a changing ledger: the result still equals the server's state."""
+
+from __future__ import annotations
+
+import logging
+import time
+
+import polars as pl
+import pytest
+
+from centsync.extract import DriftError, ExtractError, NotFound, ServiceUnavailable
+
+from .conftest import Env, comparable, run, state_frame
+
+HOSTILE = {
+    "error_rate": 0.1,
+    "error_statuses": [500, 500, 500, 503],
+    "drop_rate": 0.05,
+    "latency_ms": 2,
+}
+
+
+def test_faulty_drifting_run_reads_exactly_the_server_state(env: Env) -> None:
+    async def go() -> None:
+        admin = env.admin()
+        await admin.faults(**HOSTILE, drift={"inserts": 1, "updates": 1, "deletes": 1, "pages": 10})
+        years = [("2026-01-01", None), ("2025-01-01", "2025-12-31"), (None, "2024-12-31")]
+        async with env.client(max_attempts=12) as c:
+            batches = [b async for b in c.read_transactions(years)]
+            stats = c.stats.total()
+        frame = pl.concat([b.frame for b in batches])
+        reports = [b.report for b in batches]
+        await admin.clear_faults()
+        state = await admin.state()
+        assert comparable(frame).equals(state_frame(state))
+        assert sum(r.rereads for r in reports) >= 1  # the drift was seen and repaired
+        assert all(r.verified for r in reports)
+        assert stats.retries > 0 and stats.transport_errors > 0
+
+    run(go())
+
+
+def test_insert_and_delete_between_pages_triggers_a_reread(env: Env) -> None:
+    async def go() -> None:
+        admin = env.admin()
+        await admin.faults(drift={"inserts": 2, "deletes": 1, "pages": 2})
+        async with env.client() as c:
+            batches = [b async for b in c.read_transactions([("2025-01-01", "2025-12-31")])]
+            snapshot = c.stats.snapshot()["GET /v1/transactions"]
+        report = batches[0].report
+        assert report.rereads >= 1 and report.reasons
+        assert snapshot["rereads"] == report.rereads
+        summary_total = (await admin.state())["transactions"]
+        in_window = [t for t in summary_total if "2025-01-01" <= t["booked_at"] <= "2025-12-31"]
+        assert batches[0].frame.height == len(in_window)
+
+    run(go())
+
+
+def test_amount_changes_on_read_pages_are_caught_by_the_summary(env: Env) -> None:
+    async def go() -> None:
+        admin = env.admin()
+        # updates only: total and ids never move, only the server's sums can tell
+        await admin.faults(drift={"updates": 3, "pages": 3})
+        async with env.client() as c:
+            batches = [b async for b in c.read_transactions([("2025-01-01", "2025-12-31")])]
+        state = await admin.state()
+        rows = {t["id"]: t["amount"] for t in state["transactions"]}
+        frame = batches[0].frame
+        assert all(rows[i] == a for i, a in frame.select("id", "amount").iter_rows())
+        assert batches[0].report.rereads >= 1
+
+    run(go())
+
+
+def test_endless_drift_raises_after_the_reread_budget(env: Env) -> None:
+    async def go() -> None:
+        await env.admin().faults(drift={"inserts": 1, "deletes": 1, "pages": 1000})
+        async with env.client(max_rereads=2) as c:
+            with pytest.raises(DriftError) as err:
+                async for _ in c.read_transactions([("2025-01-01", "2025-12-31")]):
+                    pass
+        assert "kept changing" in str(err.value)
+
+    run(go())
+
+
+def test_retry_after_is_honoured_on_429(env: Env) -> None:
+    async def go() -> None:
+        async with env.client() as c:
+            await c.me()  # the pace is set; the next two requests meet the injected 429s
+            await env.admin().faults(rate_limit_burst=2)
+            started = time.monotonic()
+            await c.settings()
+            elapsed = time.monotonic() - started
+            stats = c.stats.snapshot()["GET /v1/settings"]
+        assert stats["rate_limited"] == 2 and stats["retries"] == 2
+        assert elapsed >= 1.9  # two answers of Retry-After: 1, each waited out
+
+    run(go())
+
+
+def test_503_retry_after_is_waited_then_succeeds(env: Env) -> None:
+    async def go() -> None:
+        await env.admin().faults(error_rate=1.0, error_statuses=[503])
+        async with env.client(max_attempts=2) as c:
+            started = time.monotonic()
+            with pytest.raises(ServiceUnavailable) as err:
+                await c.settings()
+            elapsed = time.monotonic() - started
+        assert err.value.retry_after == 1.0 and err.value.retryable
+        assert elapsed >= 0.95
+
+    run(go())
+
+
+def test_permanent_error_surfaces_once_with_code_and_no_retry(env: Env) -> None:
+    async def go() -> None:
+        await env.admin().faults(latency_ms=1)
+        async with env.client() as c:
+            with pytest.raises(NotFound) as err:
+                await c.transaction("00000000-0000-4000-8000-000000000000")
+            stats = c.stats.snapshot()["GET /v1/transactions/{id}"]
+        assert stats["requests"] == 1 and stats["retries"] == 0
+        e = err.value
+        assert (e.status, e.error_code, e.method) == (404, "not_found", "GET")
+        assert e.path.startswith("/v1/transactions/") and e.permanent
+
+    run(go())
+
+
+def test_key_never_appears_in_logs_exceptions_or_reprs(
+    env: Env, caplog: pytest.LogCaptureFixture, key_leak_check
+) -> None:
+    key = env.keys["read_only"]
+    texts: list[str] = []
+
+    async def go() -> None:
+        admin = env.admin()
+        await admin.faults(
+            error_rate=0.1,
+            drop_rate=0.05,
+            error_statuses=[500],
+            rate_limit_burst=1,
+            drift={"inserts": 1, "pages": 3},
+        )
+        async with env.client(key, max_attempts=12) as c:
+            texts.append(repr(c))
+            texts.append(repr(c._http))
+            texts.append(repr(c._auth))
+            frame, reports = await c.read_all_transactions()
+            texts.extend(str(r.as_dict()) for r in reports)
+            texts.append(str(c.stats.snapshot()))
+            for bad in (
+                c.create_transaction(
+                    account_id="x",
+                    amount=-1,
+                    concept="x",
+                    booked_at="2025-01-01",
+                    idempotency_key="k",
+                ),
+                c.transaction("00000000-0000-4000-8000-000000000000"),
+                c.trigger_sync(),
+            ):
+                try:
+                    await bad
+                except ExtractError as exc:
+                    texts.extend([str(exc), repr(exc), str(exc.__cause__), str(exc.__context__)])
+            assert frame.height > 0
+
+    with caplog.at_level(logging.DEBUG):
+        run(go())
+    texts.extend(r.getMessage() for r in caplog.records)
+    texts.extend(str(r.args) for r in caplog.records)
+    assert len(caplog.records) > 10
+    key_leak_check(key, texts)
