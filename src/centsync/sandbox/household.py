@@ -314,7 +314,10 @@ def generate(
             add("card", "Apple Store", -119_900, EXPENSE, local_ms(y, m, 9, 16, 0), "Shopping", goal=expenses[1].id)
 
     if transactions is not None:
-        out = _rescale(out, transactions, rng, ids, acc, cat, expenses, first_month, last_month, now_ms, zone, providers, conn_a.id)
+        # The knob counts visible rows: the hidden account's rows come on top.
+        hidden_rows = [t for t in out if t.account_id == acc["old"].id]
+        visible_rows = [t for t in out if t.account_id != acc["old"].id]
+        out = _rescale(visible_rows, transactions, rng, ids, acc, cat, first_month, now_ms, zone, providers) + hidden_rows
 
     # Balances consistent with the transactions: opening balance plus every amount.
     by_account = {a.id: a for a in acc.values()}
@@ -346,13 +349,10 @@ def _rescale(
     ids: Ids,
     acc: dict[str, Account],
     cat: dict[str, str],
-    expenses: list[Expense],
     first_month: int,
-    last_month: int,
     now_ms: int,
     zone: ZoneInfo,
     providers: tuple[str, str],
-    conn_a: str,
 ) -> list[Tx]:
     """Trim or pad the natural history to exactly `target` rows (the benchmark scale knob)."""
     if target <= len(out):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import socket
@@ -74,6 +75,9 @@ def run_in_thread(sb: Sandbox, host: str = "127.0.0.1", port: int = 0) -> Iterat
 
 def serve(sb: Sandbox, host: str, port: int, keys_out: Path | None, on_ready: str | None = None) -> None:
     """Serve until SIGTERM or Ctrl-C; the keys file appears once connections are accepted."""
+    # The ledger is millions of long-lived objects: keep them out of every GC pass.
+    gc.collect()
+    gc.freeze()
     server = uvicorn.Server(_config(sb, host, port))
     base_url = f"http://{host}:{port}"
 
