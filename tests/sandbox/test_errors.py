@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from tests.conftest import Api
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
@@ -185,7 +184,7 @@ def test_patch_rules(api: Api) -> None:
 def test_assign_rules(api: Api) -> None:
     state = api.state()
     goal = state["expenses"][0]
-    manual, bank = _manual_and_bank(api)
+    manual, _bank = _manual_and_bank(api)
     income = next(t for t in state["transactions"] if t["type"] == "income")
     path = f"/v1/transactions/{manual['id']}/expense"
     _envelope(api.post(path, {}), 400, "invalid_request")

@@ -176,14 +176,15 @@ class SandboxApp:
             needed = "data.read" if req.method == "GET" else "data.write"
             if needed not in key.scopes:
                 raise ApiError(403, "insufficient_scope", f"This key lacks the `{needed}` scope: {'this key is read-only; create a read and write key' if needed == 'data.write' else 'create a key with data.read'}.")
-            # An injected failure before any work: nothing happens on the server.
-            if f.error_rate and s.fault_rng.random() < f.error_rate / 2:
+            fail = bool(f.error_rate) and s.fault_rng.random() < f.error_rate
+            # A write may fail after its work is done: the client cannot know the outcome.
+            fail_after = fail and req.method != "GET" and s.fault_rng.random() < 0.5
+            if fail and not fail_after:
                 raise self._injected_error()
             resp = await handler(req)
-            drop = bool(f.drop_rate) and s.fault_rng.random() < f.drop_rate
-            # And after the work: a write that happened but whose answer is lost.
-            if not drop and f.error_rate and s.fault_rng.random() < f.error_rate / 2:
+            if fail_after:
                 raise self._injected_error()
+            drop = bool(f.drop_rate) and s.fault_rng.random() < f.drop_rate
             return resp, drop
         finally:
             if not f.omit_rate_limit_headers:

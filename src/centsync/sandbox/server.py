@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import os
+import signal
 import socket
 import threading
 import time
@@ -50,8 +51,19 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 class _Server(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # a thread cannot own signal handlers
-        pass
+    """A uvicorn server whose SIGTERM/SIGINT end `serve` cleanly (exit 0), not by re-raising."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
 
 
 @contextmanager
@@ -78,7 +90,7 @@ def serve(sb: Sandbox, host: str, port: int, keys_out: Path | None, on_ready: st
     # The ledger is millions of long-lived objects: keep them out of every GC pass.
     gc.collect()
     gc.freeze()
-    server = uvicorn.Server(_config(sb, host, port))
+    server = _Server(_config(sb, host, port))
     base_url = f"http://{host}:{port}"
 
     async def announce() -> None:
