@@ -75,6 +75,23 @@ _TRANSPORT_ERRORS = (httpx.TransportError, ConnectionError, TimeoutError)
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
+class _Secret:
+    """A value that no repr, str or vars() dump shows."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+    __str__ = __repr__
+
+
 class _BearerAuth(httpx.Auth):
     """Adds the key to each request; holds it where no repr or log line shows it."""
 
@@ -170,7 +187,7 @@ class AsyncApiClient:
             raise ConfigurationError("no API key given (set CENTSYNC_API_KEY)")
         inner = transport if http_client is None else getattr(http_client, "_transport", None)
         self.base_url = check_base_url(base_url, inner)
-        self._key = api_key
+        self._key = _Secret(api_key)
         self._auth = _BearerAuth(api_key)
         self._owns_http = http_client is None
         self._http = http_client or httpx.AsyncClient(
@@ -216,7 +233,8 @@ class AsyncApiClient:
     # ------------------------------------------------------------------ transport core
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._key, "[redacted]") if self._key in text else text
+        key = self._key.reveal()
+        return text.replace(key, "[redacted]") if key in text else text
 
     async def _ensure_pacer(self) -> None:
         if not self.pacer.enabled or self.pacer.configured:

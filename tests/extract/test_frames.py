@@ -1,0 +1,99 @@
+"""The bulk parse path: raw bytes in, typed frames out, raw text kept exactly."""
+
+from __future__ import annotations
+
+import orjson
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from centsync.extract import TRANSACTION_SCHEMA, ResponseFormatError
+from centsync.extract._frames import TRANSACTION_WIRE, cut_page, frame_from_chunks
+
+RECORD = {
+    "id": "0ac7ba49-b043-4e18-a21b-7cf79e000001",
+    "account_id": "ec148cb4-8e73-4a47-aa90-a8f0d6000001",
+    "concept": "Deliveroo",
+    "amount": -532,
+    "booked_at": "2026-11-21",
+    "type": "expense",
+    "category_id": None,
+    "expense_goal_id": None,
+    "created_at": "2026-11-21T18:59:59.123Z",
+    "updated_at": "2026-11-21T18:59:59.123Z",
+}
+
+
+def page(records: list[dict[str, object]], **envelope: object) -> bytes:
+    env = {"total": len(records), "page": 1, "pages": 1, **envelope}
+    return orjson.dumps({"data": records, **env})
+
+
+def test_raw_text_is_byte_exact_and_unknown_fields_survive() -> None:
+    rec = {**RECORD, "merchant_logo": {"url": "x", "size": [1, 2]}}
+    body = page([rec, {**rec, "id": "0ac7ba49-b043-4e18-a21b-7cf79e000002"}])
+    frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
+    assert dict(frame.schema) == TRANSACTION_SCHEMA
+    assert frame["raw"][0] == orjson.dumps(rec).decode()
+    assert orjson.loads(frame["raw"][1])["merchant_logo"] == {"url": "x", "size": [1, 2]}
+
+
+def test_types_are_integer_cents_dates_and_utc_times() -> None:
+    frame = frame_from_chunks([cut_page(page([RECORD]))], TRANSACTION_WIRE)
+    row = frame.row(0, named=True)
+    assert row["amount"] == -532
+    assert str(row["booked_at"]) == "2026-11-21"
+    assert frame["created_at"].dtype == pl.Datetime("ms", "UTC")
+    assert row["created_at"].microsecond == 123_000
+
+
+def test_separator_inside_a_string_falls_back_and_stays_exact() -> None:
+    tricky = {**RECORD, "concept": 'Café "Luna" },{ and \\ more'}
+    body = page([tricky, RECORD])
+    frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
+    assert frame["concept"].to_list() == [tricky["concept"], "Deliveroo"]
+    assert [orjson.loads(r) for r in frame["raw"]] == [tricky, RECORD]
+
+
+def test_pretty_printed_pages_parse_too() -> None:
+    body = orjson.dumps({"data": [RECORD, RECORD], "total": 2}, option=orjson.OPT_INDENT_2)
+    chunk = cut_page(body)
+    assert chunk.total == 2
+    assert frame_from_chunks([chunk], TRANSACTION_WIRE).height == 2
+
+
+def test_envelope_fields_in_any_order() -> None:
+    body = b'{"total":1,"pages":1,"page":1,"data":[' + orjson.dumps(RECORD) + b"]}"
+    chunk = cut_page(body)
+    assert (chunk.total, chunk.pages) == (1, 1)
+    assert frame_from_chunks([chunk], TRANSACTION_WIRE)["id"][0] == RECORD["id"]
+
+
+def test_empty_page_gives_an_empty_typed_frame() -> None:
+    frame = frame_from_chunks([cut_page(page([]))], TRANSACTION_WIRE)
+    assert frame.height == 0 and dict(frame.schema) == TRANSACTION_SCHEMA
+
+
+@pytest.mark.parametrize("amount", [12.5, "12", True])
+def test_non_integer_amount_is_a_format_error(amount: object) -> None:
+    with pytest.raises(ResponseFormatError):
+        frame_from_chunks([cut_page(page([{**RECORD, "amount": amount}]))], TRANSACTION_WIRE)
+
+
+def test_missing_optional_fields_are_null() -> None:
+    slim = {k: v for k, v in RECORD.items() if k not in {"created_at", "updated_at"}}
+    frame = frame_from_chunks([cut_page(page([slim]))], TRANSACTION_WIRE)
+    assert frame["updated_at"].null_count() == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.text(max_size=30), min_size=1, max_size=8))
+def test_any_concept_text_round_trips(concepts: list[str]) -> None:
+    records = [
+        {**RECORD, "id": f"0ac7ba49-b043-4e18-a21b-7cf79e{i:06d}", "concept": c}
+        for i, c in enumerate(concepts)
+    ]
+    frame = frame_from_chunks([cut_page(page(records))], TRANSACTION_WIRE)
+    assert frame["concept"].to_list() == concepts
+    assert [orjson.loads(r) for r in frame["raw"]] == records

@@ -1,0 +1,123 @@
+"""Pacing within the key's allowance: buckets from /v1/me, corrected by the headers."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+
+import pytest
+
+from centsync.extract import Allowance, Pacer
+from centsync.extract._pacing import safe_bucket
+
+from .conftest import Env, run
+
+
+def test_safe_bucket_never_admits_more_than_the_limit_in_any_period() -> None:
+    limit, period = 10, 0.5
+
+    async def go() -> list[float]:
+        bucket = safe_bucket(limit, period)
+        loop = asyncio.get_running_loop()
+        stamps: list[float] = []
+        end = loop.time() + 3 * period
+        while loop.time() < end:
+            await bucket.acquire()
+            stamps.append(loop.time())
+        return stamps
+
+    stamps = run(go())
+    worst = max(sum(1 for t in stamps if s <= t < s + period) for s in stamps)
+    assert worst <= limit
+    assert len(stamps) >= 2 * (limit - 2)  # and still close to the allowance
+
+
+def test_pacer_holds_when_headers_say_the_window_is_spent() -> None:
+    async def go() -> None:
+        pacer = Pacer()
+        pacer.configure(Allowance(30, 1000, 29, 999), headers=True)
+        await pacer.acquire()
+        await pacer.acquire()
+        # one request still in flight and the server says one is left: hold
+        pacer.release(
+            {
+                "x-ratelimit-remaining-minute": "1",
+                "x-ratelimit-limit-minute": "30",
+                "x-ratelimit-remaining-hour": "900",
+                "x-ratelimit-limit-hour": "1000",
+            }
+        )
+        assert pacer.holds == 1
+
+    run(go())
+
+
+def test_pacer_goes_blind_without_headers() -> None:
+    async def go() -> None:
+        pacer = Pacer()
+        pacer.configure(Allowance(30, 1000, 29, 999), headers=True)
+        await pacer.acquire()
+        pacer.release({})
+        assert not pacer.headers_seen
+        assert "blind" in pacer.describe()
+
+    run(go())
+
+
+def test_client_paces_blind_when_the_server_omits_headers(limited_env: Env) -> None:
+    async def go() -> None:
+        admin = limited_env.admin()
+        key = await admin.new_key(scopes=["data.read"], minute_limit=1200, hour_limit=100_000)
+        await admin.faults(omit_rate_limit_headers=True)
+        async with limited_env.client(key) as c:
+            started = time.monotonic()
+            await asyncio.gather(*(c.settings() for _ in range(40)))
+            elapsed = time.monotonic() - started
+            assert not c.pacer.headers_seen
+            assert c.stats.total().rate_limited == 0
+        # blind, the pace is the safe bucket's steady rate: (1200 - 120 - 1) a minute
+        assert elapsed >= 39 * 60 / 1079 * 0.9
+
+    run(go())
+
+
+def _windows_needed(requests: int, remaining: int, limit: int) -> int:
+    return max(0, math.ceil((requests - remaining) / limit))
+
+
+@pytest.mark.slow
+def test_minute_limit_30_with_100_requests_no_429_and_close_to_the_limit(
+    limited_env: Env,
+) -> None:
+    async def go() -> None:
+        admin = limited_env.admin()
+        key = await admin.new_key(scopes=["data.read"], minute_limit=30, hour_limit=10_000)
+        async with limited_env.client(key) as c:
+            me = await c.me()
+            started = time.monotonic()
+            first_boundary = 60 - (time.time() % 60)
+            await asyncio.gather(*(c.settings() for _ in range(100)))
+            elapsed = time.monotonic() - started
+            stats = c.stats.total()
+        assert stats.rate_limited == 0
+        assert me.minute_remaining is not None
+        extra = _windows_needed(100, me.minute_remaining, 30)
+        floor = first_boundary + (extra - 1) * 60 if extra else 0.0
+        assert elapsed >= floor - 1
+        assert elapsed <= floor + 15, (elapsed, floor)
+
+    run(go())
+
+
+@pytest.mark.slow
+def test_minute_limit_30_blind_no_429(limited_env: Env) -> None:
+    async def go() -> None:
+        admin = limited_env.admin()
+        key = await admin.new_key(scopes=["data.read"], minute_limit=30, hour_limit=10_000)
+        await admin.faults(omit_rate_limit_headers=True)
+        async with limited_env.client(key) as c:
+            await asyncio.gather(*(c.settings() for _ in range(40)))
+            assert c.stats.total().rate_limited == 0
+
+    run(go())
