@@ -1,0 +1,388 @@
+"""One refresh: reconcile the warehouse with the service, then repair what differs (DESIGN 2).
+
+Plain Python over the extract client and the warehouse, so the Dagster assets, the CLI and the
+tests all run the same code. Requests are the scarce resource: every step below is chosen to
+spend the fewest of them (see docs/refresh.md for the request budget).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import orjson
+import polars as pl
+
+from centsync.extract import ApiClient, TransactionBatch
+from centsync.warehouse import Warehouse
+
+log = logging.getLogger("centsync.refresh")
+
+Mode = Literal["auto", "full", "hot"]
+PAGE = 200
+# Rows per read window: big windows waste fewer partial pages; this bounds memory.
+WINDOW_ROWS = 350_000
+PUBLISH_EVERY_S = 30.0
+EPOCH = dt.date(1900, 1, 1)
+
+
+@dataclass
+class RefreshOptions:
+    """What a refresh should do."""
+
+    mode: Mode = "auto"  # auto: fingerprint-checked; full: re-read all; hot: hot window only
+    months: tuple[str, str] | None = None  # force-read this month range ("YYYY-MM", inclusive)
+    hot_months: int = 2  # the current month and the ones before it that are always re-read
+    progress: Callable[[str, int], None] | None = None  # (what, rows) after each window
+
+
+@dataclass
+class RefreshSummary:
+    """What a refresh did and spent: the CLI prints it, Dagster shows it as metadata."""
+
+    refresh_id: str = ""
+    mode: str = ""
+    reason: str = ""
+    rows_landed: int = 0
+    rows_changed: int = 0
+    rows_rejected: int = 0
+    transactions: int = 0
+    requests: dict[str, int] = field(default_factory=dict)
+    requests_total: int = 0
+    rereads: int = 0
+    retries: int = 0
+    floor: int = 0  # ceil(rows read / 200): the fewest list requests that could have read them
+    months_checked: int = 0
+    months_reread: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    timezone: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+def _month(d: dt.date) -> dt.date:
+    return d.replace(day=1)
+
+
+def _add_months(d: dt.date, n: int) -> dt.date:
+    y, m = divmod(d.year * 12 + d.month - 1 + n, 12)
+    return dt.date(y, m + 1, 1)
+
+
+def _months_between(a: dt.date, b: dt.date) -> list[dt.date]:
+    out, m = [], _month(a)
+    while m <= b:
+        out.append(m)
+        m = _add_months(m, 1)
+    return out
+
+
+def _month_end(m: dt.date) -> dt.date:
+    return _add_months(m, 1) - dt.timedelta(days=1)
+
+
+def _parse_month(text: str) -> dt.date:
+    try:
+        y, m = text.strip().split("-")
+        return dt.date(int(y), int(m), 1)
+    except ValueError:
+        raise ValueError(f"not a month: {text!r} (write YYYY-MM, e.g. 2024-01)") from None
+
+
+def parse_month_range(text: str) -> tuple[str, str]:
+    """`2024-01..2024-06` (or a single month) to a checked (first, last) pair."""
+    first, _, last = text.partition("..")
+    a, b = _parse_month(first), _parse_month(last or first)
+    if a > b:
+        raise ValueError(f"month range {text!r} ends before it starts")
+    return a.strftime("%Y-%m"), b.strftime("%Y-%m")
+
+
+class Refresher:
+    """Runs one refresh of `wh` (a working copy) from `client`."""
+
+    def __init__(self, client: ApiClient, wh: Warehouse, options: RefreshOptions) -> None:
+        self.client = client
+        self.wh = wh
+        self.opt = options
+        self.summary = RefreshSummary(refresh_id=wh.refresh_id or "")
+        self.summaries: list[dict[str, Any]] = []
+        self.spendings: list[dict[str, Any]] = []
+        self.rows_read = 0
+        self._published = time.monotonic()
+
+    # ---- the steps ---------------------------------------------------------------------------
+    def run(self) -> RefreshSummary:
+        started = time.monotonic()
+        c, wh, s = self.client, self.wh, self.summary
+        me = c.me()
+        if me.key_expires_at is not None:
+            left = me.key_expires_at - dt.datetime.now(dt.UTC)
+            if left < dt.timedelta(days=30):
+                s.warnings.append(f"the API key expires in {max(0, left.days)} days ({me.key_expires_at:%Y-%m-%d}): create a new one")
+        settings = c.settings()
+        sres = wh.snapshot_settings(orjson.loads(settings.raw))
+        s.timezone = settings.timezone
+        wh.snapshot_accounts(c.accounts())
+        wh.snapshot_connections(c.connections())
+        wh.snapshot_sync_status(c.sync_status())
+        nw = c.net_worth()
+        wh.load_net_worth(orjson.loads(nw.raw))
+        # "Today" is the service's, read off net worth's as_of, in the settings timezone.
+        now = nw.as_of or dt.datetime.now(dt.UTC)
+        today = now.astimezone(ZoneInfo(settings.timezone)).date()
+        hot_start = _add_months(_month(today), -(max(1, self.opt.hot_months) - 1))
+        present = wh.months_present()
+
+        if self.opt.months is not None:
+            s.mode, s.reason = "months", f"months {self.opt.months[0]}..{self.opt.months[1]} forced"
+            a, b = (_parse_month(m) for m in self.opt.months)
+            self._read([(a, _month_end(b))], reason="forced", bounded=(a, _month_end(b)))
+        elif self.opt.mode == "full" or sres.timezone_changed or not present:
+            s.mode = "full"
+            s.reason = (
+                "--full" if self.opt.mode == "full"
+                else f"timezone changed from {sres.previous_timezone} to {sres.timezone}" if sres.timezone_changed
+                else "first sync"
+            )
+            self._full(today)
+        else:
+            s.mode = "hot" if self.opt.mode == "hot" else "incremental"
+            s.reason = "hot window" if s.mode == "hot" else "fingerprints checked"
+            if s.mode == "incremental":
+                self._check_history(present, hot_start)
+            self._read([(hot_start, None)], reason="hot window", bounded=(hot_start, None))
+
+        self._aggregates(today)
+        s.seconds = time.monotonic() - started
+        return s
+
+    def _full(self, today: dt.date) -> None:
+        """Read the whole ledger in a few big windows, then drop local months the server lacks."""
+        total = self._whole_summary().count
+        if total == 0:
+            self._replace_everything_with_nothing()
+            return
+        if total <= WINDOW_ROWS:
+            # A small ledger is one window: no dates needed, one partial page in all.
+            self._read([(None, None)], reason=self.summary.reason, bounded=None)
+            return
+        span = self._span()
+        if span is None:
+            self._replace_everything_with_nothing()
+            return
+        oldest, newest, total = span
+        newest = max(newest, today)
+        windows = self._pack(oldest, newest, total)
+        seen: set[dt.date] = set()
+        for lo, hi in windows:
+            seen.update(_months_between(lo, hi))
+        # The first window is open below and the last open above, to catch rows the range missed.
+        bounds = [(None if i == 0 else lo, None if i == len(windows) - 1 else hi) for i, (lo, hi) in enumerate(windows)]
+        self._read(bounds, reason=self.summary.reason, bounded=None, planned=windows)
+        stale = [m for m in self.wh.months_present() if _parse_month(m) not in seen and not self._months_done(m)]
+        if stale:
+            self.wh.replace_months(stale, self._empty(), reason=self.summary.reason)
+
+    def _whole_summary(self) -> Any:
+        whole = self.client.transactions_summary()
+        self.summaries.append({"scope": "all", "from": None, "to": None, "count": whole.count, "income": whole.income, "expense": whole.expense, "transfer": whole.transfer, "net": whole.net})
+        return whole
+
+    def _span(self) -> tuple[dt.date, dt.date, int] | None:
+        """Newest and oldest booked_at and the row count: two one-row pages."""
+        newest, env = self.client.transactions_page(1, limit=1, raw=False)
+        total = int(env.get("total") or 0)
+        if total == 0 or newest.height == 0:
+            return None
+        oldest, _ = self.client.transactions_page(total, limit=1, raw=False)
+        last = oldest.get_column("booked_at")[0] if oldest.height else newest.get_column("booked_at")[0]
+        return last, newest.get_column("booked_at")[0], total
+
+    def _pack(self, oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt.date]]:
+        """Month-aligned windows of about WINDOW_ROWS rows each, sized from the ledger's span."""
+        months = _months_between(oldest, newest)
+        per_month = max(1.0, total / len(months))
+        size = max(1, math.floor(WINDOW_ROWS / per_month))
+        out = []
+        for i in range(0, len(months), size):
+            chunk = months[i : i + size]
+            out.append((chunk[0], _month_end(chunk[-1])))
+        return out
+
+    def _check_history(self, present: list[str], hot_start: dt.date) -> None:
+        """Per-year fingerprints of everything before the hot window; drill into years that differ."""
+        first_local = _parse_month(present[0])
+        years = list(range(first_local.year, hot_start.year + 1))
+        for i, year in enumerate(years):
+            lo = None if i == 0 else dt.date(year, 1, 1)
+            hi = min(dt.date(year, 12, 31), hot_start - dt.timedelta(days=1))
+            if lo is not None and hi < lo:
+                continue
+            self.summary.months_checked += len(_months_between(lo or first_local, hi))
+            server = self._fingerprint(lo, hi, "year")
+            if server == self._local_fingerprint(lo, hi):
+                continue
+            count = server[0][0]
+            months = _months_between(lo or first_local, hi)
+            # Drilling costs two requests a month; re-reading the year costs its pages.
+            if math.ceil(count / PAGE) + 1 <= 2 * len(months):
+                self._read([(lo, hi)], reason=f"year {year} differs", bounded=(lo, hi))
+                continue
+            differing = []
+            for j, m in enumerate(months):
+                mlo = None if (i == 0 and j == 0) else m
+                mhi = _month_end(m)
+                if self._fingerprint(mlo, mhi, "month") != self._local_fingerprint(mlo, mhi):
+                    differing.append((mlo, mhi))
+            for lo_, hi_ in _contiguous(differing):
+                self._read([(lo_, hi_)], reason=f"month differs in {year}", bounded=(lo_, hi_))
+
+    def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
+        summ = self.client.transactions_summary(lo, hi)
+        spend = self.client.spending(lo or EPOCH, hi, group_by="category")
+        self.summaries.append({"scope": scope, "from": lo, "to": hi, "count": summ.count, "income": summ.income, "expense": summ.expense, "transfer": summ.transfer, "net": summ.net})
+        self.spendings.append(orjson.loads(spend.raw))
+        cats = frozenset((r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True))
+        return (summ.count, summ.income, summ.expense, summ.transfer), cats
+
+    def _local_fingerprint(self, lo: dt.date | None, hi: dt.date) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
+        lo_ = lo or EPOCH
+        row = self.wh.query(
+            """
+            SELECT count(*)::BIGINT,
+                   coalesce(sum(amount) FILTER (WHERE type = 'income'), 0)::BIGINT,
+                   coalesce(sum(amount) FILTER (WHERE type = 'expense'), 0)::BIGINT,
+                   coalesce(sum(amount) FILTER (WHERE type = 'transfer'), 0)::BIGINT
+            FROM core.transactions WHERE booked_at BETWEEN ? AND ?
+            """,
+            [lo_, hi],
+        ).row(0)
+        cats = self.wh.query(
+            """
+            SELECT category_id::VARCHAR AS key, sum(amount)::BIGINT AS amount, count(*)::BIGINT AS count
+            FROM core.transactions WHERE type = 'expense' AND booked_at BETWEEN ? AND ? GROUP BY 1
+            """,
+            [lo_, hi],
+        )
+        return tuple(int(v) for v in row), frozenset(cats.iter_rows())
+
+    def _read(
+        self,
+        windows: list[tuple[dt.date | None, dt.date | None]],
+        *,
+        reason: str,
+        bounded: tuple[dt.date | None, dt.date | None] | None,
+        planned: list[tuple[dt.date, dt.date]] | None = None,
+    ) -> None:
+        """Read windows drift-safely and replace exactly the months each covers."""
+        for i, batch in enumerate(self.client.read_transactions(windows)):
+            frame = batch.frame
+            lo, hi = planned[i] if planned is not None else batch.report.window
+            months = self._window_months(lo, hi, frame)
+            result = self.wh.replace_months(months, frame, reason=reason) if months else None
+            self.rows_read += frame.height
+            self.summary.floor += math.ceil(frame.height / PAGE) if frame.height else 1
+            self.summary.rereads += batch.report.rereads
+            if result is not None:
+                self.summary.months_reread.append(
+                    {"from": months[0], "to": months[-1], "months": len(months), "rows": frame.height, "changed": result.changed, "reason": reason}
+                )
+            if self.opt.progress is not None:
+                self.opt.progress(f"{months[0]}..{months[-1]}" if months else "", frame.height)
+            if time.monotonic() - self._published > PUBLISH_EVERY_S:
+                # A long first sync keeps what it read: a stopped refresh resumes from here.
+                self.wh.publish_progress()
+                self._published = time.monotonic()
+        _ = bounded
+
+    def _window_months(self, lo: dt.date | None, hi: dt.date | None, frame: pl.DataFrame) -> list[str]:
+        """Every month a window covers: its bounds, and for open ends the rows and local months."""
+        dates: list[dt.date] = []
+        if frame.height:
+            dates += [frame.get_column("booked_at").min(), frame.get_column("booked_at").max()]  # type: ignore[list-item]
+        local = [_parse_month(m) for m in self.wh.months_present()]
+        if lo is None:
+            lo = min([*dates, *[m for m in local if hi is None or m <= hi]], default=None)
+        if hi is None:
+            hi = max([*dates, *[_month_end(m) for m in local if lo is None or m >= _month(lo)]], default=None)
+        if lo is None or hi is None:
+            return []
+        return [m.strftime("%Y-%m") for m in _months_between(lo, hi)]
+
+    def _months_done(self, month: str) -> bool:
+        return any(r["from"] <= month <= r["to"] for r in self.summary.months_reread)
+
+    def _empty(self) -> pl.DataFrame:
+        from centsync.extract import TRANSACTION_SCHEMA
+
+        return pl.DataFrame(schema=TRANSACTION_SCHEMA)
+
+    def _replace_everything_with_nothing(self) -> None:
+        present = self.wh.months_present()
+        if present:
+            self.wh.replace_months(present, self._empty(), reason="the server has no transactions")
+
+    def _aggregates(self, today: dt.date) -> None:
+        """The server's own aggregates, landed for reconciliation."""
+        c, wh = self.client, self.wh
+        wh.load_accounts_summary(orjson.loads(c.accounts_summary().raw))
+        oldest = wh.query("SELECT min(booked_at) AS d, max(booked_at) AS e FROM core.transactions").row(0)
+        lo = oldest[0] or today
+        hi = max(oldest[1] or today, today)
+        for group_by in ("category", "merchant", "month"):
+            self.spendings.append(orjson.loads(c.spending(lo, hi, group_by=group_by).raw))
+        if not any(r["scope"] == "all" for r in self.summaries):
+            self._whole_summary()
+        wh.load_transactions_summaries(self.summaries)
+        wh.load_spending(self.spendings)
+        self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())
+
+
+def _contiguous(windows: Iterable[tuple[dt.date | None, dt.date]]) -> list[tuple[dt.date | None, dt.date]]:
+    out: list[tuple[dt.date | None, dt.date]] = []
+    for lo, hi in windows:
+        if out and lo is not None and out[-1][1] + dt.timedelta(days=1) == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def run_refresh(client: ApiClient, warehouse_path: str | None, options: RefreshOptions) -> RefreshSummary:
+    """Run one refresh into a working copy of the warehouse and publish it when it succeeds."""
+    mode = "full" if options.mode == "full" else "incremental"
+    before = _snapshot_counts(client)
+    with Warehouse.refreshing(warehouse_path, mode=mode) as wh:
+        r = Refresher(client, wh, options)
+        summary = r.run()
+        spent = _spent(client, before)
+        summary.requests = spent
+        summary.requests_total = sum(spent.values())
+        summary.retries = sum(e.retries for e in client.stats.endpoints.values())
+        st = wh.stats
+        summary.rows_landed, summary.rows_changed, summary.rows_rejected = st.rows_landed, st.rows_changed, st.rows_rejected
+        summary.refresh_id = wh.refresh_id or ""
+        wh.finish_refresh(requests=spent, months_checked=summary.months_checked)
+    return summary
+
+
+def _snapshot_counts(client: ApiClient) -> dict[str, int]:
+    return {k: v.requests for k, v in client.stats.endpoints.items()}
+
+
+def _spent(client: ApiClient, before: dict[str, int]) -> dict[str, int]:
+    out = {}
+    for k, v in client.stats.endpoints.items():
+        n = v.requests - before.get(k, 0)
+        if n:
+            out[k] = n
+    return out
