@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import time
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -13,6 +19,9 @@ import click
 @click.version_option(package_name="centsync")
 def main() -> None:
     """centsync: keep a personal-finance service's data in a local DuckDB warehouse."""
+    # Dagster flags beta parameters on every import; they are noise on a terminal.
+    warnings.filterwarnings("ignore", module="dagster")
+    warnings.filterwarnings("ignore", message=".*is currently in beta.*")
 
 
 @main.group()
@@ -70,14 +79,8 @@ def tour() -> None:
 def _tour() -> None:
     import httpx
 
-    from centsync.sandbox import Sandbox
-    from centsync.sandbox.server import run_in_thread
-
-    sb = Sandbox()
-    with run_in_thread(sb) as base_url:
-        click.echo(f"Embedded sandbox started at {base_url} (no CENTSYNC_API_BASE_URL set).")
-        headers = {"Authorization": f"Bearer {sb.keys['read_only']}"}
-        with httpx.Client(base_url=base_url, headers=headers, timeout=30) as c:
+    with embedded_api() as (base_url, key):
+        with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as c:
             me = c.get("/v1/me").json()
             click.echo(f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}")
             click.echo(f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour")
@@ -94,7 +97,168 @@ def _tour() -> None:
             click.echo(f"\nSpending by category, {sp['from']} to {sp['to']}: {_money(sp['total'])}")
             for row in sp["data"][:8]:
                 click.echo(f"  {row['label']:<16} {row['count']:>4} tx {_money(row['amount']):>12}")
-    click.echo("\nSandbox stopped.")
+
+
+@contextmanager
+def embedded_api(seed: int = 1) -> Iterator[tuple[str, str]]:
+    """The API to use: CENTSYNC_API_BASE_URL and CENTSYNC_API_KEY, else an embedded sandbox."""
+    base = os.environ.get("CENTSYNC_API_BASE_URL")
+    if base:
+        key = os.environ.get("CENTSYNC_API_KEY")
+        if not key:
+            raise click.ClickException("CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too.")
+        yield base, key
+        return
+    from centsync.sandbox import Sandbox, SandboxConfig
+    from centsync.sandbox.server import run_in_thread
+
+    sb = Sandbox(SandboxConfig(seed=seed))
+    with run_in_thread(sb) as base_url:
+        click.echo(f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} (seed {seed}).", err=True)
+        key = sb.keys["read_write"]
+        old = {k: os.environ.get(k) for k in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY")}
+        # Dagster resources read these through EnvVar when the run starts.
+        os.environ["CENTSYNC_API_BASE_URL"], os.environ["CENTSYNC_API_KEY"] = base_url, key
+        try:
+            yield base_url, key
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+    click.echo("Embedded sandbox stopped.", err=True)
+
+
+def dagster_home() -> Path:
+    """DAGSTER_HOME (absolute), defaulting to .dagster_home here, with our dagster.yaml in it."""
+    home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").absolute()
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.exists():
+        cfg.write_text((Path(__file__).with_name("dagster.yaml")).read_text())
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
+    """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
+    from dagster import DagsterInstance
+
+    from centsync.pipelines.definitions import defs
+
+    dagster_home()
+    os.environ.setdefault("CENTSYNC_PROGRESS", "1")
+    instance = DagsterInstance.get()
+    job = defs.resolve_job_def("refresh_job")
+    config = {
+        "ops": {"refresh": {"config": {"mode": mode, "months": months}}},
+        # The run's full event log is in the instance (and the UI); the terminal gets warnings.
+        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+    }
+    result = job.execute_in_process(run_config=config, instance=instance, raise_on_error=False)
+    if not result.success:
+        failure = next((e for e in result.all_events if e.is_failure), None)
+        message = failure.message if failure is not None else "the run failed"
+        raise click.ClickException(f"refresh failed (Dagster run {result.run_id}): {message}")
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat is not None and mat.asset_key.to_user_string() == "transactions":
+            meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+            meta["run_id"] = result.run_id
+            return meta
+    return {"run_id": result.run_id}
+
+
+@main.command()
+@click.option("--full", is_flag=True, help="Re-read every month, whatever the fingerprints say.")
+@click.option("--hot", is_flag=True, help="Re-read only the hot window (what the hourly schedule does).")
+@click.option("--months", default="", help="Force-read a month range, e.g. 2024-01..2024-06.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
+def refresh(full: bool, hot: bool, months: str, as_json: bool) -> None:
+    """Bring the warehouse exactly in step with the service, spending the fewest requests."""
+    from centsync.pipelines.refresh import parse_month_range
+
+    if months:
+        try:
+            parse_month_range(months)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--months") from None
+    mode = "full" if full else "hot" if hot else "auto"
+    started = time.monotonic()
+    with embedded_api():
+        meta = run_refresh_job(mode, months)
+    meta["seconds"] = round(time.monotonic() - started, 2)
+    if as_json:
+        click.echo(json.dumps({k: v for k, v in meta.items() if k != "preview"}, default=str))
+    else:
+        _print_summary(meta)
+
+
+def _print_summary(meta: dict[str, Any]) -> None:
+    from centsync.warehouse import default_path
+
+    click.echo(
+        f"Refresh done in {meta['seconds']} s ({meta.get('mode', '')}): {meta.get('rows', 0):,} transactions in the warehouse, "
+        f"{meta.get('rows_changed', 0):,} rows changed, {meta.get('rows_rejected', 0)} rejected.\n"
+        f"Requests: {meta.get('requests_total', 0)} (ceil(rows read / 200) = {meta.get('requests_floor', 0)}); "
+        f"months checked {meta.get('months_checked', 0)}, windows re-read {meta.get('months_reread', 0)}, drift re-reads {meta.get('rereads', 0)}.\n"
+        f"Warehouse: {default_path()}   Dagster run: {meta.get('run_id')}"
+    )
+
+
+EXAMPLE_QUERIES = [
+    ("Spending by category, last 12 months",
+     """SELECT coalesce(c.name, 'Uncategorized') AS category, count(*) AS n, sum(t.amount) AS cents
+        FROM core.transactions t LEFT JOIN core.categories c ON c.id = t.category_id
+        WHERE t.type = 'expense' AND t.booked_at >= current_date - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY sum(t.amount) LIMIT 6"""),
+    ("Net flow per month (last 6)",
+     """SELECT strftime(booked_at, '%Y-%m') AS month, coalesce(sum(amount) FILTER (WHERE type = 'income'), 0) AS income_cents,
+               coalesce(sum(amount) FILTER (WHERE type = 'expense'), 0) AS spending_cents
+        FROM core.transactions GROUP BY 1 ORDER BY 1 DESC LIMIT 6"""),
+    ("Accounts now", "SELECT name, type, balance AS balance_cents FROM core.accounts ORDER BY balance DESC"),
+]
+
+
+@main.command()
+def demo() -> None:
+    """The main job on the embedded sandbox: a full refresh, then what you can ask the warehouse."""
+    from centsync.warehouse import connect_readonly, default_path
+
+    started = time.monotonic()
+    with embedded_api():
+        meta = run_refresh_job("full")
+    meta["seconds"] = round(time.monotonic() - started, 2)
+    _print_summary(meta)
+    path = default_path()
+    click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
+    click.echo(f"  duckdb -readonly {path}     or     python -c \"import duckdb; duckdb.connect('{path}', read_only=True)\"")
+    con = connect_readonly(path)
+    try:
+        for title, sql in EXAMPLE_QUERIES:
+            click.echo(f"\n-- {title}\n{' '.join(sql.split())}")
+            res = con.execute(sql)
+            cols = [d[0] for d in res.description]
+            rows = res.fetchall()
+            click.echo("  " + " | ".join(cols))
+            for r in rows:
+                click.echo("  " + " | ".join(str(v) for v in r))
+    finally:
+        con.close()
+
+
+@main.command()
+@click.option("--port", default=3000, show_default=True, type=int)
+def ui(port: int) -> None:
+    """Start the Dagster UI (and its daemon) on this project's instance."""
+    import subprocess
+
+    home = dagster_home()
+    click.echo(f"Dagster UI on http://127.0.0.1:{port} (DAGSTER_HOME={home}); Ctrl-C stops it.")
+    with embedded_api():
+        cmd = [sys.executable, "-m", "dagster", "dev", "-m", "centsync.pipelines.definitions", "-p", str(port)]
+        raise SystemExit(subprocess.call(cmd))
 
 
 def _money(cents: int) -> str:
@@ -103,13 +267,6 @@ def _money(cents: int) -> str:
     return f"{sign}{whole:,}.{frac:02d} EUR"
 
 
-@main.command()
-def demo() -> None:
-    """The main job on the embedded sandbox."""
-    _tour()
-
-
 if __name__ == "__main__":
     sys.exit(main())
 
-_ = json
