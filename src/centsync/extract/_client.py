@@ -62,6 +62,7 @@ from ._paging import (
     Window,
     WindowCheck,
     WindowReport,
+    group_windows,
     month_windows,
     split_window,
 )
@@ -207,6 +208,7 @@ class AsyncApiClient:
         self.pacer = Pacer(enabled=pacing)
         self._pacer_lock = asyncio.Lock()
         self._me: Me | None = None
+        self._last_total: int | None = None
 
     @classmethod
     def from_env(cls, **options: Any) -> AsyncApiClient:
@@ -504,7 +506,7 @@ class AsyncApiClient:
         params = self._list_params(None, None, filters)
         params["sort"] = "booked_at"
         newest = await self._list_page(1, 1, params)
-        total = newest.total or 0
+        total = self._last_total = newest.total or 0
         if total == 0:
             return None
         oldest = await self._list_page(total, 1, params)
@@ -572,7 +574,7 @@ class AsyncApiClient:
     ) -> tuple[pl.DataFrame, list[WindowReport]]:
         """Every transaction matching the filters, read by calendar month, as one frame."""
         frames, reports = [], []
-        windows = await self.default_windows(**filters)
+        windows = await self.default_windows(window_rows=20_000, **filters)
         self._list_params(None, None, filters)
         async for batch in self._read_windows(windows, filters, None, raw, verify):
             frames.append(batch.frame)
@@ -581,12 +583,19 @@ class AsyncApiClient:
             return frame_from_chunks([], TRANSACTION_WIRE, raw=raw), reports
         return pl.concat(frames, how="vertical", rechunk=True), reports
 
-    async def default_windows(self, **filters: str) -> list[Window]:
-        """Calendar months over the ledger's date range, open at both ends (two requests)."""
+    async def default_windows(self, *, window_rows: int = 20_000, **filters: str) -> list[Window]:
+        """Windows over the ledger's date range (two requests), open at both ends.
+
+        Whole calendar months, several to a window when months are small, so that a window
+        holds about ``window_rows`` rows: few partial pages and summaries, bounded memory.
+        """
         span = await self.transaction_date_range(**filters)
         if span is None:
             return [(None, None)]
-        return month_windows(span[0], span[1], open_ends=True)
+        months = month_windows(span[0], span[1], open_ends=True)
+        total = self._last_total or 0
+        per_window = max(1, window_rows * len(months) // max(total, 1))
+        return group_windows(months, per_window)
 
     async def _read_window(
         self,
@@ -601,41 +610,54 @@ class AsyncApiClient:
         report = WindowReport(window=window, filters=dict(filters), split_from=parent)
         for _ in range(self.max_rereads + 1):
             check = WindowCheck(PAGE_LIMIT)
-            first = await self._list_page(1, PAGE_LIMIT, params)
-            report.requests += 1
-            reason = check.first(first)
-            if (
-                reason is None
-                and (check.total or 0) > self.max_window_rows
-                and (halves := split_window(window)) is not None
-            ):
-                log.debug("window %s holds %s rows: splitting", window, check.total)
-                out: list[TransactionBatch] = []
-                for half in halves:
-                    out.extend(
-                        await self._read_window(half, filters, raw, verify, parent or window)
+            # The server's summary is one more observation of the window: taken alongside the
+            # pages (off the critical path), it must agree with the rows read, whatever moved.
+            summary_task = (
+                asyncio.create_task(self.transactions_summary(window[0], window[1], **filters))
+                if verify
+                else None
+            )
+            try:
+                first = await self._list_page(1, PAGE_LIMIT, params)
+                report.requests += 1
+                reason = check.first(first)
+                if (
+                    reason is None
+                    and (check.total or 0) > self.max_window_rows
+                    and (halves := split_window(window)) is not None
+                ):
+                    log.debug("window %s holds %s rows: splitting", window, check.total)
+                    out: list[TransactionBatch] = []
+                    for half in halves:
+                        out.extend(
+                            await self._read_window(half, filters, raw, verify, parent or window)
+                        )
+                    return out
+                chunks = [first]
+                number = 2
+                while reason is None and number <= check.pages:
+                    chunk = await self._list_page(number, PAGE_LIMIT, params)
+                    report.requests += 1
+                    reason = check.page(chunk, number)
+                    chunks.append(chunk)
+                    number += 1
+                frame: pl.DataFrame | None = None
+                if reason is None:
+                    # Polars releases the GIL: parsing overlaps the other window's requests
+                    frame = await asyncio.to_thread(
+                        frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw
                     )
-                return out
-            chunks = [first]
-            number = 2
-            while reason is None and number <= check.pages:
-                chunk = await self._list_page(number, PAGE_LIMIT, params)
-                report.requests += 1
-                reason = check.page(chunk, number)
-                chunks.append(chunk)
-                number += 1
-            frame: pl.DataFrame | None = None
-            if reason is None:
-                # Polars releases the GIL: parsing overlaps the other window's requests
-                frame = await asyncio.to_thread(
-                    frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw
-                )
-                reason = check.finish(frame)
-            if reason is None and verify and frame is not None:
-                summary = await self.transactions_summary(window[0], window[1], **filters)
-                report.requests += 1
-                reason = check.verify(frame, summary)
-                report.verified = reason is None
+                    reason = check.finish(frame)
+                if summary_task is not None:
+                    summary = await summary_task
+                    report.requests += 1
+                    if reason is None and frame is not None:
+                        reason = check.verify(frame, summary)
+                        report.verified = reason is None
+            finally:
+                if summary_task is not None and not summary_task.done():
+                    summary_task.cancel()
+                    await asyncio.gather(summary_task, return_exceptions=True)
             if reason is None and frame is not None:
                 report.total = check.total or 0
                 report.rows = frame.height

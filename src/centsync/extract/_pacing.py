@@ -3,11 +3,12 @@
 The allowance comes from ``GET /v1/me``. Two regimes, chosen by whether the server sends the
 ``X-RateLimit-*`` headers (``/v1/me``'s own answer tells):
 
-* **Headers present.** Buckets of the full allowance (``AsyncLimiter(limit, period)``) spread
-  the requests; each answer's ``Remaining`` count corrects them: when what is left of the
-  server's current window is no more than the requests still in flight, every request is held
-  until the window turns (contract 3: fixed UTC minute and hour). A client alone on its key
-  thus gets the whole allowance of each window and never a 429.
+* **Headers present.** Buckets of the full allowance (``AsyncLimiter(limit, period)``); each
+  answer's ``Remaining`` count resets the bucket's fill to the server's count (plus requests
+  in flight), so a turned window empties it; when what is left of the server's current window
+  is no more than the requests still in flight, every request is held until the window turns
+  (contract 3: fixed UTC minute and hour). A client alone on its key thus gets the whole
+  allowance of each window and never a 429.
 * **Headers absent.** The client cannot see the server's window, so the buckets alone must
   keep it under the limit whatever the window alignment: a small burst ``b`` and a steady rate
   of ``limit - b - 1`` per period, so no interval of one period admits more than ``limit``.
@@ -171,6 +172,12 @@ class Pacer:
             )
         ):
             self.configure(Allowance(minute_limit, hour_limit, minute, hour), headers=True)
+        # the server's count is the truth: the buckets mirror it (a turned window empties them)
+        if self.headers_seen:
+            for bucket, remaining in ((self._minute, minute), (self._hour, hour)):
+                if bucket is not None and remaining is not None:
+                    used = bucket.max_rate - remaining + self._in_flight
+                    _set_level(bucket, max(0.0, min(float(bucket.max_rate), used)))
         # requests already sent will spend what is left of the window
         if minute is not None and minute <= self._in_flight:
             self.hold(_until_next_window(60) + 0.05, reason="minute allowance used up")
@@ -183,6 +190,16 @@ class Pacer:
         a = self.allowance
         mode = "corrected by rate-limit headers" if self.headers_seen else "blind (no headers)"
         return f"pacing at {a.minute_limit}/min, {a.hour_limit}/h, {mode}"
+
+
+def _set_level(bucket: AsyncLimiter, level: float) -> None:
+    """Correct a bucket's fill from the server's count (aiolimiter 1.3 has no public setter)."""
+    try:
+        bucket._leak()
+        bucket._level = level
+        bucket._wake_next()
+    except (AttributeError, RuntimeError):  # another aiolimiter, or no running loop: skip
+        pass
 
 
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:

@@ -141,3 +141,14 @@ def month_windows(start: dt.date, end: dt.date, *, open_ends: bool = False) -> l
         windows[0] = (windows[0][0], None)
         windows[-1] = (None, windows[-1][1])
     return windows
+
+
+def group_windows(windows: list[Window], size: int) -> list[Window]:
+    """Merge runs of ``size`` adjacent windows (newest first) into one window each."""
+    if size <= 1:
+        return list(windows)
+    out: list[Window] = []
+    for i in range(0, len(windows), size):
+        run = windows[i : i + size]
+        out.append((run[-1][0], run[0][1]))
+    return out

@@ -1,0 +1,194 @@
+"""Benchmark: read every transaction of a large sandbox over loopback into an Arrow table.
+
+    uv run --frozen python bench/extract_throughput.py [--sizes 100000 1000000] [--runs 1]
+
+For each size the script starts ``centsync sandbox serve --no-rate-limit`` as its own process,
+then runs each client in a fresh child process (so peak RSS is that client's alone):
+
+* ``centsync``: ``AsyncApiClient.read_all_transactions`` (month windows, drift checks, summary
+  verification, raw page bytes parsed in one NDJSON pass per window), then ``.to_arrow()``.
+* ``naive``: a sequential ``httpx.Client``, ``resp.json()`` per page, every row kept as a
+  dict, one Polars frame at the end, then ``.to_arrow()`` (no drift checks, no raw column).
+
+It prints rows/s, requests against the floor ceil(N/200), peak RSS, and the ratio, and writes
+the figures as JSON to ``bench/results/extract_throughput.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import resource
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def client_centsync(base_url: str, key: str, raw: bool) -> dict[str, object]:
+    import asyncio
+
+    from centsync.extract import AsyncApiClient
+
+    async def go() -> dict[str, object]:
+        async with AsyncApiClient(base_url, key, timeout=120) as client:
+            started = time.perf_counter()
+            frame, reports = await client.read_all_transactions(raw=raw)
+            table = frame.to_arrow()
+            elapsed = time.perf_counter() - started
+            total = client.stats.total()
+            return {
+                "rows": table.num_rows,
+                "seconds": elapsed,
+                "requests": total.requests,
+                "retries": total.retries,
+                "rereads": total.rereads,
+                "windows": len(reports),
+                "mb_received": total.bytes / 1e6,
+                "columns": table.num_columns,
+            }
+
+    return asyncio.run(go())
+
+
+def client_naive(base_url: str, key: str) -> dict[str, object]:
+    import httpx
+    import polars as pl
+
+    started = time.perf_counter()
+    rows: list[dict[str, object]] = []
+    requests = 0
+    received = 0
+    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
+        page = 1
+        while True:
+            resp = http.get("/v1/transactions", params={"page": page, "limit": 200})
+            requests += 1
+            resp.raise_for_status()
+            received += len(resp.content)
+            body = resp.json()
+            rows.extend(body["data"])
+            if page >= body["pages"]:
+                break
+            page += 1
+    frame = pl.DataFrame(rows, infer_schema_length=None)  # nulls early on need a full scan
+    table = frame.to_arrow()
+    return {
+        "rows": table.num_rows,
+        "seconds": time.perf_counter() - started,
+        "requests": requests,
+        "retries": 0,
+        "rereads": 0,
+        "windows": 1,
+        "mb_received": received / 1e6,
+        "columns": table.num_columns,
+    }
+
+
+def child(args: argparse.Namespace) -> None:
+    info = json.loads(Path(args.keys).read_text())
+    if args.client == "naive":
+        result = client_naive(info["base_url"], info["read_only"])
+    else:
+        result = client_centsync(info["base_url"], info["read_only"], raw=args.client == "centsync")
+    result["peak_rss_mb"] = _peak_rss_mb()
+    print(json.dumps(result))
+
+
+def serve(size: int, keys: Path) -> subprocess.Popen[bytes]:
+    port = _free_port()
+    cmd = [
+        "uv", "run", "--frozen", "centsync", "sandbox", "serve", "--port", str(port),
+        "--keys-out", str(keys), "--transactions", str(size), "--no-rate-limit",
+        "--years", "3",
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL)
+    deadline = time.monotonic() + 900
+    while not keys.exists():
+        if proc.poll() is not None:
+            raise SystemExit(f"the sandbox server exited with {proc.returncode}")
+        if time.monotonic() > deadline:
+            raise SystemExit("the sandbox server did not start in time")
+        time.sleep(0.2)
+    return proc
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_client(name: str, keys: Path) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", name, "--keys", str(keys)],
+        capture_output=True, text=True, cwd=ROOT,
+    )
+    if out.returncode:
+        raise SystemExit(f"client {name} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    parser.add_argument("--clients", nargs="+", default=["centsync", "centsync-noraw", "naive"])
+    parser.add_argument("--runs", type=int, default=1, help="runs per client; the best is kept")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--keys", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        args.client = args.child
+        child(args)
+        return
+
+    results: list[dict[str, object]] = []
+    for size in args.sizes:
+        with tempfile.TemporaryDirectory() as tmp:
+            keys = Path(tmp) / "keys.json"
+            started = time.monotonic()
+            server = serve(size, keys)
+            print(f"\n== {size:,} transactions (server ready in {time.monotonic() - started:.0f} s)")
+            try:
+                for name in args.clients:
+                    best: dict[str, object] | None = None
+                    for _ in range(args.runs):
+                        r = run_client(name, keys)
+                        if best is None or float(r["seconds"]) < float(best["seconds"]):  # type: ignore[arg-type]
+                            best = r
+                    assert best is not None
+                    best.update(client=name, size=size, floor=math.ceil(size / 200))
+                    best["rows_per_s"] = float(best["rows"]) / float(best["seconds"])  # type: ignore[arg-type]
+                    results.append(best)
+                    print(
+                        f"{name:15s} {best['rows']:>9,} rows in {float(best['seconds']):6.2f} s"  # type: ignore[arg-type]
+                        f" = {best['rows_per_s']:>9,.0f} rows/s | requests {best['requests']:,}"
+                        f" (floor {best['floor']:,}) | peak RSS {float(best['peak_rss_mb']):.0f} MB"  # type: ignore[arg-type]
+                    )
+            finally:
+                os.killpg(server.pid, signal.SIGTERM)
+                server.wait(timeout=30)
+        by_name = {r["client"]: r for r in results if r["size"] == size}
+        if "centsync" in by_name and "naive" in by_name:
+            ratio = float(by_name["centsync"]["rows_per_s"]) / float(by_name["naive"]["rows_per_s"])  # type: ignore[arg-type]
+            print(f"centsync / naive: {ratio:.2f}x")
+    out = ROOT / "bench" / "results" / "extract_throughput.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2))
+    print(f"\nfigures written to {out.relative_to(ROOT)}")
+
+
+if __name__ == "__main__":
+    main()
