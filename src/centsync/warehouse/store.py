@@ -250,7 +250,8 @@ class Warehouse:
         """Expose a frame to SQL as an Arrow view (zero copy), for INSERT ... SELECT."""
         self._counter += 1
         name = f"_incoming_{self._counter}"
-        self.con.register(name, frame.to_arrow())
+        # Newest compat level keeps Polars' string views: no copy of every string on the way in.
+        self.con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
         try:
             yield name
         finally:
@@ -493,13 +494,16 @@ class Warehouse:
         with self.transaction() as con, self._registered(split.valid) as src:
             con.execute(f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT} FROM {src}")
             differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in _TX_COMPARED)
-            row = con.execute(
-                f"""
+            if con.execute("SELECT count(*) FROM core.transactions").fetchall()[0][0] == 0:
+                row: tuple[Any, ...] | None = (split.valid.height, 0)  # first load: no join needed
+            else:
+                row = con.execute(
+                    f"""
                 SELECT count(*) FILTER (WHERE o.id IS NULL),
                        count(*) FILTER (WHERE o.id IS NOT NULL AND ({differs}))
                 FROM _new_tx n LEFT JOIN core.transactions o ON o.id = n.id
                 """
-            ).fetchall()[0]
+                ).fetchall()[0]
             assert row is not None
             result.inserted, result.updated = int(row[0]), int(row[1])
             if everything:
