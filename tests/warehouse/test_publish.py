@@ -210,3 +210,20 @@ def test_a_killed_refresh_resumes_from_its_published_progress(db_path: Path) -> 
         )
         assert statuses.to_list() == ["succeeded", "interrupted", "running"]
     assert _leftovers(db_path) == []
+
+
+def test_a_failure_after_published_progress_keeps_the_progress_and_says_failed(
+    db_path: Path,
+) -> None:
+    _seed(db_path, 10)
+    with pytest.raises(KeyError), Warehouse.refreshing(db_path, refresh_id="r-progress") as wh:
+        wh.replace_months(["2024-02"], transactions(7, months=["2024-02"], seed=12))
+        wh.publish_progress()
+        wh.replace_months(["2024-03"], transactions(9, months=["2024-03"], seed=13))
+        raise KeyError("boom")
+    assert _count(db_path) == 17  # the published progress, not the unpublished tail
+    with Warehouse.open(db_path, read_only=True) as ro:
+        assert ro.refresh_status("r-progress") == "failed"
+        assert ro.resumable_months() == ["2024-02"]
+        assert ro.months_present() == ["2024-01", "2024-02"]
+    assert _leftovers(db_path) == []

@@ -1070,9 +1070,13 @@ def _record_failure(
             migrate(con)
             con.execute(
                 """
-                INSERT OR REPLACE INTO ops.refreshes (refresh_id, started_at, finished_at, status, mode,
+                INSERT INTO ops.refreshes (refresh_id, started_at, finished_at, status, mode,
                     rows_landed, rows_changed, rows_rejected, months_reread, error)
                 VALUES (?, now(), now(), ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (refresh_id) DO UPDATE SET finished_at = excluded.finished_at,
+                    status = excluded.status, rows_landed = excluded.rows_landed,
+                    rows_changed = excluded.rows_changed, rows_rejected = excluded.rows_rejected,
+                    months_reread = excluded.months_reread, error = excluded.error
                 """,
                 [
                     refresh_id,
