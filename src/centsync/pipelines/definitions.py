@@ -13,7 +13,12 @@ import dagster as dg
 from tqdm import tqdm
 
 from centsync.extract import ApiClient, ProviderQuotaExhausted
-from centsync.pipelines.refresh import RefreshOptions, RefreshSummary, parse_month_range, run_refresh
+from centsync.pipelines.refresh import (
+    RefreshOptions,
+    RefreshSummary,
+    parse_month_range,
+    run_refresh,
+)
 from centsync.warehouse import connect_readonly, default_path
 
 OWNERS = ["team:centsync"]
@@ -256,7 +261,7 @@ def build_definitions() -> dg.Definitions:
         sensors=[bank_sync_finished],
         resources={
             "api": ApiResource(base_url=dg.EnvVar("CENTSYNC_API_BASE_URL"), api_key=dg.EnvVar("CENTSYNC_API_KEY")),
-            "warehouse": WarehouseResource(path=os.environ.get("CENTSYNC_WAREHOUSE", "")),
+            "warehouse": WarehouseResource(),  # CENTSYNC_WAREHOUSE is read when the run starts
         },
         executor=dg.in_process_executor,
     )

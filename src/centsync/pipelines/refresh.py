@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 import orjson
 import polars as pl
 
-from centsync.extract import ApiClient, TransactionBatch
+from centsync.extract import ApiClient
 from centsync.warehouse import Warehouse
 
 log = logging.getLogger("centsync.refresh")
@@ -131,9 +131,6 @@ class Refresher:
         settings = c.settings()
         sres = wh.snapshot_settings(orjson.loads(settings.raw))
         s.timezone = settings.timezone
-        wh.snapshot_accounts(c.accounts())
-        wh.snapshot_connections(c.connections())
-        wh.snapshot_sync_status(c.sync_status())
         nw = c.net_worth()
         wh.load_net_worth(orjson.loads(nw.raw))
         # "Today" is the service's, read off net worth's as_of, in the settings timezone.
@@ -161,6 +158,10 @@ class Refresher:
                 self._check_history(present, hot_start)
             self._read([(hot_start, None)], reason="hot window", bounded=(hot_start, None))
 
+        # Snapshots after the ledger: balances then include every row the ledger read saw.
+        wh.snapshot_accounts(c.accounts())
+        wh.snapshot_connections(c.connections())
+        wh.snapshot_sync_status(c.sync_status())
         self._aggregates(today)
         s.seconds = time.monotonic() - started
         return s

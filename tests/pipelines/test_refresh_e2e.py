@@ -1,0 +1,192 @@
+"""The refresh end to end: the `centsync refresh` CLI, Dagster runs, a sandbox over loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+from click.testing import CliRunner
+from tests.conftest import make_sandbox
+
+from centsync.pipelines.cli import main
+from centsync.sandbox import Sandbox
+from centsync.sandbox.server import run_in_thread
+
+
+class Env:
+    """One sandbox on loopback plus a warehouse and Dagster instance in a temp folder."""
+
+    def __init__(self, sb: Sandbox, base_url: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.sb, self.base_url, self.tmp = sb, base_url, tmp
+        self.warehouse = tmp / "wh" / "centsync.duckdb"
+        self.env = {
+            "CENTSYNC_API_BASE_URL": base_url,
+            "CENTSYNC_API_KEY": sb.keys["read_only"],
+            "CENTSYNC_WAREHOUSE": str(self.warehouse),
+            "DAGSTER_HOME": str(tmp / "dagster"),
+        }
+        for k, v in self.env.items():
+            monkeypatch.setenv(k, v)
+
+    def refresh(self, *args: str) -> dict[str, Any]:
+        result = CliRunner().invoke(main, ["refresh", "--json", *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+        return json.loads(result.stdout.strip().splitlines()[-1])
+
+    def admin(self, method: str, path: str, body: Any = None) -> Any:
+        with httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {self.sb.keys['admin_token']}"}) as c:
+            r = c.request(method, path, json=body)
+            assert r.status_code < 300, r.text
+            return r.json()
+
+    def assert_exact(self) -> None:
+        """Every core table equals the server's dumped state, row for row."""
+        state = self.sb.state()
+        con = duckdb.connect(str(self.warehouse), read_only=True)
+        try:
+            rows = con.execute(
+                "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), type, "
+                "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
+            ).fetchall()
+            accounts = con.execute("SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts ORDER BY id").fetchall()
+            raw_n = con.execute("SELECT count(*) FROM raw.transactions").fetchone()
+        finally:
+            con.close()
+        want = sorted(
+            (t["id"], t["account_id"], t["concept"], t["amount"], t["booked_at"], t["type"], t["category_id"], t["expense_goal_id"])
+            for t in state["transactions"]
+        )
+        assert len(rows) == len(want)
+        assert rows == want
+        assert raw_n == (len(want),)
+        assert accounts == sorted((a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"]) for a in state["accounts"])
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    sb = make_sandbox(rate_limit=False)
+    with run_in_thread(sb) as base_url:
+        yield Env(sb, base_url, tmp_path, monkeypatch)
+
+
+def _budget(env: Env, meta: dict[str, Any]) -> int:
+    """6 + 2 x years of history + pages of the hot window + aggregates (issue 4)."""
+    state = env.sb.state()
+    years = len({t["booked_at"][:4] for t in state["transactions"]})
+    hot = [t for t in state["transactions"] if t["booked_at"] >= "2026-10-01"]
+    return 6 + 2 * years + max(1, -(-len(hot) // 200)) + 6
+
+
+def test_first_refresh_equals_the_server_and_a_second_changes_nothing_cheaply(env: Env) -> None:
+    first = env.refresh()
+    assert first["rows_rejected"] == 0
+    env.assert_exact()
+    n = len(env.sb.state()["transactions"])
+    assert first["requests_total"] <= -(-n // 200) + 3 + 10  # floor + years + 10
+    second = env.refresh()
+    assert second["rows_changed"] == 0
+    assert second["requests_total"] <= _budget(env, second)
+    env.assert_exact()
+
+
+def test_converges_after_clock_edits_deletes_and_recategorisation(env: Env) -> None:
+    env.refresh()
+    state = env.sb.state()
+    old = [t for t in state["transactions"] if t["booked_at"] < "2025-06-01"]
+    other_cat = state["categories"][2]["id"]
+    env.admin("PATCH", f"/_sandbox/transactions/{old[0]['id']}", {"category_id": other_cat})  # re-categorised only
+    env.admin("DELETE", f"/_sandbox/transactions/{old[10]['id']}")
+    env.admin("PATCH", f"/_sandbox/transactions/{old[20]['id']}", {"concept": "Edited by the bank", "amount": old[20]["amount"] - 7})
+    env.admin("POST", "/_sandbox/transactions", {"account_id": state["accounts"][0]["id"], "amount": -321, "concept": "Backdated", "booked_at": "2024-12-03"})
+    env.admin("POST", "/_sandbox/clock/advance", {"days": 5})  # new bank rows, pending ones settle or vanish
+    meta = env.refresh()
+    assert meta["rows_changed"] > 0
+    env.assert_exact()
+
+
+def test_recategorisation_alone_is_caught_by_the_category_fingerprint(env: Env) -> None:
+    env.refresh()
+    state = env.sb.state()
+    t = next(t for t in state["transactions"] if t["booked_at"] < "2025-01-01" and t["type"] == "expense" and t["category_id"])
+    other = next(c["id"] for c in state["categories"] if c["id"] != t["category_id"])
+    env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"category_id": other})
+    meta = env.refresh()
+    assert meta["rows_changed"] >= 1
+    env.assert_exact()
+
+
+def test_a_timezone_change_makes_the_refresh_full_and_exact(env: Env) -> None:
+    env.refresh()
+    env.admin("PUT", "/_sandbox/settings", {"timezone": "Pacific/Auckland"})
+    meta = env.refresh()
+    assert meta["mode"].startswith("full") and "timezone" in meta["mode"]
+    env.assert_exact()
+
+
+def test_exact_under_faults_and_drift(env: Env) -> None:
+    env.admin("PUT", "/_sandbox/faults", {"error_rate": 0.1, "drop_rate": 0.03, "latency_ms": 2, "drift": {"inserts": 1, "updates": 1, "deletes": 1, "pages": 6}})
+    env.refresh("--full")
+    env.admin("DELETE", "/_sandbox/faults")
+    env.assert_exact()
+
+
+def test_months_option_rereads_only_that_range(env: Env) -> None:
+    env.refresh()
+    meta = env.refresh("--months", "2025-01..2025-03")
+    assert meta["months_reread"] == 1 and meta["rows_changed"] == 0
+    result = CliRunner().invoke(main, ["refresh", "--months", "2025-13"])
+    assert result.exit_code != 0 and "YYYY-MM" in result.output
+
+
+def test_killed_refresh_leaves_the_last_good_warehouse_and_the_next_completes(env: Env) -> None:
+    env.refresh()
+    env.admin("PUT", "/_sandbox/faults", {"latency_ms": 150})
+    env.admin("POST", "/_sandbox/clock/advance", {"days": 3})
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--full"],
+        env={**os.environ, **env.env},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(6)  # imports and the first requests: the refresh is mid-way
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    con = duckdb.connect(str(env.warehouse), read_only=True)
+    assert con.execute("SELECT count(*) FROM core.transactions").fetchone()[0] > 0  # type: ignore[index]
+    con.close()
+    env.admin("DELETE", "/_sandbox/faults")
+    env.refresh()
+    env.assert_exact()
+
+
+def test_the_key_never_reaches_the_warehouse_or_the_dagster_instance(env: Env) -> None:
+    env.admin("PUT", "/_sandbox/faults", {"error_rate": 0.2})
+    env.refresh()
+    key = env.sb.keys["read_only"]
+    for path in env.tmp.rglob("*"):
+        if path.is_file():
+            assert key.encode() not in path.read_bytes(), path
+
+
+def test_definitions_load() -> None:
+    from centsync.pipelines.definitions import defs
+
+    defs.validate_loadable(defs)
+    names = {s.name for s in defs.schedules}  # type: ignore[union-attr]
+    assert names == {"hourly_hot_window", "nightly_fingerprints", "weekly_full"}
+    assert defs.resolve_job_def("refresh_job") is not None
+
+
+def test_root_dagster_yaml_is_the_packaged_one() -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert (root / "dagster.yaml").read_text() == (root / "src/centsync/pipelines/dagster.yaml").read_text()
