@@ -5,8 +5,11 @@
 For each size the script starts ``centsync sandbox serve --no-rate-limit`` as its own process,
 then runs each client in a fresh child process (so peak RSS is that client's alone):
 
-* ``centsync``: ``AsyncApiClient.read_all_transactions`` (month windows, drift checks, summary
-  verification, raw page bytes parsed in one NDJSON pass per window), then ``.to_arrow()``.
+* ``centsync``: ``AsyncApiClient.read_transactions`` over ``default_windows()`` (whole months,
+  drift checks, summary verification, raw page bytes parsed in one NDJSON pass per window),
+  each batch ``.to_arrow()`` with low-cardinality text dictionary-encoded, one table at the end.
+* ``centsync-raw-parquet``: the same read keeping each record's raw JSON, every batch written
+  to a Parquet file as it arrives (bounded memory: the warehouse's loading shape).
 * ``naive``: a sequential ``httpx.Client``, ``resp.json()`` per page, every row kept as a
   dict, one Polars frame at the end, then ``.to_arrow()`` (no drift checks, no raw column).
 
@@ -35,27 +38,57 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def client_centsync(base_url: str, key: str, raw: bool) -> dict[str, object]:
+# low-cardinality text columns are stored once per distinct value (Arrow dictionaries)
+DICTIONARY_COLUMNS = ("account_id", "concept", "type", "category_id", "expense_goal_id")
+
+
+def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
+    """``table``: typed columns into one in-memory Arrow table (dictionary-encoded text);
+    ``parquet``: typed columns plus each record's raw JSON, streamed batch by batch to a
+    Parquet file (the shape of a warehouse load: memory bounded by a window)."""
     import asyncio
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
     from centsync.extract import AsyncApiClient
 
     async def go() -> dict[str, object]:
         async with AsyncApiClient(base_url, key, timeout=120) as client:
             started = time.perf_counter()
-            frame, reports = await client.read_all_transactions(raw=raw)
-            table = frame.to_arrow()
+            windows = await client.default_windows()
+            tables: list[pa.Table] = []
+            rows = 0
+            writer: pq.ParquetWriter | None = None
+            out = Path(tempfile.mkdtemp()) / "transactions.parquet"
+            async for batch in client.read_transactions(windows, raw=mode == "parquet"):
+                table = batch.frame.to_arrow()
+                rows += table.num_rows
+                if mode == "parquet":
+                    if writer is None:
+                        writer = pq.ParquetWriter(out, table.schema)
+                    writer.write_table(table)
+                else:
+                    for name in DICTIONARY_COLUMNS:
+                        i = table.schema.get_field_index(name)
+                        table = table.set_column(i, name, pc.dictionary_encode(table.column(i)))
+                    tables.append(table)
+            if writer is not None:
+                writer.close()
+            result = pa.concat_tables(tables) if tables else None
             elapsed = time.perf_counter() - started
             total = client.stats.total()
             return {
-                "rows": table.num_rows,
+                "rows": rows,
                 "seconds": elapsed,
                 "requests": total.requests,
                 "retries": total.retries,
                 "rereads": total.rereads,
-                "windows": len(reports),
+                "windows": len(windows),
                 "mb_received": total.bytes / 1e6,
-                "columns": table.num_columns,
+                "table_mb": result.nbytes / 1e6 if result is not None else None,
+                "parquet_mb": out.stat().st_size / 1e6 if out.exists() else None,
             }
 
     return asyncio.run(go())
@@ -69,7 +102,9 @@ def client_naive(base_url: str, key: str) -> dict[str, object]:
     rows: list[dict[str, object]] = []
     requests = 0
     received = 0
-    with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120) as http:
+    with httpx.Client(
+        base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=120
+    ) as http:
         page = 1
         while True:
             resp = http.get("/v1/transactions", params={"page": page, "limit": 200})
@@ -91,7 +126,8 @@ def client_naive(base_url: str, key: str) -> dict[str, object]:
         "rereads": 0,
         "windows": 1,
         "mb_received": received / 1e6,
-        "columns": table.num_columns,
+        "table_mb": table.nbytes / 1e6,
+        "parquet_mb": None,
     }
 
 
@@ -100,7 +136,8 @@ def child(args: argparse.Namespace) -> None:
     if args.client == "naive":
         result = client_naive(info["base_url"], info["read_only"])
     else:
-        result = client_centsync(info["base_url"], info["read_only"], raw=args.client == "centsync")
+        mode = "parquet" if args.client == "centsync-raw-parquet" else "table"
+        result = client_centsync(info["base_url"], info["read_only"], mode)
     result["peak_rss_mb"] = _peak_rss_mb()
     print(json.dumps(result))
 
@@ -108,9 +145,21 @@ def child(args: argparse.Namespace) -> None:
 def serve(size: int, keys: Path) -> subprocess.Popen[bytes]:
     port = _free_port()
     cmd = [
-        "uv", "run", "--frozen", "centsync", "sandbox", "serve", "--port", str(port),
-        "--keys-out", str(keys), "--transactions", str(size), "--no-rate-limit",
-        "--years", "3",
+        "uv",
+        "run",
+        "--frozen",
+        "centsync",
+        "sandbox",
+        "serve",
+        "--port",
+        str(port),
+        "--keys-out",
+        str(keys),
+        "--transactions",
+        str(size),
+        "--no-rate-limit",
+        "--years",
+        "3",
     ]
     proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL)
     deadline = time.monotonic() + 900
@@ -134,7 +183,9 @@ def _free_port() -> int:
 def run_client(name: str, keys: Path) -> dict[str, object]:
     out = subprocess.run(
         [sys.executable, __file__, "--child", name, "--keys", str(keys)],
-        capture_output=True, text=True, cwd=ROOT,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
     )
     if out.returncode:
         raise SystemExit(f"client {name} failed:\n{out.stderr[-3000:]}")
@@ -144,7 +195,9 @@ def run_client(name: str, keys: Path) -> dict[str, object]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    parser.add_argument("--clients", nargs="+", default=["centsync", "centsync-noraw", "naive"])
+    parser.add_argument(
+        "--clients", nargs="+", default=["centsync", "centsync-raw-parquet", "naive"]
+    )
     parser.add_argument("--runs", type=int, default=1, help="runs per client; the best is kept")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--keys", help=argparse.SUPPRESS)
@@ -160,7 +213,9 @@ def main() -> None:
             keys = Path(tmp) / "keys.json"
             started = time.monotonic()
             server = serve(size, keys)
-            print(f"\n== {size:,} transactions (server ready in {time.monotonic() - started:.0f} s)")
+            print(
+                f"\n== {size:,} transactions (server ready in {time.monotonic() - started:.0f} s)"
+            )
             try:
                 for name in args.clients:
                     best: dict[str, object] | None = None

@@ -98,28 +98,42 @@ SYNC_STATUS_SCHEMA = final_schema(SYNC_STATUS_WIRE)
 
 @dataclass(frozen=True)
 class PageChunk:
-    """One list response, cut: its envelope (without ``data``) and its records as NDJSON."""
+    """One list response as received, with its envelope (without ``data``) and where the
+    records sit in it; the records become NDJSON only when a batch is parsed."""
 
     envelope: dict[str, Any]
-    ndjson: bytes  # b"" when the page has no records
-    body: bytes  # the page as received, kept only for the slow path
+    body: bytes
+    start: int = 0  # the ``data`` array's inside is body[start:end]
+    end: int = 0
+    converted: bytes | None = None  # NDJSON already made (slow path)
 
     @property
     def total(self) -> int | None:
         value = self.envelope.get("total")
-        return value if isinstance(value, int) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @property
     def pages(self) -> int | None:
         value = self.envelope.get("pages")
-        return value if isinstance(value, int) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def ndjson(self) -> bytes:
+        """The records, one per line (b"" when there are none)."""
+        if self.converted is not None:
+            return self.converted
+        inner = self.body[self.start : self.end].strip()
+        return inner.replace(b"},{", b"}\n{") if inner else b""
 
 
 def cut_page(body: bytes) -> PageChunk:
-    """Split one list response into envelope and NDJSON records (fast, byte level)."""
-    stripped = body.strip()
+    """Locate the envelope and the records of one list response (fast, byte level)."""
+    stripped = body.lstrip()
     if stripped.startswith(b"["):
-        return PageChunk({}, _array_to_ndjson(stripped[1:-1]), body)
+        start = body.index(b"[") + 1
+        end = body.rfind(b"]")
+        if end < start or b"\n" in body[start:end]:
+            return _slow_cut(body)
+        return PageChunk({}, body, start, end)
     match = _DATA_KEY.search(body)
     end = body.rfind(b"]")
     if match is None or end < match.end() - 1:
@@ -130,17 +144,9 @@ def cut_page(body: bytes) -> PageChunk:
         return _slow_cut(body)
     if not isinstance(envelope, dict) or envelope.get("data", 0) is not None:
         return _slow_cut(body)
-    inner = body[match.end() : end]
-    if b"\n" in inner or b"\r" in inner:
+    if body.find(b"\n", match.end(), end) != -1 or body.find(b"\r", match.end(), end) != -1:
         return _slow_cut(body)
-    return PageChunk(envelope, _array_to_ndjson(inner), body)
-
-
-def _array_to_ndjson(inner: bytes) -> bytes:
-    inner = inner.strip()
-    if not inner:
-        return b""
-    return inner.replace(b"},{", b"}\n{")
+    return PageChunk(envelope, body, match.end(), end)
 
 
 def _slow_cut(body: bytes) -> PageChunk:
@@ -160,14 +166,14 @@ def _slow_cut(body: bytes) -> PageChunk:
         raise ResponseFormatError("list response without a 'data' array")
     if not all(isinstance(r, dict) for r in records):
         raise ResponseFormatError("list response with a non-object record")
-    return PageChunk(envelope, b"\n".join(orjson.dumps(r) for r in records), body)
+    return PageChunk(envelope, body, converted=b"\n".join(orjson.dumps(r) for r in records))
 
 
 def frame_from_chunks(
     chunks: Sequence[PageChunk], wire: dict[str, pl.DataType], *, raw: bool = True
 ) -> pl.DataFrame:
     """Parse a batch of cut pages into one typed frame, in one NDJSON parse."""
-    parts = [c.ndjson for c in chunks if c.ndjson]
+    parts = [p for p in (c.ndjson() for c in chunks) if p]
     if not parts:
         return pl.DataFrame(schema=final_schema(wire, raw=raw))
     try:
@@ -175,7 +181,7 @@ def frame_from_chunks(
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
         pass
     # a cut landed inside a value (or the records are not flat JSON objects): full parse
-    parts = [p for p in (_slow_cut(c.body).ndjson for c in chunks) if p]
+    parts = [p for p in (_slow_cut(c.body).ndjson() for c in chunks) if p]
     try:
         return _typed(b"\n".join(parts), wire, raw=raw)
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError) as exc:
