@@ -206,3 +206,25 @@ def test_sync_rejects_unknown_provider_and_fields(api: Api) -> None:
 def test_control_surface_needs_the_admin_token(api: Api) -> None:
     r = api.get("/_sandbox/state", key="read_write")
     _envelope(r, 401, "unauthenticated")
+
+
+def test_dates_outside_the_supported_years_are_400_even_far_from_utc(api: Api) -> None:
+    acc = api.state()["accounts"][0]["id"]
+    api.admin("PUT", "/_sandbox/settings", {"timezone": "Etc/GMT+12"})
+    for day in ("9999-12-31", "0001-01-01", "1899-12-31", "3000-01-01"):
+        r = api.post("/v1/transactions", {"account_id": acc, "amount": -5, "concept": "x", "booked_at": day})
+        _envelope(r, 400, "invalid_request")
+    assert api.get("/v1/transactions", **{"from": "0001-01-01"}).status_code == 400
+
+
+def test_405_names_the_allowed_methods(api: Api) -> None:
+    r = api.client.delete("/v1/me", headers=api.headers("read_write"))
+    assert r.status_code == 405 and r.headers["allow"] == "GET"
+
+
+def test_an_unexpected_fault_is_an_internal_error_envelope(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+    def boom(*a: object, **k: object) -> None:
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(api.sb.service, "settings", boom)
+    _envelope(api.get("/v1/settings"), 500, "internal_error")

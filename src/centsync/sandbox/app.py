@@ -7,6 +7,7 @@ slower per page (see the sandbox issue); the routing table below is the whole ro
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import re
 import uuid
@@ -32,6 +33,7 @@ from centsync.sandbox.validate import (
     uuid_value,
 )
 
+log = logging.getLogger("centsync.sandbox")
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -155,6 +157,12 @@ class SandboxApp:
                 raise not_found(f"No such path: {path}.")
         except ApiError as e:
             resp = Response(e.status, orjson.dumps(e.body()), [(k.lower().encode(), v.encode()) for k, v in e.headers.items()])
+        except ConnectionResetError:
+            raise
+        except Exception:
+            log.exception("unexpected error on %s %s", method, path)
+            err = ApiError(500, "internal_error", "Internal error; the request id identifies it in the sandbox log.")
+            resp = Response(500, orjson.dumps(err.body()))
         headers_out = [(b"content-type", JSON), (b"content-length", str(len(resp.body)).encode()), *extra, *resp.headers]
         await send({"type": "http.response.start", "status": resp.status, "headers": headers_out})
         if drop:
@@ -212,7 +220,7 @@ class SandboxApp:
             raise not_found(f"No such path: {req.path}.")
         handler = methods.get(req.method)
         if handler is None:
-            raise ApiError(405, "method_not_allowed", f"{req.method} is not allowed on {req.path}; allowed: {', '.join(methods)}.")
+            raise ApiError(405, "method_not_allowed", f"{req.method} is not allowed on {req.path}; allowed: {', '.join(methods)}.", headers={"Allow": ", ".join(methods)})
         return handler
 
     def _dynamic(self, req: Request) -> dict[str, Handler] | None:
@@ -610,6 +618,8 @@ class SandboxApp:
                 raise invalid("`occurred_at` must be an ISO 8601 instant.", "occurred_at", "invalid") from None
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=UTC)
+            if not 1900 <= dt.year <= 2999:
+                raise invalid("`occurred_at` must fall between the years 1900 and 2999.", "occurred_at", "out of range")
             return int(dt.timestamp() * 1000)
         if "booked_at" in body:
             return self.s.noon_ms(date_value(body["booked_at"], "booked_at"))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from datetime import UTC, date, datetime
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
 import orjson

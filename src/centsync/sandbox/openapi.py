@@ -35,7 +35,12 @@ def _schema(name: str) -> Schema:
 # ---- scalar schemas ------------------------------------------------------------------------
 UUID: Schema = {"type": "string", "format": "uuid"}
 NULLABLE_UUID: Schema = {"type": ["string", "null"], "format": "uuid"}
-DATE: Schema = {"type": "string", "format": "date", "description": "A calendar date, `YYYY-MM-DD`."}
+DATE: Schema = {
+    "type": "string",
+    "format": "date",
+    "pattern": "^(19|2[0-9])[0-9]{2}-[0-9]{2}-[0-9]{2}$",
+    "description": "A calendar date, `YYYY-MM-DD`, in the years 1900 to 2999.",
+}
 TIMESTAMP: Schema = {
     "type": "string",
     "format": "date-time",

@@ -300,8 +300,8 @@ class Service:
             ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
             raise invalid(f"Unknown IANA timezone: {tz!r}.", "timezone", "unknown timezone") from None
+        self.ledger.set_timezone(tz)  # first: if re-dating failed, the setting would stay as it was
         self.timezone = tz
-        self.ledger.set_timezone(tz)
 
     # ---- transactions ----------------------------------------------------------------------
     def add_transaction(

@@ -12,6 +12,8 @@ _UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _INT = re.compile(r"^[0-9]{1,9}$")
 MAX_AMOUNT = 10**12
+# Dates the service accepts: wide enough for any ledger, far from datetime's limits in any timezone.
+MIN_YEAR, MAX_YEAR = 1900, 2999
 
 
 def is_uuid(value: object) -> bool:
@@ -28,9 +30,12 @@ def date_value(value: object, name: str) -> date:
     if not isinstance(value, str) or not _DATE.match(value):
         raise invalid(f"`{name}` must be a date written YYYY-MM-DD.", name, "not a YYYY-MM-DD date")
     try:
-        return date.fromisoformat(value)
+        d = date.fromisoformat(value)
     except ValueError:
         raise invalid(f"`{name}` is not a real calendar date: {value}.", name, "impossible date") from None
+    if not MIN_YEAR <= d.year <= MAX_YEAR:
+        raise invalid(f"`{name}` must be between {MIN_YEAR}-01-01 and {MAX_YEAR}-12-31.", name, "out of range")
+    return d
 
 
 def int_param(value: str, name: str, lo: int, hi: int | None = None) -> int:
