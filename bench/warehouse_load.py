@@ -174,6 +174,29 @@ def main() -> None:
                 wh.replace_all_transactions(frame)
 
         _phase("first full load (validate+load+publish)", frame.height, first_load)
+        windowed = Path(tmp) / "windowed.duckdb"
+        keys = frame.select(pl.col("booked_at").dt.strftime("%Y-%m").alias("m")).to_series()
+        parts = {m: frame.filter(keys == m) for m in keys.unique().sort().to_list()}
+
+        def windowed_load() -> None:
+            # The refresh's real pattern: one replace per month read, not one giant frame.
+            with Warehouse.refreshing(windowed, mode="full") as wh:
+                for month, part in parts.items():
+                    wh.replace_months([month], part, reason="first sync")
+
+        _phase(f"first sync as {len(parts)} one-month replaces", frame.height, windowed_load)
+        yearly = Path(tmp) / "yearly.duckdb"
+        names = list(parts)
+        batches = [names[i : i + 12] for i in range(0, len(names), 12)]
+
+        def yearly_load() -> None:
+            with Warehouse.refreshing(yearly, mode="full") as wh:
+                for batch in batches:
+                    wh.replace_months(
+                        batch, pl.concat([parts[m] for m in batch]), reason="first sync"
+                    )
+
+        _phase(f"first sync as {len(batches)} twelve-month replaces", frame.height, yearly_load)
         size = path.stat().st_size
         print(f"published file: {size / 2**20:.0f} MB")
 
