@@ -516,9 +516,11 @@ class Warehouse:
             con.execute(f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT} FROM {src}")
             differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in _TX_COMPARED)
             cols = "id, " + ", ".join(_TX_COMPARED) + ", month"
+            old = "_old_tx"
             if everything:
+                old = "core.transactions"  # compared in place: a temp copy would hold it all in memory
                 con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {cols} FROM core.transactions"
+                    f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {cols} FROM core.transactions LIMIT 0"
                 )
                 con.execute(
                     f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {cols} FROM _old_tx LIMIT 0"
@@ -540,14 +542,14 @@ class Warehouse:
                     f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {cols} FROM core.transactions "
                     f"WHERE {in_months} UNION ALL SELECT * FROM _moved_tx"
                 )
-            if con.execute("SELECT count(*) FROM _old_tx").fetchall()[0][0] == 0:
+            if con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] == 0:
                 row: tuple[Any, ...] = (split.valid.height, 0, 0, 0)  # new months: nothing to diff
             else:
                 row = con.execute(
                     f"""
-                SELECT (SELECT count(*) FROM _new_tx n ANTI JOIN _old_tx o ON o.id = n.id),
-                       (SELECT count(*) FROM _new_tx n JOIN _old_tx o ON o.id = n.id WHERE {differs}),
-                       (SELECT count(*) FROM _old_tx o ANTI JOIN _new_tx n ON o.id = n.id),
+                SELECT (SELECT count(*) FROM _new_tx n ANTI JOIN {old} o ON o.id = n.id),
+                       (SELECT count(*) FROM _new_tx n JOIN {old} o ON o.id = n.id WHERE {differs}),
+                       (SELECT count(*) FROM {old} o ANTI JOIN _new_tx n ON o.id = n.id),
                        (SELECT count(*) FROM _moved_tx)
                 """
                 ).fetchall()[0]
