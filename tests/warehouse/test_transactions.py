@@ -187,3 +187,27 @@ def test_record_month_fingerprints_upserts_the_server_side(wh: Warehouse) -> Non
         4,
         "r1",
     )
+
+
+def test_a_batch_packs_months_and_the_later_read_of_a_month_wins(wh: Warehouse) -> None:
+    jan = transactions(10, months=["2024-01"], seed=21)
+    feb = transactions(10, months=["2024-02"], seed=22)
+    jan_again = transactions(4, months=["2024-01"], seed=23)
+    with wh.batched(rows=1_000) as batch:
+        batch.add(["2024-01"], jan, reason="first sync")
+        batch.add(["2024-02"], feb, reason="first sync")
+        assert wh.months_present() == []  # nothing written until the batch fills or closes
+        batch.add(["2024-01"], jan_again, reason="hot window")
+    assert _ids(wh, "core.transactions") == set(jan_again.get_column("id")) | set(
+        feb.get_column("id")
+    )
+    assert [r.landed for r in batch.results] == [20, 4]
+    state = wh.month_state().select("month", "read_reason").rows()
+    assert state == [("2024-01", "hot window"), ("2024-02", "first sync")]
+
+
+def test_a_batch_is_not_written_when_the_block_fails(wh: Warehouse) -> None:
+    with pytest.raises(RuntimeError), wh.batched() as batch:
+        batch.add(["2024-01"], transactions(5))
+        raise RuntimeError("stop")
+    assert wh.months_present() == []

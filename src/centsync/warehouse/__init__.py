@@ -20,6 +20,7 @@ from centsync.warehouse.migrations import current_version, migrate
 from centsync.warehouse.paths import ENV_VAR, connect_readonly, default_path
 from centsync.warehouse.store import (
     LoadResult,
+    MonthBatch,
     RefreshStats,
     SettingsResult,
     Warehouse,
@@ -35,6 +36,7 @@ __all__ = [
     "ENV_VAR",
     "FrameShapeError",
     "LoadResult",
+    "MonthBatch",
     "MonthBoundsError",
     "NoWarehouseError",
     "RefreshInProgressError",

