@@ -79,24 +79,23 @@ def tour() -> None:
 def _tour() -> None:
     import httpx
 
-    with embedded_api() as (base_url, key):
-        with httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as c:
-            me = c.get("/v1/me").json()
-            click.echo(f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}")
-            click.echo(f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour")
-            click.echo("\nAccounts:")
-            for a in c.get("/v1/accounts").json():
-                click.echo(f"  {a['name']:<24} {a['type']:<11} {_money(a['balance']):>14}")
-            page = c.get("/v1/transactions", params={"limit": 8}).json()
-            click.echo(f"\nNewest transactions (page 1 of {page['pages']}, {page['total']} in all):")
-            for t in page["data"]:
-                click.echo(f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {_money(t['amount']):>12}")
-            nw = c.get("/v1/analytics/net-worth").json()
-            click.echo(f"\nNet worth: {_money(nw['total'])} (assets {_money(nw['assets'])}, liabilities {_money(nw['liabilities'])})")
-            sp = c.get("/v1/analytics/spending", params={"group_by": "category"}).json()
-            click.echo(f"\nSpending by category, {sp['from']} to {sp['to']}: {_money(sp['total'])}")
-            for row in sp["data"][:8]:
-                click.echo(f"  {row['label']:<16} {row['count']:>4} tx {_money(row['amount']):>12}")
+    with embedded_api() as (base_url, key), httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as c:
+        me = c.get("/v1/me").json()
+        click.echo(f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}")
+        click.echo(f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour")
+        click.echo("\nAccounts:")
+        for a in c.get("/v1/accounts").json():
+            click.echo(f"  {a['name']:<24} {a['type']:<11} {_money(a['balance']):>14}")
+        page = c.get("/v1/transactions", params={"limit": 8}).json()
+        click.echo(f"\nNewest transactions (page 1 of {page['pages']}, {page['total']} in all):")
+        for t in page["data"]:
+            click.echo(f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {_money(t['amount']):>12}")
+        nw = c.get("/v1/analytics/net-worth").json()
+        click.echo(f"\nNet worth: {_money(nw['total'])} (assets {_money(nw['assets'])}, liabilities {_money(nw['liabilities'])})")
+        sp = c.get("/v1/analytics/spending", params={"group_by": "category"}).json()
+        click.echo(f"\nSpending by category, {sp['from']} to {sp['to']}: {_money(sp['total'])}")
+        for row in sp["data"][:8]:
+            click.echo(f"  {row['label']:<16} {row['count']:>4} tx {_money(row['amount']):>12}")
 
 
 @contextmanager

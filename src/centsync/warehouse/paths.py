@@ -50,6 +50,13 @@ def stale_copies(path: Path) -> list[Path]:
     return sorted(path.parent.glob(f"{path.name}{_WORK_MARK}*"))
 
 
+def stale_temporaries(path: Path) -> list[Path]:
+    """Half-written publish files (from publish_progress or a failure record) of a killed refresh."""
+    names = [f"{path.name}.publishing", f"{path.name}.failing"]
+    found = [path.with_name(n) for n in names] + [path.with_name(n + ".wal") for n in names]
+    return [p for p in found if p.exists()]
+
+
 def remove(path: Path) -> None:
     """Delete a database file and its WAL, if present."""
     for p in (path, path.with_name(path.name + ".wal")):

@@ -181,7 +181,7 @@ class Warehouse:
         published.parent.mkdir(parents=True, exist_ok=True)
         rid = refresh_id or new_refresh_id()
         with paths.refresh_lock(published):
-            for stale in paths.stale_copies(published):
+            for stale in paths.stale_copies(published) + paths.stale_temporaries(published):
                 log.warning("removing %s left by an interrupted refresh", stale.name)
                 stale.unlink(missing_ok=True)
             work = paths.working_path(published, rid)

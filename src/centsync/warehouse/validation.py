@@ -266,7 +266,10 @@ def _parse(col: pl.Expr, kind: Kind, dtype: pl.DataType) -> pl.Expr:
             return col.str.to_datetime(time_zone="UTC", strict=False).cast(target)
         raise FrameShapeError(f"timestamp column {col.meta.output_name()} has type {dtype}")
     if kind == "uuid_list":
-        return col.cast(target, strict=False)
+        return col.cast(target, strict=False).list.eval(pl.element().str.to_lowercase())
+    if kind == "uuid":
+        # Two spellings of one uuid must collide here, in validation, not in the primary key.
+        return col.cast(pl.String, strict=False).str.to_lowercase()
     return col.cast(pl.String, strict=False)
 
 
