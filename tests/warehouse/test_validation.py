@@ -137,3 +137,12 @@ def test_accounts_rules_apply() -> None:
     reason = split.rejected.get_column("reason")[0]
     assert "type: not a known account type" in reason
     assert "currency: not an ISO 4217 code" in reason
+
+
+def test_two_spellings_of_one_uuid_are_one_id() -> None:
+    frame = transactions(2)
+    upper = frame.slice(0, 1).with_columns(pl.col("id").str.to_uppercase())
+    split = split_valid("transactions", pl.concat([frame, upper]))
+    assert split.valid.height == 2
+    assert split.valid.get_column("id").to_list() == frame.get_column("id").to_list()
+    assert "duplicate id" in split.rejected.get_column("reason")[0]
