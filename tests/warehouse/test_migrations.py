@@ -7,7 +7,7 @@ from pathlib import Path
 import duckdb
 
 from centsync.warehouse import Warehouse, current_version, migrate
-from centsync.warehouse.migrations import available
+from centsync.warehouse.migrate import available
 
 
 def test_migration_files_ship_with_the_package_numbered_from_one() -> None:

@@ -16,7 +16,7 @@ from centsync.warehouse.errors import (
     RefreshInProgressError,
     WarehouseError,
 )
-from centsync.warehouse.migrations import current_version, migrate
+from centsync.warehouse.migrate import current_version, migrate
 from centsync.warehouse.paths import ENV_VAR, connect_readonly, default_path
 from centsync.warehouse.store import (
     LoadResult,

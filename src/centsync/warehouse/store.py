@@ -21,7 +21,7 @@ import polars as pl
 from centsync.warehouse import paths
 from centsync.warehouse import validation as v
 from centsync.warehouse.errors import MonthBoundsError, WarehouseError
-from centsync.warehouse.migrations import current_version, migrate
+from centsync.warehouse.migrate import current_version, migrate
 
 log = logging.getLogger(__name__)
 
