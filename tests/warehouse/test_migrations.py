@@ -82,3 +82,29 @@ def test_money_columns_are_bigint_and_ids_uuid(db_path: Path) -> None:
     assert types["id"] == "UUID"
     assert types["booked_at"] == "DATE"
     assert types["created_at"] == "TIMESTAMP WITH TIME ZONE"
+
+
+def test_the_warehouse_imports_no_http_layer() -> None:
+    import ast
+
+    import centsync.warehouse as pkg
+
+    forbidden = (
+        "centsync.sandbox",
+        "centsync.extract",
+        "centsync.transform",
+        "centsync.pipelines",
+        "httpx",
+    )
+    for path in Path(pkg.__file__).parent.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            for name in names:
+                assert not name.startswith(forbidden), f"{path.name} imports {name}"
