@@ -211,3 +211,10 @@ def test_a_batch_is_not_written_when_the_block_fails(wh: Warehouse) -> None:
         batch.add(["2024-01"], transactions(5))
         raise RuntimeError("stop")
     assert wh.months_present() == []
+
+
+def test_a_month_the_server_no_longer_has_is_emptied_by_a_bare_empty_frame(wh: Warehouse) -> None:
+    wh.replace_months(["2024-01"], transactions(4, months=["2024-01"]))
+    result = wh.replace_months(["2024-01"], pl.DataFrame())
+    assert (result.landed, result.deleted) == (0, 4)
+    assert wh.months_present() == []

@@ -75,7 +75,9 @@ def category_hash(rows: Iterable[tuple[str | None, int, int]]) -> str:
     Used on both sides: local rows from `local_category_spending`, server rows from the spending
     endpoint grouped by category. Order-independent; an uncategorised key is None.
     """
-    parts = sorted(f"{cid or '-'}:{int(amount)}:{int(count)}" for cid, amount, count in rows)
+    parts = sorted(
+        f"{(cid or '-').lower()}:{int(amount)}:{int(count)}" for cid, amount, count in rows
+    )
     return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 

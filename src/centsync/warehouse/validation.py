@@ -284,6 +284,12 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     Optional columns that are absent become nulls (the server may drop extra fields); a missing
     required column raises `FrameShapeError`. `raw` is built from the frame when absent.
     """
+    if frame.height == 0:
+        # An empty read (a month the server no longer has) may come with no columns at all.
+        empty = pl.DataFrame(
+            schema={**{c.name: _POLARS_TYPE[c.kind] for c in spec.columns}, "raw": pl.String()}
+        )
+        return empty, pl.Series("parse_reason", [], dtype=pl.String)
     missing = [c.name for c in spec.columns if c.required and c.name not in frame.columns]
     if missing:
         raise FrameShapeError(f"{spec.entity} frame lacks required column(s): {missing}")
