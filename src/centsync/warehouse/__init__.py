@@ -1,12 +1,18 @@
 """The DuckDB warehouse: schema and migrations, validated loaders, publishing, read helpers.
 
 Knows SQL and DuckDB, never HTTP. A refresh writes a private working copy and publishes it with
-an atomic rename, so analysts' read-only connections (`connect_readonly`) never block it:
+an atomic rename, so analysts' read-only connections (`connect_readonly`) never block it and
+never see a half-done refresh:
 
-    with Warehouse.refreshing() as wh:
-        wh.snapshot_settings(settings)
-        wh.replace_months(["2024-01"], frame, reason="hot window")
-        wh.finish_refresh(requests={"GET /v1/transactions": 3})
+    with Warehouse.refreshing(mode="incremental") as wh:
+        tz = wh.snapshot_settings(settings_body)          # tz.timezone_changed -> go full
+        wh.snapshot_accounts(accounts_frame)
+        local = wh.local_fingerprints("year")             # compare with the server's summaries
+        with wh.batched() as batch:                       # months packed into ~100k-row loads
+            batch.add(["2024-05"], month_frame, reason="hot window")
+        wh.load_net_worth(net_worth_body)
+        wh.finish_refresh(requests={"GET /v1/transactions": 3}, months_checked=120)
+    # published here; on an exception the copy is discarded and a 'failed' row recorded
 """
 
 from centsync.warehouse.errors import (

@@ -353,8 +353,13 @@ class Warehouse:
         requests: Mapping[str, int] | None = None,
         months_checked: int | None = None,
         error: str | None = None,
+        mode: Mode | None = None,
     ) -> None:
-        """Close the refresh's ops.refreshes row with its counters and requests per endpoint."""
+        """Close the refresh's ops.refreshes row with its counters and requests per endpoint.
+
+        `mode` corrects the recorded mode (an incremental refresh that became full because the
+        timezone changed).
+        """
         req = dict(requests) if requests is not None else None
         with self.transaction() as con:
             con.execute(
@@ -362,7 +367,7 @@ class Warehouse:
                 UPDATE ops.refreshes SET
                     finished_at = now(), status = ?, rows_landed = ?, rows_changed = ?,
                     rows_rejected = ?, requests = ?, requests_total = ?, months_checked = ?,
-                    months_reread = ?, error = ?
+                    months_reread = ?, error = ?, mode = coalesce(?, mode)
                 WHERE refresh_id = ?
                 """,
                 [
@@ -375,6 +380,7 @@ class Warehouse:
                     months_checked,
                     orjson.dumps(self.stats.months_reread).decode(),
                     error,
+                    mode,
                     self._rid(),
                 ],
             )
