@@ -227,3 +227,16 @@ def test_a_failure_after_published_progress_keeps_the_progress_and_says_failed(
         assert ro.resumable_months() == ["2024-02"]
         assert ro.months_present() == ["2024-01", "2024-02"]
     assert _leftovers(db_path) == []
+
+
+def test_a_publishing_session_writes_without_a_refresh_row(db_path: Path) -> None:
+    _seed(db_path, 3)
+    with Warehouse.publishing(db_path) as wh:
+        wh.con.execute("CREATE SCHEMA IF NOT EXISTS recon")
+        wh.con.execute("CREATE TABLE recon.example AS SELECT 1 AS ok")
+    con = connect_readonly(db_path)
+    try:
+        assert con.execute("SELECT ok FROM recon.example").fetchall() == [(1,)]
+        assert con.execute("SELECT count(*) FROM ops.refreshes").fetchall() == [(1,)]
+    finally:
+        con.close()

@@ -172,12 +172,14 @@ class Warehouse:
         *,
         mode: Mode = "incremental",
         refresh_id: str | None = None,
+        record: bool = True,
     ) -> Iterator[Warehouse]:
         """Run a refresh on a private working copy; publish it atomically on success.
 
         On an exception the working copy is discarded and the published warehouse is left as it
         was (plus a 'failed' row in ops.refreshes). Only one refresh runs at a time (a lock file);
-        copies left by a killed refresh are removed first.
+        copies left by a killed refresh are removed first. `record=False` is the same write
+        session without an ops.refreshes row (see `Warehouse.publishing`).
         """
         published = paths.resolve(path)
         published.parent.mkdir(parents=True, exist_ok=True)
@@ -199,9 +201,12 @@ class Warehouse:
                 wh = cls(con, work)
                 wh._published_path = published
                 migrate(con)
-                wh.start_refresh(mode=mode, refresh_id=rid)
+                if record:
+                    wh.start_refresh(mode=mode, refresh_id=rid)
+                else:
+                    wh.refresh_id = rid
                 yield wh
-                if wh.refresh_status() == "running":
+                if record and wh.refresh_status() == "running":
                     wh.finish_refresh()
                 wh.con.execute("CHECKPOINT")
                 wh.close()
@@ -211,8 +216,20 @@ class Warehouse:
                 if wh is not None:
                     wh.close()
                 paths.remove(work)
-                _record_failure(published, rid, mode, stats, exc)
+                if record:
+                    _record_failure(published, rid, mode, stats, exc)
                 raise
+
+    @classmethod
+    def publishing(
+        cls, path: str | os.PathLike[str] | None = None
+    ) -> contextlib.AbstractContextManager[Warehouse]:
+        """A write session that is not a refresh (reconciliation results, marts, the outbox).
+
+        Same guarantees as `refreshing`: a private copy, published atomically on success,
+        discarded on an exception, one writer at a time; no ops.refreshes row.
+        """
+        return cls.refreshing(path, record=False)
 
     def publish_progress(self) -> None:
         """Publish the working copy as it stands, mid-refresh, so a stopped refresh resumes here.
