@@ -74,7 +74,6 @@ class Pacer:
         self.headers_seen = True
         self._minute: AsyncLimiter | None = None
         self._hour: AsyncLimiter | None = None
-        self._pending_fill: list[tuple[AsyncLimiter, float]] = []
         self._hold_until = 0.0  # time.monotonic() before which nothing is sent
         self._in_flight = 0
         self.waited_s = 0.0
@@ -91,17 +90,16 @@ class Pacer:
         make = full_bucket if headers else safe_bucket
         self._minute = make(allowance.minute_limit, 60)
         self._hour = make(allowance.hour_limit, 3600)
-        self._pending_fill = []
         for bucket, limit, remaining in (
             (self._minute, allowance.minute_limit, allowance.minute_remaining),
             (self._hour, allowance.hour_limit, allowance.hour_remaining),
         ):
             if headers and remaining is not None:
-                used = max(0, limit - remaining)
+                used = max(0, limit - remaining) + self._in_flight
             else:
                 # blind: assume the worst about what was spent before this client started
                 used = int(bucket.max_rate)
-            self._pending_fill.append((bucket, float(min(used, bucket.max_rate))))
+            _set_level(bucket, float(min(used, bucket.max_rate)))
         if allowance.minute_remaining is not None and allowance.minute_remaining <= 0:
             self.hold(_until_next_window(60) + 0.05, reason="minute allowance used up")
         if allowance.hour_remaining is not None and allowance.hour_remaining <= 0:
@@ -124,9 +122,6 @@ class Pacer:
             self._in_flight += 1
             return 0.0
         start = time.monotonic()
-        while self._pending_fill:
-            bucket, amount = self._pending_fill.pop()
-            await bucket.acquire(amount)
         while True:
             delay = self._hold_until - time.monotonic()
             if delay > 0:
@@ -193,13 +188,13 @@ class Pacer:
 
 
 def _set_level(bucket: AsyncLimiter, level: float) -> None:
-    """Correct a bucket's fill from the server's count (aiolimiter 1.3 has no public setter)."""
+    """Set a bucket's fill (aiolimiter 1.3 has no public setter; the version is pinned)."""
     try:
         bucket._leak()
-        bucket._level = level
         bucket._wake_next()
-    except (AttributeError, RuntimeError):  # another aiolimiter, or no running loop: skip
+    except RuntimeError:  # no running loop yet: the level is all there is to set
         pass
+    bucket._level = level
 
 
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
