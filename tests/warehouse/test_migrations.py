@@ -108,3 +108,16 @@ def test_the_warehouse_imports_no_http_layer() -> None:
             )
             for name in names:
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
+
+
+def test_the_data_dictionary_names_every_table_and_column(db_path: Path) -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "data-dictionary.md").read_text()
+    with Warehouse.open(db_path) as wh:
+        columns = wh.con.execute(
+            "SELECT table_schema, table_name, column_name FROM information_schema.columns "
+            "WHERE table_schema IN ('raw', 'core', 'history', 'server', 'ops')"
+        ).fetchall()
+    missing_tables = {f"{s}.{t}" for s, t, _ in columns if f"{s}.{t}" not in doc}
+    missing_columns = {f"{s}.{t}.{c}" for s, t, c in columns if f"`{c}`" not in doc}
+    assert not missing_tables
+    assert not missing_columns
