@@ -121,3 +121,23 @@ def test_minute_limit_30_blind_no_429(limited_env: Env) -> None:
             assert c.stats.total().rate_limited == 0
 
     run(go())
+
+
+def test_headers_appearing_after_a_blind_start_do_not_stall_requests() -> None:
+    async def go() -> None:
+        pacer = Pacer()
+        pacer.configure(Allowance(1000, 100_000, 999, 99_999), headers=False)
+        await pacer.acquire()
+        pacer.release(
+            {
+                "x-ratelimit-limit-minute": "1000",
+                "x-ratelimit-remaining-minute": "990",
+                "x-ratelimit-limit-hour": "100000",
+                "x-ratelimit-remaining-hour": "99990",
+            }
+        )
+        assert pacer.headers_seen
+        for _ in range(50):  # the server says 990 are left: no wait at all
+            await asyncio.wait_for(pacer.acquire(), timeout=1)
+
+    run(go())
