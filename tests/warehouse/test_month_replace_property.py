@@ -26,7 +26,7 @@ reads = st.lists(
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(steps=reads)
 def test_core_equals_the_model_after_any_sequence_of_month_replaces(

@@ -357,15 +357,25 @@ def _failure_reasons(spec: EntitySpec, frame: pl.DataFrame) -> pl.DataFrame:
             f"{spec.entity} frame does not fit its schema: {structural.select('column', 'check', 'failure_case').rows()}"
         )
     key = spec.key or ""
+    # Frame-level checks (the duplicate key) report the schema's name and the whole row.
+    frame_level = pl.col("schema_context") == "DataFrameSchema"
+    column = pl.when(frame_level).then(pl.lit(key)).otherwise(pl.col("column"))
     return cases.select(
         pl.col("index").cast(pl.Int64),
-        pl.col("column").fill_null(key),
-        pl.format(
-            "{}: {} (got {})",
-            pl.col("column").fill_null(key),
-            pl.col("check").fill_null("check"),
-            pl.col("failure_case").fill_null("null").map_elements(_short, return_dtype=pl.String),
-        ).alias("reason"),
+        column.alias("column"),
+        pl.when(frame_level)
+        .then(pl.format("{}: {}", pl.lit(key), pl.col("check")))
+        .otherwise(
+            pl.format(
+                "{}: {} (got {})",
+                pl.col("column"),
+                pl.col("check").fill_null("check"),
+                pl.col("failure_case")
+                .fill_null("null")
+                .map_elements(_short, return_dtype=pl.String),
+            )
+        )
+        .alias("reason"),
     )
 
 
