@@ -240,3 +240,17 @@ def test_a_publishing_session_writes_without_a_refresh_row(db_path: Path) -> Non
         assert con.execute("SELECT count(*) FROM ops.refreshes").fetchall() == [(1,)]
     finally:
         con.close()
+
+
+def test_a_failed_first_refresh_publishes_only_its_failure(db_path: Path) -> None:
+    with pytest.raises(ValueError), Warehouse.refreshing(db_path) as wh:
+        wh.replace_months(["2024-01"], transactions(3))
+        raise ValueError("no network")
+    assert _count(db_path) == 0
+    con = connect_readonly(db_path)
+    try:
+        assert con.execute("SELECT status, error FROM ops.refreshes").fetchall() == [
+            ("failed", "ValueError: no network")
+        ]
+    finally:
+        con.close()
