@@ -232,3 +232,15 @@ def test_request_accounting_counts_every_endpoint(env: Env) -> None:
         assert frame.height == len(stats)
 
     run(go())
+
+
+def test_a_key_close_to_expiry_is_warned_about(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+    async def go() -> None:
+        key = await env.admin().new_key(scopes=["data.read"], expires_in_days=10)
+        async with env.client(key) as c:
+            me = await c.me()
+        assert me.key_expires_at is not None
+
+    with caplog.at_level("WARNING", logger="centsync.extract"):
+        run(go())
+    assert any("expires on" in r.getMessage() for r in caplog.records)

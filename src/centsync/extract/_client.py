@@ -71,6 +71,7 @@ from ._stats import RequestStats, endpoint_name
 log = logging.getLogger("centsync.extract")
 
 LIST_FILTERS = frozenset({"type", "account_id", "category_id", "expense_goal_id", "search", "sort"})
+KEY_EXPIRY_WARNING = dt.timedelta(days=30)
 _IN_PROCESS = (httpx.ASGITransport, httpx.MockTransport, httpx.WSGITransport)
 _TRANSPORT_ERRORS = (httpx.TransportError, ConnectionError, TimeoutError)
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
@@ -403,8 +404,16 @@ class AsyncApiClient:
 
     async def _fetch_me(self) -> tuple[Me, httpx.Headers]:
         response = await self.request("GET", "/v1/me", paced=False)
-        self._me = Me.parse(_json(response), response.text)
-        return self._me, response.headers
+        me = self._me = Me.parse(_json(response), response.text)
+        if me.key_expires_at is not None:
+            left = me.key_expires_at - dt.datetime.now(dt.UTC)
+            if left < KEY_EXPIRY_WARNING:
+                log.warning(
+                    "the API key expires on %s (in %d days): create a new key before then",
+                    me.key_expires_at.date().isoformat(),
+                    max(0, left.days),
+                )
+        return me, response.headers
 
     async def me(self) -> Me:
         """``GET /v1/me``: identity, scopes, key expiry and the current allowance."""
