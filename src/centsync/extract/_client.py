@@ -555,13 +555,17 @@ class AsyncApiClient:
     ) -> AsyncGenerator[TransactionBatch, None]:
         queue = deque((_as_date(a), _as_date(b)) for a, b in windows)
         width = max(1, concurrency or self.concurrency)
+        # list requests in flight, shared by the windows: a lone window still uses every slot
+        slots = asyncio.Semaphore(width)
         running: deque[asyncio.Task[list[TransactionBatch]]] = deque()
 
         def start_next() -> None:
             if queue:
                 window = queue.popleft()
                 running.append(
-                    asyncio.create_task(self._read_window(window, filters, raw, verify, None))
+                    asyncio.create_task(
+                        self._read_window(window, filters, raw, verify, None, slots)
+                    )
                 )
 
         try:
@@ -613,8 +617,14 @@ class AsyncApiClient:
         raw: bool,
         verify: bool,
         parent: Window | None,
+        slots: asyncio.Semaphore,
     ) -> list[TransactionBatch]:
         started = time.monotonic()
+
+        async def fetch(number: int, limit: int = PAGE_LIMIT) -> PageChunk:
+            async with slots:
+                return await self._list_page(number, limit, params)
+
         params = self._list_params(window[0], window[1], filters)
         report = WindowReport(window=window, filters=dict(filters), split_from=parent)
         for _ in range(self.max_rereads + 1):
@@ -627,7 +637,7 @@ class AsyncApiClient:
                 else None
             )
             try:
-                first = await self._list_page(1, PAGE_LIMIT, params)
+                first = await fetch(1)
                 report.requests += 1
                 reason = check.first(first)
                 if (
@@ -639,17 +649,28 @@ class AsyncApiClient:
                     out: list[TransactionBatch] = []
                     for half in halves:
                         out.extend(
-                            await self._read_window(half, filters, raw, verify, parent or window)
+                            await self._read_window(
+                                half, filters, raw, verify, parent or window, slots
+                            )
                         )
                     return out
                 chunks = [first]
-                number = 2
-                while reason is None and number <= check.pages:
-                    chunk = await self._list_page(number, PAGE_LIMIT, params)
-                    report.requests += 1
-                    reason = check.page(chunk, number)
-                    chunks.append(chunk)
-                    number += 1
+                if reason is None and check.pages > 1:
+                    pending = [asyncio.create_task(fetch(n)) for n in range(2, check.pages + 1)]
+                    try:
+                        for number, task in enumerate(pending, start=2):
+                            chunk = await task
+                            reason = check.page(chunk, number)
+                            chunks.append(chunk)
+                            if reason is not None:
+                                break
+                    finally:
+                        for task in pending:
+                            task.cancel()
+                        await asyncio.gather(*pending, return_exceptions=True)
+                        report.requests += sum(
+                            1 for t in pending if not t.cancelled() and t.exception() is None
+                        )
                 frame: pl.DataFrame | None = None
                 if reason is None:
                     # Polars releases the GIL: parsing overlaps the other window's requests
