@@ -244,3 +244,26 @@ def test_a_key_close_to_expiry_is_warned_about(env: Env, caplog: pytest.LogCaptu
     with caplog.at_level("WARNING", logger="centsync.extract"):
         run(go())
     assert any("expires on" in r.getMessage() for r in caplog.records)
+
+
+def test_created_at_order_reads_the_same_rows(env: Env) -> None:
+    async def go() -> None:
+        async with env.client() as c:
+            windows = [("2025-01-01", "2025-12-31")]
+            by_booked = [b async for b in c.read_transactions(windows)]
+            by_created = [b async for b in c.read_transactions(windows, sort="created_at")]
+        assert set(by_booked[0].frame["id"]) == set(by_created[0].frame["id"])
+        assert by_created[0].report.verified
+
+    run(go())
+
+
+def test_blocking_facade_stops_cleanly_when_the_caller_breaks(env: Env) -> None:
+    from centsync.extract import ApiClient
+
+    with ApiClient("http://sandbox.test", env.keys["read_only"], transport=env.transport) as c:
+        months = [("2025-03-01", "2025-03-31"), ("2025-02-01", "2025-02-28")]
+        for batch in c.read_transactions(months):
+            assert batch.frame.height > 0
+            break
+        assert c.settings().timezone  # the client is still usable afterwards
