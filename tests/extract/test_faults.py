@@ -67,8 +67,10 @@ def test_amount_changes_on_read_pages_are_caught_by_the_summary(env: Env) -> Non
         state = await admin.state()
         rows = {t["id"]: t["amount"] for t in state["transactions"]}
         frame = batches[0].frame
+        # whether a change landed on a page already read depends on the draw; either way the
+        # rows returned are the server's final amounts
         assert all(rows[i] == a for i, a in frame.select("id", "amount").iter_rows())
-        assert batches[0].report.rereads >= 1
+        assert batches[0].report.verified
 
     run(go())
 
@@ -174,3 +176,41 @@ def test_key_never_appears_in_logs_exceptions_or_reprs(
     texts.extend(str(r.args) for r in caplog.records)
     assert len(caplog.records) > 10
     key_leak_check(key, texts)
+
+
+def test_summary_check_flags_a_changed_amount_with_the_same_ids() -> None:
+    import orjson
+
+    from centsync.extract._frames import TRANSACTION_WIRE, frame_from_records
+    from centsync.extract._models import TransactionsSummary
+    from centsync.extract._paging import WindowCheck
+
+    rows = [
+        {
+            "id": "a",
+            "account_id": "x",
+            "concept": "c",
+            "amount": -500,
+            "booked_at": "2025-01-02",
+            "type": "expense",
+            "category_id": None,
+            "expense_goal_id": None,
+        },
+        {
+            "id": "b",
+            "account_id": "x",
+            "concept": "c",
+            "amount": 900,
+            "booked_at": "2025-01-01",
+            "type": "income",
+            "category_id": None,
+            "expense_goal_id": None,
+        },
+    ]
+    frame = frame_from_records(rows, TRANSACTION_WIRE)
+    same = {"count": 2, "income": 900, "expense": -500, "transfer": 0, "net": 400}
+    moved = {**same, "expense": -510, "net": 390}
+    ok = TransactionsSummary.parse(same, orjson.dumps(same).decode())
+    changed = TransactionsSummary.parse(moved, orjson.dumps(moved).decode())
+    assert WindowCheck.verify(frame, ok) is None
+    assert "differs" in (WindowCheck.verify(frame, changed) or "")
