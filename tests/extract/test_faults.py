@@ -35,7 +35,7 @@ def test_faulty_drifting_run_reads_exactly_the_server_state(env: Env) -> None:
         assert comparable(frame).equals(state_frame(state))
         assert sum(r.rereads for r in reports) >= 1  # the drift was seen and repaired
         assert all(r.verified for r in reports)
-        assert stats.retries > 0 and stats.transport_errors > 0
+        assert stats.retries > 0  # faults were met (and got past)
 
     run(go())
 

@@ -40,7 +40,7 @@ def test_loopback_faulty_read_equals_server_state(served: tuple[Sandbox, str]) -
             await admin.faults(
                 error_rate=0.1,
                 error_statuses=[500, 500, 503],
-                drop_rate=0.05,
+                drop_rate=0.15,
                 latency_ms=2,
                 drift={"inserts": 1, "updates": 1, "deletes": 1, "pages": 6},
             )
