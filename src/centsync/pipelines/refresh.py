@@ -28,7 +28,7 @@ log = logging.getLogger("centsync.refresh")
 Mode = Literal["auto", "full", "hot"]
 PAGE = 200
 # Rows per read window: big windows waste fewer partial pages; this bounds memory.
-WINDOW_ROWS = 250_000
+WINDOW_ROWS = 170_000
 PUBLISH_EVERY_S = 30.0
 DUCKDB_MEMORY = os.environ.get("CENTSYNC_DUCKDB_MEMORY", "256MB")
 # List requests in flight while reading one window (2-3 measured fastest against one server core).
@@ -154,7 +154,7 @@ class Refresher:
                 else f"timezone changed from {sres.previous_timezone} to {sres.timezone}" if sres.timezone_changed
                 else "first sync"
             )
-            self._full(today)
+            self._full(today, hot_start)
         else:
             s.mode = "hot" if self.opt.mode == "hot" else "incremental"
             s.reason = "hot window" if s.mode == "hot" else "fingerprints checked"
@@ -170,32 +170,46 @@ class Refresher:
         s.seconds = time.monotonic() - started
         return s
 
-    def _full(self, today: dt.date) -> None:
-        """Read the whole ledger in a few big windows, then drop local months the server lacks."""
-        total = self._whole_summary().count
+    def _full(self, today: dt.date, hot_start: dt.date) -> None:
+        """Read the whole ledger in a few big windows, then prove it against the server's totals.
+
+        Windows are not verified one by one (a summary request each): the whole-ledger summary
+        before and after the read must both equal the rows landed. If the server changed while
+        it was read, the per-year fingerprints find the years that moved and those are re-read.
+        """
+        before = self.client.transactions_summary()
+        total = before.count
         if total == 0:
             self._replace_everything_with_nothing()
-            return
-        if total <= WINDOW_ROWS:
+        elif total <= WINDOW_ROWS:
             # A small ledger is one window: no dates needed, one partial page in all.
-            self._read([(None, None)], reason=self.summary.reason, bounded=None)
-            return
-        span = self._span()
-        if span is None:
-            self._replace_everything_with_nothing()
-            return
-        oldest, newest, total = span
-        newest = max(newest, today)
-        windows = self._pack(oldest, newest, total)
-        seen: set[dt.date] = set()
-        for lo, hi in windows:
-            seen.update(_months_between(lo, hi))
-        # The first window is open below and the last open above, to catch rows the range missed.
-        bounds = [(None if i == 0 else lo, None if i == len(windows) - 1 else hi) for i, (lo, hi) in enumerate(windows)]
-        self._read(bounds, reason=self.summary.reason, bounded=None, planned=windows)
-        stale = [m for m in self.wh.months_present() if _parse_month(m) not in seen and not self._months_done(m)]
-        if stale:
-            self.wh.replace_months(stale, self._empty(), reason=self.summary.reason)
+            self._read([(None, None)], reason=self.summary.reason, bounded=None, verify=False)
+        else:
+            span = self._span()
+            if span is None:
+                self._replace_everything_with_nothing()
+            else:
+                oldest, newest, total = span
+                windows = self._pack(oldest, max(newest, today), total)
+                seen: set[dt.date] = set()
+                for lo, hi in windows:
+                    seen.update(_months_between(lo, hi))
+                # The first window is open below and the last open above, to catch rows the range missed.
+                bounds = [(None if i == 0 else lo, None if i == len(windows) - 1 else hi) for i, (lo, hi) in enumerate(windows)]
+                self._read(bounds, reason=self.summary.reason, bounded=None, planned=windows, verify=False)
+                stale = [m for m in self.wh.months_present() if _parse_month(m) not in seen and not self._months_done(m)]
+                if stale:
+                    self.wh.replace_months(stale, self._empty(), reason=self.summary.reason)
+        after = self._whole_summary()
+        server = {(before.count, before.income, before.expense, before.transfer), (after.count, after.income, after.expense, after.transfer)}
+        local = self._local_fingerprint(None, dt.date(2999, 12, 31))[0]
+        if server != {local}:
+            log.info("the ledger changed while it was read: checking every year's fingerprint")
+            self.summary.reason += "; changed during the read, repaired by fingerprints"
+            present = self.wh.months_present()
+            if present:
+                self._check_history(present, hot_start)
+            self._read([(hot_start, None)], reason="hot window", bounded=(hot_start, None))
 
     def _whole_summary(self) -> Any:
         whole = self.client.transactions_summary()
@@ -287,12 +301,13 @@ class Refresher:
         reason: str,
         bounded: tuple[dt.date | None, dt.date | None] | None,
         planned: list[tuple[dt.date, dt.date]] | None = None,
+        verify: bool = True,
     ) -> None:
         """Read windows drift-safely and replace exactly the months each covers.
 
         One window at a time (its pages concurrently): memory holds one window, not several.
         """
-        batches = (b for w in windows for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY))
+        batches = (b for w in windows for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY, verify=verify))
         for i, batch in enumerate(batches):
             frame = batch.frame
             lo, hi = planned[i] if planned is not None else batch.report.window
