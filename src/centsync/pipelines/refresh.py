@@ -11,10 +11,12 @@ import datetime as dt
 import logging
 import math
 import os
+import queue
+import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -24,6 +26,7 @@ from centsync.extract import ApiClient
 from centsync.warehouse import Warehouse
 
 log = logging.getLogger("centsync.refresh")
+T = TypeVar("T")
 
 Mode = Literal["auto", "full", "hot"]
 PAGE = 200
@@ -307,7 +310,7 @@ class Refresher:
 
         One window at a time (its pages concurrently): memory holds one window, not several.
         """
-        batches = (b for w in windows for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY, verify=verify))
+        batches = _prefetch(b for w in windows for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY, verify=verify))
         for i, batch in enumerate(batches):
             frame = batch.frame
             lo, hi = planned[i] if planned is not None else batch.report.window
@@ -369,6 +372,41 @@ class Refresher:
         wh.load_transactions_summaries(self.summaries)
         wh.load_spending(self.spendings)
         self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())
+
+
+def _prefetch(items: Iterator[T]) -> Iterator[T]:
+    """Produce the next item in a thread while the caller works on this one (read while loading)."""
+    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        try:
+            for item in items:
+                while not stop.is_set():
+                    try:
+                        q.put(("item", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if stop.is_set():
+                    return
+            q.put(("done", None))
+        except BaseException as e:  # handed to the consumer, raised there
+            q.put(("error", e))
+
+    thread = threading.Thread(target=produce, name="centsync-prefetch", daemon=True)
+    thread.start()
+    try:
+        while True:
+            kind, value = q.get()
+            if kind == "done":
+                return
+            if kind == "error":
+                raise value
+            yield value
+    finally:
+        stop.set()
+        thread.join(timeout=30)
 
 
 def _contiguous(windows: Iterable[tuple[dt.date | None, dt.date]]) -> list[tuple[dt.date | None, dt.date]]:
