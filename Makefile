@@ -4,6 +4,8 @@ PYTHON ?= python3
 # Recursively expanded, so a uv that `setup` just installed is found by the recipes after it.
 UV = $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 export UV_LINK_MODE := copy
+# Trust the system certificate store (machines behind a TLS-inspecting proxy).
+export UV_NATIVE_TLS := 1
 
 .PHONY: setup demo test test-all lint bench clean
 
