@@ -7,6 +7,7 @@ slower per page (see the sandbox issue); the routing table below is the whole ro
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import math
 import re
@@ -19,7 +20,7 @@ from urllib.parse import parse_qsl
 import orjson
 
 from centsync.sandbox.errors import ApiError, invalid, not_found
-from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, TYPES, Tx
+from centsync.sandbox.ledger import EXPENSE, INCOME, TYPES, Tx, iso_ms
 from centsync.sandbox.openapi import openapi_document
 from centsync.sandbox.service import Key, Service, canonical
 from centsync.sandbox.validate import (
@@ -27,7 +28,6 @@ from centsync.sandbox.validate import (
     date_value,
     enum_value,
     int_param,
-    is_uuid,
     object_body,
     text_value,
     uuid_value,
@@ -238,8 +238,6 @@ class SandboxApp:
 
     async def _admin(self, req: Request) -> Response:
         auth = req.headers.get("authorization", "")
-        import hmac
-
         if not hmac.compare_digest(auth.encode(), f"Bearer {self.s.admin_token}".encode()):
             raise ApiError(401, "unauthenticated", "The control surface needs `Authorization: Bearer <admin_token>`.")
         return await self._route(self.admin, req)(req)
@@ -729,9 +727,5 @@ async def _read_body(receive: Receive) -> bytes:
 
 
 def _iso(ms: int) -> str:
-    from centsync.sandbox.ledger import iso_ms
-
     return iso_ms(ms)
 
-
-_ = (INCOME, TRANSFER, is_uuid)
