@@ -149,7 +149,7 @@ class Refresher:
         if self.opt.months is not None:
             s.mode, s.reason = "months", f"months {self.opt.months[0]}..{self.opt.months[1]} forced"
             a, b = (_parse_month(m) for m in self.opt.months)
-            self._read([(a, _month_end(b))], reason="forced", bounded=(a, _month_end(b)))
+            self._read([(a, _month_end(b))], reason="forced")
         elif self.opt.mode == "full" or sres.timezone_changed or not present:
             s.mode = "full"
             s.reason = (
@@ -163,7 +163,7 @@ class Refresher:
             s.reason = "hot window" if s.mode == "hot" else "fingerprints checked"
             if s.mode == "incremental":
                 self._check_history(present, hot_start)
-            self._read([(hot_start, None)], reason="hot window", bounded=(hot_start, None))
+            self._read([(hot_start, None)], reason="hot window")
 
         # Snapshots after the ledger: balances then include every row the ledger read saw.
         wh.snapshot_accounts(c.accounts())
@@ -186,7 +186,7 @@ class Refresher:
             self._replace_everything_with_nothing()
         elif total <= WINDOW_ROWS:
             # A small ledger is one window: no dates needed, one partial page in all.
-            self._read([(None, None)], reason=self.summary.reason, bounded=None, verify=False)
+            self._read([(None, None)], reason=self.summary.reason, verify=False)
         else:
             span = self._span()
             if span is None:
@@ -199,7 +199,7 @@ class Refresher:
                     seen.update(_months_between(lo, hi))
                 # The first window is open below and the last open above, to catch rows the range missed.
                 bounds = [(None if i == 0 else lo, None if i == len(windows) - 1 else hi) for i, (lo, hi) in enumerate(windows)]
-                self._read(bounds, reason=self.summary.reason, bounded=None, planned=windows, verify=False)
+                self._read(bounds, reason=self.summary.reason, planned=windows, verify=False)
                 stale = [m for m in self.wh.months_present() if _parse_month(m) not in seen and not self._months_done(m)]
                 if stale:
                     self.wh.replace_months(stale, self._empty(), reason=self.summary.reason)
@@ -212,12 +212,19 @@ class Refresher:
             present = self.wh.months_present()
             if present:
                 self._check_history(present, hot_start)
-            self._read([(hot_start, None)], reason="hot window", bounded=(hot_start, None))
+            self._read([(hot_start, None)], reason="hot window")
 
     def _whole_summary(self) -> Any:
         whole = self.client.transactions_summary()
-        self.summaries.append({"scope": "all", "from": None, "to": None, "count": whole.count, "income": whole.income, "expense": whole.expense, "transfer": whole.transfer, "net": whole.net})
+        self._record_summary("all", None, None, whole)
         return whole
+
+    def _record_summary(self, scope: str, lo: dt.date | None, hi: dt.date | None, summ: Any) -> None:
+        """Keep a fetched summary for server.transactions_summary."""
+        self.summaries.append(
+            {"scope": scope, "from": lo, "to": hi, "count": summ.count, "income": summ.income,
+             "expense": summ.expense, "transfer": summ.transfer, "net": summ.net}
+        )
 
     def _span(self) -> tuple[dt.date, dt.date, int] | None:
         """Newest and oldest booked_at and the row count: two one-row pages."""
@@ -257,7 +264,7 @@ class Refresher:
             months = _months_between(lo or first_local, hi)
             # Drilling costs two requests a month; re-reading the year costs its pages.
             if math.ceil(count / PAGE) + 1 <= 2 * len(months):
-                self._read([(lo, hi)], reason=f"year {year} differs", bounded=(lo, hi))
+                self._read([(lo, hi)], reason=f"year {year} differs")
                 continue
             differing = []
             for j, m in enumerate(months):
@@ -266,12 +273,12 @@ class Refresher:
                 if self._fingerprint(mlo, mhi, "month") != self._local_fingerprint(mlo, mhi):
                     differing.append((mlo, mhi))
             for lo_, hi_ in _contiguous(differing):
-                self._read([(lo_, hi_)], reason=f"month differs in {year}", bounded=(lo_, hi_))
+                self._read([(lo_, hi_)], reason=f"month differs in {year}")
 
     def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
         summ = self.client.transactions_summary(lo, hi)
         spend = self.client.spending(lo or EPOCH, hi, group_by="category")
-        self.summaries.append({"scope": scope, "from": lo, "to": hi, "count": summ.count, "income": summ.income, "expense": summ.expense, "transfer": summ.transfer, "net": summ.net})
+        self._record_summary(scope, lo, hi, summ)
         self.spendings.append(orjson.loads(spend.raw))
         cats = frozenset((r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True))
         return (summ.count, summ.income, summ.expense, summ.transfer), cats
@@ -302,7 +309,6 @@ class Refresher:
         windows: list[tuple[dt.date | None, dt.date | None]],
         *,
         reason: str,
-        bounded: tuple[dt.date | None, dt.date | None] | None,
         planned: list[tuple[dt.date, dt.date]] | None = None,
         verify: bool = True,
     ) -> None:
@@ -329,7 +335,6 @@ class Refresher:
                 # A long first sync keeps what it read: a stopped refresh resumes from here.
                 self.wh.publish_progress()
                 self._published = time.monotonic()
-        _ = bounded
 
     def _window_months(self, lo: dt.date | None, hi: dt.date | None, frame: pl.DataFrame) -> list[str]:
         """Every month a window covers: its bounds, and for open ends the rows and local months."""

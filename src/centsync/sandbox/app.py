@@ -22,7 +22,7 @@ import orjson
 from centsync.sandbox.errors import ApiError, invalid, not_found
 from centsync.sandbox.ledger import EXPENSE, INCOME, TYPES, Tx, iso_ms
 from centsync.sandbox.openapi import openapi_document
-from centsync.sandbox.service import Key, Service, canonical
+from centsync.sandbox.service import Faults, Key, Service, canonical
 from centsync.sandbox.validate import (
     amount_value,
     date_value,
@@ -565,8 +565,6 @@ class SandboxApp:
         return ok(f.public())
 
     async def sb_faults_delete(self, req: Request) -> Response:
-        from centsync.sandbox.service import Faults
-
         self.s.faults = Faults()
         return ok(self.s.faults.public())
 
