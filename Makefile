@@ -5,7 +5,7 @@ PYTHON ?= python3
 UV = $(shell command -v uv 2>/dev/null || echo "$(PYTHON) -m uv")
 export UV_LINK_MODE := copy
 # Trust the system certificate store (machines behind a TLS-inspecting proxy).
-export UV_NATIVE_TLS := 1
+export UV_SYSTEM_CERTS := 1
 
 .PHONY: setup demo test test-all lint bench clean
 

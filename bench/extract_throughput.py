@@ -46,13 +46,11 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
     """``table``: typed columns into one in-memory Arrow table (dictionary-encoded text);
     ``parquet``: typed columns plus each record's raw JSON, streamed batch by batch to a
     Parquet file (the shape of a warehouse load: memory bounded by a window)."""
-    import asyncio
-
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
 
-    from centsync.extract import AsyncApiClient
+    from centsync.extract import AsyncApiClient, run
 
     async def go() -> dict[str, object]:
         async with AsyncApiClient(base_url, key, timeout=120) as client:
@@ -91,7 +89,7 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
                 "parquet_mb": out.stat().st_size / 1e6 if out.exists() else None,
             }
 
-    return asyncio.run(go())
+    return run(go())
 
 
 def client_naive(base_url: str, key: str) -> dict[str, object]:

@@ -5,7 +5,14 @@ within the key's allowance, retried on transient failures, drift-safe when pagin
 returning typed Polars frames with each record's raw JSON. See docs/extract.md.
 """
 
-from ._client import LIST_FILTERS, AsyncApiClient, check_base_url
+from ._client import (
+    LIST_FILTERS,
+    AsyncApiClient,
+    check_base_url,
+    network_transport,
+    new_event_loop,
+    run,
+)
 from ._errors import (
     ApiError,
     BadGateway,
@@ -102,4 +109,7 @@ __all__ = [
     "WindowReport",
     "check_base_url",
     "month_windows",
+    "network_transport",
+    "new_event_loop",
+    "run",
 ]

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from ._client import AsyncApiClient
+from ._client import AsyncApiClient, new_event_loop
 from ._models import (
     AccountsSummary,
     Me,
@@ -40,7 +40,7 @@ class ApiClient:
     """
 
     def __init__(self, base_url: str, api_key: str, **options: Any) -> None:
-        self._loop = asyncio.new_event_loop()
+        self._loop = new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="centsync-extract", daemon=True
         )
