@@ -29,8 +29,22 @@ def one(n: int, years: int) -> None:
     tmp = Path(tempfile.mkdtemp())
     keys_file = tmp / "keys.json"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "centsync.pipelines.cli", "sandbox", "serve", "--port", str(free_port()),
-         "--no-rate-limit", "--transactions", str(n), "--years", str(years), "--keys-out", str(keys_file)],
+        [
+            sys.executable,
+            "-m",
+            "centsync.pipelines.cli",
+            "sandbox",
+            "serve",
+            "--port",
+            str(free_port()),
+            "--no-rate-limit",
+            "--transactions",
+            str(n),
+            "--years",
+            str(years),
+            "--keys-out",
+            str(keys_file),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -69,7 +83,10 @@ def main() -> None:
     for n in args.transactions:
         # Each size in a fresh process, so peak RSS is that size's own.
         if len(args.transactions) > 1:
-            subprocess.run([sys.executable, __file__, "--transactions", str(n), "--years", str(args.years)], check=True)
+            subprocess.run(
+                [sys.executable, __file__, "--transactions", str(n), "--years", str(args.years)],
+                check=True,
+            )
         else:
             one(n, args.years)
 

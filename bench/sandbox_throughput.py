@@ -24,7 +24,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 
-async def _worker(host: str, port: int, key: str, paths: list[str], deadline: float, out: list[int]) -> None:
+async def _worker(
+    host: str, port: int, key: str, paths: list[str], deadline: float, out: list[int]
+) -> None:
     reader, writer = await asyncio.open_connection(host, port)
     rng = random.Random(len(out))
     n = 0
@@ -54,7 +56,12 @@ async def _drive(base_url: str, key: str, paths: list[str], seconds: float, conn
     out: list[int] = []
     start = time.perf_counter()
     deadline = start + seconds
-    await asyncio.gather(*(_worker(u.hostname or "127.0.0.1", u.port or 80, key, paths, deadline, out) for _ in range(conns)))
+    await asyncio.gather(
+        *(
+            _worker(u.hostname or "127.0.0.1", u.port or 80, key, paths, deadline, out)
+            for _ in range(conns)
+        )
+    )
     return sum(out) / (time.perf_counter() - start)
 
 
@@ -84,9 +91,22 @@ def main() -> None:
     keys_file = tmp / "keys.json"
     t0 = time.perf_counter()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "centsync.pipelines.cli", "sandbox", "serve", "--port", str(args.port),
-         "--no-rate-limit", "--transactions", str(args.transactions), "--years", str(args.years),
-         "--keys-out", str(keys_file)],
+        [
+            sys.executable,
+            "-m",
+            "centsync.pipelines.cli",
+            "sandbox",
+            "serve",
+            "--port",
+            str(args.port),
+            "--no-rate-limit",
+            "--transactions",
+            str(args.transactions),
+            "--years",
+            str(args.years),
+            "--keys-out",
+            str(keys_file),
+        ],
         stdout=subprocess.DEVNULL,
     )
     try:
@@ -100,27 +120,55 @@ def main() -> None:
         total = _get(base, key, "/v1/transactions?limit=1")[1]["total"]
         pages = -(-total // 200)
         # Unfiltered: random pages across the whole ledger (deep offsets included).
-        unfiltered = [f"/v1/transactions?limit=200&page={p}" for p in random.Random(1).sample(range(1, pages + 1), min(pages, 2000))]
+        unfiltered = [
+            f"/v1/transactions?limit=200&page={p}"
+            for p in random.Random(1).sample(range(1, pages + 1), min(pages, 2000))
+        ]
         # Month-filtered: random pages of random months.
-        months = _get(base, key, "/v1/analytics/spending?group_by=month&from=2000-01-01&to=2100-12-31")[1]["data"]
+        months = _get(
+            base, key, "/v1/analytics/spending?group_by=month&from=2000-01-01&to=2100-12-31"
+        )[1]["data"]
         monthly = []
         for m in months:
             y, mo = map(int, m["key"].split("-"))
-            last = (31 if mo in (1, 3, 5, 7, 8, 10, 12) else 30 if mo != 2 else (29 if y % 4 == 0 else 28))
+            last = (
+                31
+                if mo in (1, 3, 5, 7, 8, 10, 12)
+                else 30
+                if mo != 2
+                else (29 if y % 4 == 0 else 28)
+            )
             frm, to = f"{y:04d}-{mo:02d}-01", f"{y:04d}-{mo:02d}-{last:02d}"
             mpages = max(1, -(-m["count"] // 200))
-            monthly += [f"/v1/transactions?limit=200&from={frm}&to={to}&page={p}" for p in range(1, mpages + 1)]
+            monthly += [
+                f"/v1/transactions?limit=200&from={frm}&to={to}&page={p}"
+                for p in range(1, mpages + 1)
+            ]
         random.Random(2).shuffle(monthly)
         # Warm the row cache the way any reader would, then measure.
         asyncio.run(_drive(base, key, unfiltered, 1.0, args.connections))
         u_rate = asyncio.run(_drive(base, key, unfiltered, args.seconds, args.connections))
         m_rate = asyncio.run(_drive(base, key, monthly, args.seconds, args.connections))
         s_ms, _ = _get(base, key, "/v1/transactions/summary")
-        y_ms, _ = _get(base, key, f"/v1/transactions/summary?from={months[-12]['key']}-01&to={months[-1]['key']}-28")
-        sp_ms, _ = _get(base, key, f"/v1/analytics/spending?group_by=category&from={months[-12]['key']}-01&to={months[-1]['key']}-28")
-        print(f"sandbox throughput: {total:,} transactions, {args.years} years, startup {startup:.1f} s")
-        print(f"  unfiltered pages (limit=200):     {u_rate:8,.0f} pages/s  ({u_rate * 200:,.0f} rows/s)")
-        print(f"  month-filtered pages (limit=200): {m_rate:8,.0f} pages/s  ({m_rate * 200:,.0f} rows/s)")
+        y_ms, _ = _get(
+            base,
+            key,
+            f"/v1/transactions/summary?from={months[-12]['key']}-01&to={months[-1]['key']}-28",
+        )
+        sp_ms, _ = _get(
+            base,
+            key,
+            f"/v1/analytics/spending?group_by=category&from={months[-12]['key']}-01&to={months[-1]['key']}-28",
+        )
+        print(
+            f"sandbox throughput: {total:,} transactions, {args.years} years, startup {startup:.1f} s"
+        )
+        print(
+            f"  unfiltered pages (limit=200):     {u_rate:8,.0f} pages/s  ({u_rate * 200:,.0f} rows/s)"
+        )
+        print(
+            f"  month-filtered pages (limit=200): {m_rate:8,.0f} pages/s  ({m_rate * 200:,.0f} rows/s)"
+        )
         print(f"  summary, whole ledger:            {s_ms:8.2f} ms (median of 20)")
         print(f"  summary, one year:                {y_ms:8.2f} ms")
         print(f"  spending by category, one year:   {sp_ms:8.2f} ms")

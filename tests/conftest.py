@@ -49,13 +49,26 @@ class Api:
     def get(self, path: str, key: str | None = "read_only", **params: Any) -> httpx.Response:
         return self.client.get(path, params=params or None, headers=self.headers(key))
 
-    def post(self, path: str, body: Any = None, key: str | None = "read_write", headers: dict[str, str] | None = None, **kw: Any) -> httpx.Response:
+    def post(
+        self,
+        path: str,
+        body: Any = None,
+        key: str | None = "read_write",
+        headers: dict[str, str] | None = None,
+        **kw: Any,
+    ) -> httpx.Response:
         h = {**self.headers(key), **(headers or {})}
         if body is not None and "content" not in kw:
             kw["json"] = body
         return self.client.post(path, headers=h, **kw)
 
-    def patch(self, path: str, body: Any, key: str | None = "read_write", headers: dict[str, str] | None = None) -> httpx.Response:
+    def patch(
+        self,
+        path: str,
+        body: Any,
+        key: str | None = "read_write",
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
         return self.client.patch(path, json=body, headers={**self.headers(key), **(headers or {})})
 
     def admin(self, method: str, path: str, body: Any = None) -> Any:
@@ -84,7 +97,9 @@ def sandbox() -> Sandbox:
 
 @pytest.fixture
 def api(sandbox: Sandbox) -> Iterator[Api]:
-    with TestClient(sandbox.app, base_url="http://sandbox.test", raise_server_exceptions=True) as client:
+    with TestClient(
+        sandbox.app, base_url="http://sandbox.test", raise_server_exceptions=True
+    ) as client:
         yield Api(sandbox, client)
 
 

@@ -97,3 +97,11 @@ def test_any_concept_text_round_trips(concepts: list[str]) -> None:
     frame = frame_from_chunks([cut_page(page(records))], TRANSACTION_WIRE)
     assert frame["concept"].to_list() == concepts
     assert [orjson.loads(r) for r in frame["raw"]] == records
+
+
+def test_raw_lines_keep_every_line_verbatim_even_with_separator_bytes() -> None:
+    from centsync.extract._frames import raw_lines
+
+    lines = [b'{"a":"x, \\"q\\" ;\\t"}', b'{"b":1}', b'{"c":"\x1f raw unit separator"}']
+    assert raw_lines(b"\n".join(lines)).to_list() == [x.decode() for x in lines]
+    assert raw_lines(b"\n".join(lines[:2])).to_list() == [x.decode() for x in lines[:2]]

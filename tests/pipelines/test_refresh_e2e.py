@@ -26,7 +26,9 @@ from centsync.sandbox.server import run_in_thread
 class Env:
     """One sandbox on loopback plus a warehouse and Dagster instance in a temp folder."""
 
-    def __init__(self, sb: Sandbox, base_url: str, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def __init__(
+        self, sb: Sandbox, base_url: str, tmp: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
         self.sb, self.base_url, self.tmp = sb, base_url, tmp
         self.warehouse = tmp / "wh" / "centsync.duckdb"
         self.env = {
@@ -44,7 +46,10 @@ class Env:
         return json.loads(result.stdout.strip().splitlines()[-1])
 
     def admin(self, method: str, path: str, body: Any = None) -> Any:
-        with httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {self.sb.keys['admin_token']}"}) as c:
+        with httpx.Client(
+            base_url=self.base_url,
+            headers={"Authorization": f"Bearer {self.sb.keys['admin_token']}"},
+        ) as c:
             r = c.request(method, path, json=body)
             assert r.status_code < 300, r.text
             return r.json()
@@ -58,18 +63,32 @@ class Env:
                 "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), type, "
                 "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
             ).fetchall()
-            accounts = con.execute("SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts ORDER BY id").fetchall()
+            accounts = con.execute(
+                "SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts ORDER BY id"
+            ).fetchall()
             raw_n = con.execute("SELECT count(*) FROM raw.transactions").fetchone()
         finally:
             con.close()
         want = sorted(
-            (t["id"], t["account_id"], t["concept"], t["amount"], t["booked_at"], t["type"], t["category_id"], t["expense_goal_id"])
+            (
+                t["id"],
+                t["account_id"],
+                t["concept"],
+                t["amount"],
+                t["booked_at"],
+                t["type"],
+                t["category_id"],
+                t["expense_goal_id"],
+            )
             for t in state["transactions"]
         )
         assert len(rows) == len(want)
         assert rows == want
         assert raw_n == (len(want),)
-        assert accounts == sorted((a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"]) for a in state["accounts"])
+        assert accounts == sorted(
+            (a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"])
+            for a in state["accounts"]
+        )
 
 
 @pytest.fixture
@@ -104,11 +123,28 @@ def test_converges_after_clock_edits_deletes_and_recategorisation(env: Env) -> N
     state = env.sb.state()
     old = [t for t in state["transactions"] if t["booked_at"] < "2025-06-01"]
     other_cat = state["categories"][2]["id"]
-    env.admin("PATCH", f"/_sandbox/transactions/{old[0]['id']}", {"category_id": other_cat})  # re-categorised only
+    env.admin(
+        "PATCH", f"/_sandbox/transactions/{old[0]['id']}", {"category_id": other_cat}
+    )  # re-categorised only
     env.admin("DELETE", f"/_sandbox/transactions/{old[10]['id']}")
-    env.admin("PATCH", f"/_sandbox/transactions/{old[20]['id']}", {"concept": "Edited by the bank", "amount": old[20]["amount"] - 7})
-    env.admin("POST", "/_sandbox/transactions", {"account_id": state["accounts"][0]["id"], "amount": -321, "concept": "Backdated", "booked_at": "2024-12-03"})
-    env.admin("POST", "/_sandbox/clock/advance", {"days": 5})  # new bank rows, pending ones settle or vanish
+    env.admin(
+        "PATCH",
+        f"/_sandbox/transactions/{old[20]['id']}",
+        {"concept": "Edited by the bank", "amount": old[20]["amount"] - 7},
+    )
+    env.admin(
+        "POST",
+        "/_sandbox/transactions",
+        {
+            "account_id": state["accounts"][0]["id"],
+            "amount": -321,
+            "concept": "Backdated",
+            "booked_at": "2024-12-03",
+        },
+    )
+    env.admin(
+        "POST", "/_sandbox/clock/advance", {"days": 5}
+    )  # new bank rows, pending ones settle or vanish
     meta = env.refresh()
     assert meta["rows_changed"] > 0
     env.assert_exact()
@@ -117,7 +153,11 @@ def test_converges_after_clock_edits_deletes_and_recategorisation(env: Env) -> N
 def test_recategorisation_alone_is_caught_by_the_category_fingerprint(env: Env) -> None:
     env.refresh()
     state = env.sb.state()
-    t = next(t for t in state["transactions"] if t["booked_at"] < "2025-01-01" and t["type"] == "expense" and t["category_id"])
+    t = next(
+        t
+        for t in state["transactions"]
+        if t["booked_at"] < "2025-01-01" and t["type"] == "expense" and t["category_id"]
+    )
     other = next(c["id"] for c in state["categories"] if c["id"] != t["category_id"])
     env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"category_id": other})
     meta = env.refresh()
@@ -134,7 +174,16 @@ def test_a_timezone_change_makes_the_refresh_full_and_exact(env: Env) -> None:
 
 
 def test_exact_under_faults_and_drift(env: Env) -> None:
-    env.admin("PUT", "/_sandbox/faults", {"error_rate": 0.1, "drop_rate": 0.03, "latency_ms": 2, "drift": {"inserts": 1, "updates": 1, "deletes": 1, "pages": 6}})
+    env.admin(
+        "PUT",
+        "/_sandbox/faults",
+        {
+            "error_rate": 0.1,
+            "drop_rate": 0.03,
+            "latency_ms": 2,
+            "drift": {"inserts": 1, "updates": 1, "deletes": 1, "pages": 6},
+        },
+    )
     env.refresh("--full")
     env.admin("DELETE", "/_sandbox/faults")
     env.assert_exact()
@@ -189,4 +238,6 @@ def test_definitions_load() -> None:
 
 def test_root_dagster_yaml_is_the_packaged_one() -> None:
     root = Path(__file__).resolve().parents[2]
-    assert (root / "dagster.yaml").read_text() == (root / "src/centsync/pipelines/dagster.yaml").read_text()
+    assert (root / "dagster.yaml").read_text() == (
+        root / "src/centsync/pipelines/dagster.yaml"
+    ).read_text()

@@ -14,7 +14,13 @@ from centsync.sandbox import Sandbox
 
 def _body(api: Api, **kw: Any) -> dict[str, Any]:
     acc = api.state()["accounts"][0]["id"]
-    return {"account_id": acc, "amount": -4250, "concept": "Farmers market", "booked_at": "2026-11-08", **kw}
+    return {
+        "account_id": acc,
+        "amount": -4250,
+        "concept": "Farmers market",
+        "booked_at": "2026-11-08",
+        **kw,
+    }
 
 
 def _count(api: Api) -> int:
@@ -29,7 +35,10 @@ def test_replay_returns_the_original_answer_and_creates_nothing(api: Api) -> Non
     again = api.post("/v1/transactions", body, headers={"Idempotency-Key": "csv:row-1"})
     assert first.status_code == again.status_code == 201
     assert again.json() == first.json()
-    assert again.headers["idempotent-replayed"] == "true" and "idempotent-replayed" not in first.headers
+    assert (
+        again.headers["idempotent-replayed"] == "true"
+        and "idempotent-replayed" not in first.headers
+    )
     assert _count(api) == n + 1
 
 
@@ -72,8 +81,14 @@ def test_two_concurrent_requests_with_one_key_create_exactly_one(latency_ms: int
     headers = {"Authorization": f"Bearer {sb.keys['read_write']}", "Idempotency-Key": "twin-1"}
 
     async def go() -> list[httpx.Response]:
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=sb.app), base_url="http://t") as c:
-            return list(await asyncio.gather(*(c.post("/v1/transactions", json=body, headers=headers) for _ in range(2))))
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=sb.app), base_url="http://t"
+        ) as c:
+            return list(
+                await asyncio.gather(
+                    *(c.post("/v1/transactions", json=body, headers=headers) for _ in range(2))
+                )
+            )
 
     n = len(sb.service.ledger.rows)
     rs = asyncio.run(go())
@@ -86,7 +101,9 @@ def test_two_concurrent_requests_with_one_key_create_exactly_one(latency_ms: int
 
 # ---- rate limits ---------------------------------------------------------------------------
 def test_minute_limit_gives_429_with_retry_after_and_headers(api: Api) -> None:
-    key = api.admin("POST", "/_sandbox/keys", {"scopes": ["data.read"], "minute_limit": 5, "hour_limit": 100})["key"]
+    key = api.admin(
+        "POST", "/_sandbox/keys", {"scopes": ["data.read"], "minute_limit": 5, "hour_limit": 100}
+    )["key"]
     rs = [api.get("/v1/settings", key=key) for _ in range(6)]
     assert [r.status_code for r in rs[:5]] == [200] * 5
     remaining = [int(r.headers["x-ratelimit-remaining-minute"]) for r in rs[:5]]
@@ -95,11 +112,16 @@ def test_minute_limit_gives_429_with_retry_after_and_headers(api: Api) -> None:
     if r.status_code == 429:
         assert r.json()["error"]["code"] == "rate_limited"
         assert 1 <= int(r.headers["retry-after"]) <= 60
-        assert r.headers["x-ratelimit-limit-minute"] == "5" and r.headers["x-ratelimit-limit-hour"] == "100"
+        assert (
+            r.headers["x-ratelimit-limit-minute"] == "5"
+            and r.headers["x-ratelimit-limit-hour"] == "100"
+        )
 
 
 def test_hour_limit_applies_across_minutes(api: Api) -> None:
-    key = api.admin("POST", "/_sandbox/keys", {"scopes": ["data.read"], "minute_limit": 100, "hour_limit": 3})["key"]
+    key = api.admin(
+        "POST", "/_sandbox/keys", {"scopes": ["data.read"], "minute_limit": 100, "hour_limit": 3}
+    )["key"]
     codes = [api.get("/v1/me", key=key).status_code for _ in range(4)]
     if codes[-1] == 429:  # unless the wall-clock hour rolled over during the test
         r = api.get("/v1/me", key=key)
@@ -182,7 +204,16 @@ def test_timezone_change_moves_booked_at_near_midnight() -> None:
     acc = svc.visible_accounts()[0].id
     with TestClient(sb.app, base_url="http://t") as c:
         api = Api(sb, c)
-        t = api.admin("POST", "/_sandbox/transactions", {"account_id": acc, "amount": -1500, "concept": "Late dinner", "occurred_at": "2026-06-10T21:30:00Z"})
+        t = api.admin(
+            "POST",
+            "/_sandbox/transactions",
+            {
+                "account_id": acc,
+                "amount": -1500,
+                "concept": "Late dinner",
+                "occurred_at": "2026-06-10T21:30:00Z",
+            },
+        )
         assert t["booked_at"] == "2026-06-10"
         api.admin("PUT", "/_sandbox/settings", {"timezone": "Asia/Tokyo"})
         assert api.get("/v1/settings").json()["timezone"] == "Asia/Tokyo"
@@ -191,7 +222,11 @@ def test_timezone_change_moves_booked_at_near_midnight() -> None:
         assert t["id"] in {r["id"] for r in rows}
         s = api.get("/v1/transactions/summary", **{"from": "2026-06-11", "to": "2026-06-11"}).json()
         assert s["count"] == len(rows)
-        r = c.put("/_sandbox/settings", json={"timezone": "Mars/Olympus"}, headers=api.headers("admin_token"))
+        r = c.put(
+            "/_sandbox/settings",
+            json={"timezone": "Mars/Olympus"},
+            headers=api.headers("admin_token"),
+        )
         assert r.status_code == 400
 
 
@@ -214,10 +249,17 @@ def test_dropped_connection_raises_in_process(api: Api) -> None:
         api.get("/v1/settings")
 
 
-def test_dropped_connection_over_loopback_is_a_transport_error(live_sandbox: tuple[Sandbox, str]) -> None:
+def test_dropped_connection_over_loopback_is_a_transport_error(
+    live_sandbox: tuple[Sandbox, str],
+) -> None:
     sb, base = live_sandbox
     sb.service.faults.drop_rate = 1.0
-    with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {sb.keys['read_only']}"}) as c, pytest.raises(httpx.TransportError):
+    with (
+        httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {sb.keys['read_only']}"}
+        ) as c,
+        pytest.raises(httpx.TransportError),
+    ):
         c.get("/v1/settings")
 
 
@@ -236,7 +278,9 @@ def test_drop_after_a_write_keeps_the_write_for_an_idempotent_resend(api: Api) -
 def test_drift_between_pages_moves_total(api: Api) -> None:
     window = {"from": "2026-09-01", "to": "2026-10-31"}
     first = api.get("/v1/transactions", limit=20, page=1, **window).json()
-    api.admin("PUT", "/_sandbox/faults", {"drift": {"inserts": 2, "deletes": 1, "updates": 1, "pages": 1}})
+    api.admin(
+        "PUT", "/_sandbox/faults", {"drift": {"inserts": 2, "deletes": 1, "updates": 1, "pages": 1}}
+    )
     second = api.get("/v1/transactions", limit=20, page=2, **window).json()
     assert second["total"] == first["total"] + 1
     third = api.get("/v1/transactions", limit=20, page=3, **window).json()
@@ -246,7 +290,16 @@ def test_drift_between_pages_moves_total(api: Api) -> None:
 def test_drop_extra_fields(api: Api) -> None:
     api.admin("PUT", "/_sandbox/faults", {"drop_extra_fields": True})
     t = api.get("/v1/transactions", limit=1).json()["data"][0]
-    assert set(t) == {"id", "account_id", "concept", "amount", "booked_at", "type", "category_id", "expense_goal_id"}
+    assert set(t) == {
+        "id",
+        "account_id",
+        "concept",
+        "amount",
+        "booked_at",
+        "type",
+        "category_id",
+        "expense_goal_id",
+    }
     a = api.get("/v1/accounts").json()[0]
     assert set(a) == {"id", "name", "type", "subtype", "currency", "balance"}
 
@@ -265,12 +318,18 @@ def test_control_surface_edits_are_visible(api: Api) -> None:
     state = api.state()
     old = state["transactions"][-1]
     cat = state["categories"][0]["id"]
-    api.admin("PATCH", f"/_sandbox/transactions/{old['id']}", {"category_id": cat, "amount": old["amount"] - 100})
+    api.admin(
+        "PATCH",
+        f"/_sandbox/transactions/{old['id']}",
+        {"category_id": cat, "amount": old["amount"] - 100},
+    )
     got = api.get(f"/v1/transactions/{old['id']}").json()
     assert got["category_id"] == cat and got["amount"] == old["amount"] - 100
     api.admin("DELETE", f"/_sandbox/transactions/{old['id']}")
     assert api.get(f"/v1/transactions/{old['id']}").status_code == 404
-    acc = api.admin("POST", "/_sandbox/accounts", {"name": "Pension", "type": "investment", "balance": 100})
+    acc = api.admin(
+        "POST", "/_sandbox/accounts", {"name": "Pension", "type": "investment", "balance": 100}
+    )
     assert acc["id"] in {a["id"] for a in api.get("/v1/accounts").json()}
     api.admin("PATCH", f"/_sandbox/accounts/{acc['id']}", {"hidden": True})
     assert acc["id"] not in {a["id"] for a in api.get("/v1/accounts").json()}

@@ -18,11 +18,18 @@ def _envelope(r: Any, status: int, code: str) -> None:
 
 
 def test_every_response_carries_a_request_id(api: Api) -> None:
-    for r in (api.get("/v1/me"), api.get("/v1/nope"), api.get("/v1/me", key=None), api.get("/openapi.json", key=None)):
+    for r in (
+        api.get("/v1/me"),
+        api.get("/v1/nope"),
+        api.get("/v1/me", key=None),
+        api.get("/openapi.json", key=None),
+    ):
         assert len(r.headers["x-request-id"]) == 36
 
 
-@pytest.mark.parametrize("header", [None, "Bearer", "Basic abc", "Bearer pfd_live_" + "x" * 40, "bearer pfd_live_"])
+@pytest.mark.parametrize(
+    "header", [None, "Bearer", "Basic abc", "Bearer pfd_live_" + "x" * 40, "bearer pfd_live_"]
+)
 def test_missing_malformed_or_unknown_key_is_401(api: Api, header: str | None) -> None:
     r = api.client.get("/v1/me", headers={"Authorization": header} if header else {})
     _envelope(r, 401, "unauthenticated")
@@ -42,7 +49,11 @@ def test_key_format_matches_the_contract(api: Api) -> None:
 
 def test_unknown_path_404_and_wrong_method_405(api: Api) -> None:
     _envelope(api.get("/v1/nothing"), 404, "not_found")
-    _envelope(api.client.delete("/v1/transactions", headers=api.headers("read_write")), 405, "method_not_allowed")
+    _envelope(
+        api.client.delete("/v1/transactions", headers=api.headers("read_write")),
+        405,
+        "method_not_allowed",
+    )
     _envelope(api.post("/v1/accounts", {}), 405, "method_not_allowed")
 
 
@@ -51,7 +62,11 @@ def _writes(api: Api) -> list[tuple[str, str, Any]]:
     tx = next(t for t in state["transactions"] if t["type"] == "expense")
     acc = state["accounts"][0]["id"]
     return [
-        ("POST", "/v1/transactions", {"account_id": acc, "amount": -100, "concept": "x", "booked_at": "2026-11-01"}),
+        (
+            "POST",
+            "/v1/transactions",
+            {"account_id": acc, "amount": -100, "concept": "x", "booked_at": "2026-11-01"},
+        ),
         ("PATCH", f"/v1/transactions/{tx['id']}", {"concept": "renamed"}),
         ("POST", f"/v1/transactions/{tx['id']}/expense", {"expense_goal_id": None}),
         ("POST", "/v1/sync", {}),
@@ -106,10 +121,16 @@ def test_bad_bodies_are_400_and_create_nothing(api: Api) -> None:
     acc = api.state()["accounts"][0]["id"]
     before = api.state()
     for name, body in _bad_bodies(acc):
-        r = api.post("/v1/transactions", content=__import__("orjson").dumps(body), headers={"Content-Type": "application/json"})
+        r = api.post(
+            "/v1/transactions",
+            content=__import__("orjson").dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         assert r.status_code == 400, name
         assert r.json()["error"]["code"] == "invalid_request", name
-    r = api.post("/v1/transactions", content=b"{not json", headers={"Content-Type": "application/json"})
+    r = api.post(
+        "/v1/transactions", content=b"{not json", headers={"Content-Type": "application/json"}
+    )
     _envelope(r, 400, "invalid_request")
     r = api.post("/v1/transactions", content=b"{}", headers={"Content-Type": "text/plain"})
     _envelope(r, 415, "unsupported_media_type")
@@ -118,7 +139,16 @@ def test_bad_bodies_are_400_and_create_nothing(api: Api) -> None:
 
 def test_notes_length_counts_code_points_not_bytes(api: Api) -> None:
     acc = api.state()["accounts"][0]["id"]
-    r = api.post("/v1/transactions", {"account_id": acc, "amount": -1, "concept": "é" * 200, "booked_at": "2026-11-01", "notes": "€" * 2000})
+    r = api.post(
+        "/v1/transactions",
+        {
+            "account_id": acc,
+            "amount": -1,
+            "concept": "é" * 200,
+            "booked_at": "2026-11-01",
+            "notes": "€" * 2000,
+        },
+    )
     assert r.status_code == 201, r.text
     assert r.json()["notes"] == "€" * 2000
 
@@ -149,7 +179,10 @@ def test_bad_query_values_are_400(api: Api, params: dict[str, str]) -> None:
     _envelope(api.get("/v1/transactions/summary", **params), 400, "invalid_request")
 
 
-@pytest.mark.parametrize("params", [{"group_by": "week"}, {"from": "2025-02-30"}, {"from": "2025-03-02", "to": "2025-03-01"}])
+@pytest.mark.parametrize(
+    "params",
+    [{"group_by": "week"}, {"from": "2025-02-30"}, {"from": "2025-03-02", "to": "2025-03-01"}],
+)
 def test_bad_spending_query_is_400(api: Api, params: dict[str, str]) -> None:
     _envelope(api.get("/v1/analytics/spending", **params), 400, "invalid_request")
 
@@ -160,7 +193,10 @@ def test_non_uuid_path_id_is_400(api: Api) -> None:
 
 def _manual_and_bank(api: Api) -> tuple[dict[str, Any], dict[str, Any]]:
     acc = api.state()["accounts"][0]["id"]
-    manual = api.post("/v1/transactions", {"account_id": acc, "amount": -500, "concept": "Kiosk", "booked_at": "2026-11-02"}).json()
+    manual = api.post(
+        "/v1/transactions",
+        {"account_id": acc, "amount": -500, "concept": "Kiosk", "booked_at": "2026-11-02"},
+    ).json()
     svc = api.sb.service
     bank = next(t for t in svc.ledger.rows if not t.manual and t.type == "expense")
     return manual, api.get(f"/v1/transactions/{bank.id}").json()
@@ -175,10 +211,23 @@ def test_patch_rules(api: Api) -> None:
     _envelope(api.patch(f"/v1/transactions/{bank['id']}", {"amount": -1}), 400, "invalid_request")
     _envelope(api.patch(f"/v1/transactions/{bank['id']}", {"nope": 1}), 400, "invalid_request")
     _envelope(api.patch(f"/v1/transactions/{UNKNOWN}", {"concept": "x"}), 404, "not_found")
-    r = api.patch(f"/v1/transactions/{bank['id']}", {"concept": "Renamed", "notes": "checked", "category_id": None})
-    assert r.status_code == 200 and r.json()["concept"] == "Renamed" and r.json()["category_id"] is None
-    r = api.patch(f"/v1/transactions/{manual['id']}", {"amount": -700, "booked_at": "2026-10-30", "type": "expense"})
-    assert r.status_code == 200 and (r.json()["amount"], r.json()["booked_at"]) == (-700, "2026-10-30")
+    r = api.patch(
+        f"/v1/transactions/{bank['id']}",
+        {"concept": "Renamed", "notes": "checked", "category_id": None},
+    )
+    assert (
+        r.status_code == 200
+        and r.json()["concept"] == "Renamed"
+        and r.json()["category_id"] is None
+    )
+    r = api.patch(
+        f"/v1/transactions/{manual['id']}",
+        {"amount": -700, "booked_at": "2026-10-30", "type": "expense"},
+    )
+    assert r.status_code == 200 and (r.json()["amount"], r.json()["booked_at"]) == (
+        -700,
+        "2026-10-30",
+    )
 
 
 def test_assign_rules(api: Api) -> None:
@@ -189,7 +238,11 @@ def test_assign_rules(api: Api) -> None:
     path = f"/v1/transactions/{manual['id']}/expense"
     _envelope(api.post(path, {}), 400, "invalid_request")
     _envelope(api.post(path, {"expense_goal_id": UNKNOWN}), 400, "invalid_request")
-    _envelope(api.post(f"/v1/transactions/{income['id']}/expense", {"expense_goal_id": goal["id"]}), 400, "invalid_request")
+    _envelope(
+        api.post(f"/v1/transactions/{income['id']}/expense", {"expense_goal_id": goal["id"]}),
+        400,
+        "invalid_request",
+    )
     r = api.post(path, {"expense_goal_id": goal["id"]})
     assert r.status_code == 200 and r.json()["expense_goal_id"] == goal["id"]
     after = next(e for e in api.state()["expenses"] if e["id"] == goal["id"])
@@ -212,7 +265,9 @@ def test_dates_outside_the_supported_years_are_400_even_far_from_utc(api: Api) -
     acc = api.state()["accounts"][0]["id"]
     api.admin("PUT", "/_sandbox/settings", {"timezone": "Etc/GMT+12"})
     for day in ("9999-12-31", "0001-01-01", "1899-12-31", "3000-01-01"):
-        r = api.post("/v1/transactions", {"account_id": acc, "amount": -5, "concept": "x", "booked_at": day})
+        r = api.post(
+            "/v1/transactions", {"account_id": acc, "amount": -5, "concept": "x", "booked_at": day}
+        )
         _envelope(r, 400, "invalid_request")
     assert api.get("/v1/transactions", **{"from": "0001-01-01"}).status_code == 400
 
@@ -222,7 +277,9 @@ def test_405_names_the_allowed_methods(api: Api) -> None:
     assert r.status_code == 405 and r.headers["allow"] == "GET"
 
 
-def test_an_unexpected_fault_is_an_internal_error_envelope(api: Api, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unexpected_fault_is_an_internal_error_envelope(
+    api: Api, monkeypatch: pytest.MonkeyPatch
+) -> None:
     def boom(*a: object, **k: object) -> None:
         raise RuntimeError("bug")
 

@@ -17,7 +17,12 @@ def test_me_is_the_seed_identity_record(shared_api: Api) -> None:
     assert set(me) == {"account_id", "scopes", "key", "rate_limit"}
     assert me["scopes"] == ["data.read"]
     assert set(me["key"]) == {"id", "expires_at"} and me["key"]["expires_at"].endswith("Z")
-    assert set(me["rate_limit"]) == {"minute_limit", "minute_remaining", "hour_limit", "hour_remaining"}
+    assert set(me["rate_limit"]) == {
+        "minute_limit",
+        "minute_remaining",
+        "hour_limit",
+        "hour_remaining",
+    }
 
 
 def test_list_default_page_is_50_newest_first(shared_api: Api) -> None:
@@ -57,8 +62,14 @@ def test_filters_match_the_state(shared_api: Api) -> None:
         ({"category_id": cat}, lambda t: t["category_id"] == cat),
         ({"expense_goal_id": goal}, lambda t: t["expense_goal_id"] == goal),
         ({"search": "MERCADONA"}, lambda t: "mercadona" in t["concept"].lower()),
-        ({"from": "2026-03-01", "to": "2026-03-31"}, lambda t: "2026-03-01" <= t["booked_at"] <= "2026-03-31"),
-        ({"type": "expense", "from": "2026-01-15"}, lambda t: t["type"] == "expense" and t["booked_at"] >= "2026-01-15"),
+        (
+            {"from": "2026-03-01", "to": "2026-03-31"},
+            lambda t: "2026-03-01" <= t["booked_at"] <= "2026-03-31",
+        ),
+        (
+            {"type": "expense", "from": "2026-01-15"},
+            lambda t: t["type"] == "expense" and t["booked_at"] >= "2026-01-15",
+        ),
     ]
     for params, pred in cases:
         got = [t["id"] for t in shared_api.all_transactions(**params)]
@@ -78,7 +89,12 @@ def test_unknown_transaction_is_404(shared_api: Api) -> None:
 
 
 def test_summary_equals_the_rows_it_filters(shared_api: Api) -> None:
-    for params in ({}, {"from": "2026-02-01", "to": "2026-02-28"}, {"type": "expense"}, {"search": "uber"}):
+    for params in (
+        {},
+        {"from": "2026-02-01", "to": "2026-02-28"},
+        {"type": "expense"},
+        {"search": "uber"},
+    ):
         rows = shared_api.all_transactions(**params)
         s = shared_api.get("/v1/transactions/summary", **params).json()
         by_type: dict[str, int] = defaultdict(int)
@@ -97,7 +113,9 @@ def test_spending_groupings_equal_the_rows(shared_api: Api) -> None:
     state = shared_api.state()
     names = {c["id"]: c["name"] for c in state["categories"]}
     frm, to = "2025-06-01", "2026-05-31"
-    expenses = [t for t in state["transactions"] if t["type"] == "expense" and frm <= t["booked_at"] <= to]
+    expenses = [
+        t for t in state["transactions"] if t["type"] == "expense" and frm <= t["booked_at"] <= to
+    ]
     keyers = {
         "category": lambda t: t["category_id"],
         "merchant": lambda t: " ".join(t["concept"].split()).lower(),
@@ -108,8 +126,15 @@ def test_spending_groupings_equal_the_rows(shared_api: Api) -> None:
         for t in expenses:
             cells[keyer(t)][0] += t["amount"]
             cells[keyer(t)][1] += 1
-        body = shared_api.get("/v1/analytics/spending", **{"from": frm, "to": to, "group_by": group_by}).json()
-        assert body["from"] == frm and body["to"] == to and body["group_by"] == group_by and body["currency"] == "EUR"
+        body = shared_api.get(
+            "/v1/analytics/spending", **{"from": frm, "to": to, "group_by": group_by}
+        ).json()
+        assert (
+            body["from"] == frm
+            and body["to"] == to
+            and body["group_by"] == group_by
+            and body["currency"] == "EUR"
+        )
         assert {r["key"]: [r["amount"], r["count"]] for r in body["data"]} == dict(cells)
         assert body["total"] == sum(t["amount"] for t in expenses)
         amounts = [r["amount"] for r in body["data"]]
@@ -130,7 +155,9 @@ def test_spending_defaults_to_the_current_month_by_category(shared_api: Api) -> 
 def test_accounts_sorted_by_name_and_summary_and_net_worth_agree(shared_api: Api) -> None:
     accounts = shared_api.get("/v1/accounts").json()
     assert isinstance(accounts, list) and len(accounts) >= 6
-    assert [a["name"].casefold() for a in accounts] == sorted(a["name"].casefold() for a in accounts)
+    assert [a["name"].casefold() for a in accounts] == sorted(
+        a["name"].casefold() for a in accounts
+    )
     assert {a["type"] for a in accounts} >= {"depository", "credit", "investment", "loan"}
     summ = shared_api.get("/v1/accounts/summary").json()
     assets = sum(a["balance"] for a in accounts if a["balance"] > 0)
@@ -138,9 +165,20 @@ def test_accounts_sorted_by_name_and_summary_and_net_worth_agree(shared_api: Api
     by_type: dict[str, int] = defaultdict(int)
     for a in accounts:
         by_type[a["type"]] += a["balance"]
-    assert summ == {"currency": "EUR", "assets": assets, "liabilities": liabilities, "net_worth": assets - liabilities, "count": len(accounts), "by_type": dict(by_type)}
+    assert summ == {
+        "currency": "EUR",
+        "assets": assets,
+        "liabilities": liabilities,
+        "net_worth": assets - liabilities,
+        "count": len(accounts),
+        "by_type": dict(by_type),
+    }
     nw = shared_api.get("/v1/analytics/net-worth").json()
-    assert (nw["assets"], nw["liabilities"], nw["total"]) == (assets, liabilities, assets - liabilities)
+    assert (nw["assets"], nw["liabilities"], nw["total"]) == (
+        assets,
+        liabilities,
+        assets - liabilities,
+    )
     assert nw["as_of"].endswith("Z")
 
 
@@ -151,7 +189,15 @@ def test_balances_move_with_the_transactions() -> None:
     with TestClient(sb.app, base_url="http://t") as c:
         api = Api(sb, c)
         acc = api.get("/v1/accounts").json()[0]
-        r = api.post("/v1/transactions", {"account_id": acc["id"], "amount": -1234, "concept": "cash", "booked_at": "2026-11-10"})
+        r = api.post(
+            "/v1/transactions",
+            {
+                "account_id": acc["id"],
+                "amount": -1234,
+                "concept": "cash",
+                "booked_at": "2026-11-10",
+            },
+        )
         assert r.status_code == 201
         after = next(a for a in api.get("/v1/accounts").json() if a["id"] == acc["id"])
         assert after["balance"] == acc["balance"] - 1234
@@ -161,10 +207,22 @@ def test_connections_settings_and_sync_status(shared_api: Api) -> None:
     conns = shared_api.get("/v1/connections").json()["data"]
     assert len(conns) == 2 and {c["provider"] for c in conns} == {"bankfeed_eu", "openbank_uk"}
     for c in conns:
-        assert set(c) == {"id", "provider", "institution", "status", "last_synced_at", "account_ids"}
+        assert set(c) == {
+            "id",
+            "provider",
+            "institution",
+            "status",
+            "last_synced_at",
+            "account_ids",
+        }
         assert c["status"] in ("active", "reauth_required", "error")
     settings = shared_api.get("/v1/settings").json()
-    assert settings == {"timezone": "Europe/Madrid", "currency": "EUR", "locale": "es-ES", "week_start": "monday"}
+    assert settings == {
+        "timezone": "Europe/Madrid",
+        "currency": "EUR",
+        "locale": "es-ES",
+        "week_start": "monday",
+    }
     status = shared_api.get("/v1/sync/status").json()["data"]
     assert {s["connection_id"] for s in status} == {c["id"] for c in conns}
     for s in status:
@@ -190,8 +248,12 @@ def test_hidden_account_is_invisible_everywhere() -> None:
         assert all(hidden.id not in c["account_ids"] for c in conns)
         summ = api.get("/v1/accounts/summary").json()
         assert summ["count"] == len(api.get("/v1/accounts").json())
-        spend = api.get("/v1/analytics/spending", **{"from": "2000-01-01", "to": "2100-01-01"}).json()
-        assert spend["total"] == sum(t["amount"] for t in api.state()["transactions"] if t["type"] == "expense")
+        spend = api.get(
+            "/v1/analytics/spending", **{"from": "2000-01-01", "to": "2100-01-01"}
+        ).json()
+        assert spend["total"] == sum(
+            t["amount"] for t in api.state()["transactions"] if t["type"] == "expense"
+        )
 
 
 def test_household_has_the_promised_shape(shared_api: Api) -> None:
@@ -199,8 +261,20 @@ def test_household_has_the_promised_shape(shared_api: Api) -> None:
     txs = state["transactions"]
     names = {c["id"]: c["name"] for c in state["categories"]}
     cats = {names.get(t["category_id"]) for t in txs}
-    assert cats >= {"Salary", "Rent", "Groceries", "Restaurants", "Subscriptions", "Utilities", "Transport", "Travel", None}
-    assert any(t["type"] == "transfer" and t["amount"] > 0 for t in txs) and any(t["type"] == "transfer" and t["amount"] < 0 for t in txs)
+    assert cats >= {
+        "Salary",
+        "Rent",
+        "Groceries",
+        "Restaurants",
+        "Subscriptions",
+        "Utilities",
+        "Transport",
+        "Travel",
+        None,
+    }
+    assert any(t["type"] == "transfer" and t["amount"] > 0 for t in txs) and any(
+        t["type"] == "transfer" and t["amount"] < 0 for t in txs
+    )
     assert len({t["expense_goal_id"] for t in txs if t["expense_goal_id"]}) >= 2
     concepts = {t["concept"] for t in txs}
     assert "Mercadona" in concepts and "MERCADONA 0412 VALENCIA" in concepts

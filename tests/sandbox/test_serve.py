@@ -20,8 +20,23 @@ def test_serve_writes_keys_once_ready_answers_and_stops_on_sigterm(tmp_path: Pat
     keys_file = tmp_path / "keys.json"
     port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "centsync.pipelines.cli", "sandbox", "serve", "--port", str(port), "--seed", "3",
-         "--years", "1", "--minute-limit", "50", "--keys-out", str(keys_file)],
+        [
+            sys.executable,
+            "-m",
+            "centsync.pipelines.cli",
+            "sandbox",
+            "serve",
+            "--port",
+            str(port),
+            "--seed",
+            "3",
+            "--years",
+            "1",
+            "--minute-limit",
+            "50",
+            "--keys-out",
+            str(keys_file),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -37,7 +52,9 @@ def test_serve_writes_keys_once_ready_answers_and_stops_on_sigterm(tmp_path: Pat
         assert set(keys) == {"base_url", "read_only", "read_write", "expired", "admin_token"}
         assert keys["base_url"] == f"http://127.0.0.1:{port}"
         # The file appears only once the server accepts connections: the first request works.
-        with httpx.Client(base_url=keys["base_url"], headers={"Authorization": f"Bearer {keys['read_only']}"}) as c:
+        with httpx.Client(
+            base_url=keys["base_url"], headers={"Authorization": f"Bearer {keys['read_only']}"}
+        ) as c:
             me = c.get("/v1/me")
             assert me.status_code == 200 and me.json()["rate_limit"]["minute_limit"] == 50
             page = c.get("/v1/transactions", params={"limit": 200}).json()

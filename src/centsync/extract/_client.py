@@ -76,6 +76,8 @@ T = TypeVar("T")
 
 LIST_FILTERS = frozenset({"type", "account_id", "category_id", "expense_goal_id", "search", "sort"})
 KEY_EXPIRY_WARNING = dt.timedelta(days=30)
+# Pages parsed together while a window is read: one NDJSON parse per batch, bodies then freed.
+PARSE_BATCH_PAGES = 100
 _IN_PROCESS = (httpx.ASGITransport, httpx.MockTransport, httpx.WSGITransport)
 # aiohttp errors the transport's own map does not translate to httpx ones count as well
 _TRANSPORT_ERRORS = (httpx.TransportError, aiohttp.ClientError, ConnectionError, TimeoutError)
@@ -671,6 +673,7 @@ class AsyncApiClient:
         report = WindowReport(window=window, filters=dict(filters), split_from=parent)
         for _ in range(self.max_rereads + 1):
             check = WindowCheck(PAGE_LIMIT)
+            parsing: list[asyncio.Task[pl.DataFrame]] = []
             # The server's summary is one more observation of the window: taken alongside the
             # pages (off the critical path), it must agree with the rows read, whatever moved.
             summary_task = (
@@ -696,16 +699,35 @@ class AsyncApiClient:
                             )
                         )
                     return out
-                chunks = [first]
+                # Pages are parsed a batch at a time as they arrive (in a thread: Polars releases
+                # the GIL), and their bytes dropped: memory holds the window's typed rows, not
+                # its bodies and their copies.
+                batch: list[PageChunk] = [first]
+
+                def parse(chunks: list[PageChunk], parsing: list[Any] = parsing) -> None:
+                    parsing.append(
+                        asyncio.create_task(
+                            asyncio.to_thread(frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw)
+                        )
+                    )
+
                 if reason is None and check.pages > 1:
-                    pending = [asyncio.create_task(fetch(n)) for n in range(2, check.pages + 1)]
+                    pending = deque(
+                        asyncio.create_task(fetch(n)) for n in range(2, check.pages + 1)
+                    )
+                    number = 1
                     try:
-                        for number, task in enumerate(pending, start=2):
-                            chunk = await task
+                        while pending:
+                            chunk = await pending.popleft()
+                            number += 1
+                            report.requests += 1
                             reason = check.page(chunk, number)
-                            chunks.append(chunk)
+                            batch.append(chunk)
                             if reason is not None:
                                 break
+                            if len(batch) >= PARSE_BATCH_PAGES:
+                                parse(batch)
+                                batch = []
                     finally:
                         for task in pending:
                             task.cancel()
@@ -715,10 +737,11 @@ class AsyncApiClient:
                         )
                 frame: pl.DataFrame | None = None
                 if reason is None:
-                    # Polars releases the GIL: parsing overlaps the other window's requests
-                    frame = await asyncio.to_thread(
-                        frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw
-                    )
+                    if batch or not parsing:
+                        parse(batch)
+                    del batch
+                    parts = await asyncio.gather(*parsing)
+                    frame = parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)
                     reason = check.finish(frame)
                 if summary_task is not None:
                     summary = await summary_task
@@ -730,6 +753,9 @@ class AsyncApiClient:
                 if summary_task is not None and not summary_task.done():
                     summary_task.cancel()
                     await asyncio.gather(summary_task, return_exceptions=True)
+                # a thread cannot be stopped: let abandoned parses end, then drop them
+                await asyncio.gather(*parsing, return_exceptions=True)
+                parsing.clear()
             if reason is None and frame is not None:
                 report.total = check.total or 0
                 report.rows = frame.height

@@ -32,13 +32,27 @@ def sandbox() -> None:
 @sandbox.command("serve")
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8765, show_default=True, type=int)
-@click.option("--seed", default=1, show_default=True, type=int, help="Seed of the synthetic household.")
-@click.option("--keys-out", type=click.Path(dir_okay=False, path_type=Path), help="Write the keys file (JSON, mode 0600) here once serving.")
-@click.option("--no-rate-limit", is_flag=True, help="Turn the per-key rate limits off (benchmarks).")
+@click.option(
+    "--seed", default=1, show_default=True, type=int, help="Seed of the synthetic household."
+)
+@click.option(
+    "--keys-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the keys file (JSON, mode 0600) here once serving.",
+)
+@click.option(
+    "--no-rate-limit", is_flag=True, help="Turn the per-key rate limits off (benchmarks)."
+)
 @click.option("--minute-limit", default=300, show_default=True, type=click.IntRange(1))
 @click.option("--hour-limit", default=10_000, show_default=True, type=click.IntRange(1))
-@click.option("--transactions", type=click.IntRange(1, 1_000_000), help="Exact number of transactions (default: a natural household, about 50 a month).")
-@click.option("--years", default=3, show_default=True, type=click.IntRange(1, 30), help="Years of history.")
+@click.option(
+    "--transactions",
+    type=click.IntRange(1, 1_000_000),
+    help="Exact number of transactions (default: a natural household, about 50 a month).",
+)
+@click.option(
+    "--years", default=3, show_default=True, type=click.IntRange(1, 30), help="Years of history."
+)
 def sandbox_serve(
     host: str,
     port: int,
@@ -67,7 +81,13 @@ def sandbox_serve(
     )
     n = len(sb.service.ledger.rows)
     where = f"; keys in {keys_out}" if keys_out else ""
-    serve(sb, host, port, keys_out, on_ready=f"Sandbox serving {n} transactions at {{base_url}}{where}. Ctrl-C stops it.")
+    serve(
+        sb,
+        host,
+        port,
+        keys_out,
+        on_ready=f"Sandbox serving {n} transactions at {{base_url}}{where}. Ctrl-C stops it.",
+    )
 
 
 @main.command()
@@ -79,19 +99,32 @@ def tour() -> None:
 def _tour() -> None:
     import httpx
 
-    with embedded_api() as (base_url, key), httpx.Client(base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30) as c:
+    with (
+        embedded_api() as (base_url, key),
+        httpx.Client(
+            base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30
+        ) as c,
+    ):
         me = c.get("/v1/me").json()
-        click.echo(f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}")
-        click.echo(f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour")
+        click.echo(
+            f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}"
+        )
+        click.echo(
+            f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour"
+        )
         click.echo("\nAccounts:")
         for a in c.get("/v1/accounts").json():
             click.echo(f"  {a['name']:<24} {a['type']:<11} {_money(a['balance']):>14}")
         page = c.get("/v1/transactions", params={"limit": 8}).json()
         click.echo(f"\nNewest transactions (page 1 of {page['pages']}, {page['total']} in all):")
         for t in page["data"]:
-            click.echo(f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {_money(t['amount']):>12}")
+            click.echo(
+                f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {_money(t['amount']):>12}"
+            )
         nw = c.get("/v1/analytics/net-worth").json()
-        click.echo(f"\nNet worth: {_money(nw['total'])} (assets {_money(nw['assets'])}, liabilities {_money(nw['liabilities'])})")
+        click.echo(
+            f"\nNet worth: {_money(nw['total'])} (assets {_money(nw['assets'])}, liabilities {_money(nw['liabilities'])})"
+        )
         sp = c.get("/v1/analytics/spending", params={"group_by": "category"}).json()
         click.echo(f"\nSpending by category, {sp['from']} to {sp['to']}: {_money(sp['total'])}")
         for row in sp["data"][:8]:
@@ -105,7 +138,9 @@ def embedded_api(seed: int = 1) -> Iterator[tuple[str, str]]:
     if base:
         key = os.environ.get("CENTSYNC_API_KEY")
         if not key:
-            raise click.ClickException("CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too.")
+            raise click.ClickException(
+                "CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too."
+            )
         yield base, key
         return
     from centsync.sandbox import Sandbox, SandboxConfig
@@ -113,7 +148,10 @@ def embedded_api(seed: int = 1) -> Iterator[tuple[str, str]]:
 
     sb = Sandbox(SandboxConfig(seed=seed))
     with run_in_thread(sb) as base_url:
-        click.echo(f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} (seed {seed}).", err=True)
+        click.echo(
+            f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} (seed {seed}).",
+            err=True,
+        )
         key = sb.keys["read_write"]
         old = {k: os.environ.get(k) for k in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY")}
         # Dagster resources read these through EnvVar when the run starts.
@@ -171,7 +209,9 @@ def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
 
 @main.command()
 @click.option("--full", is_flag=True, help="Re-read every month, whatever the fingerprints say.")
-@click.option("--hot", is_flag=True, help="Re-read only the hot window (what the hourly schedule does).")
+@click.option(
+    "--hot", is_flag=True, help="Re-read only the hot window (what the hourly schedule does)."
+)
 @click.option("--months", default="", help="Force-read a month range, e.g. 2024-01..2024-06.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
 def refresh(full: bool, hot: bool, months: str, as_json: bool) -> None:
@@ -207,16 +247,23 @@ def _print_summary(meta: dict[str, Any]) -> None:
 
 
 EXAMPLE_QUERIES = [
-    ("Spending by category, last 12 months",
-     """SELECT coalesce(c.name, 'Uncategorized') AS category, count(*) AS n, sum(t.amount) AS cents
+    (
+        "Spending by category, last 12 months",
+        """SELECT coalesce(c.name, 'Uncategorized') AS category, count(*) AS n, sum(t.amount) AS cents
         FROM core.transactions t LEFT JOIN core.categories c ON c.id = t.category_id
         WHERE t.type = 'expense' AND t.booked_at >= current_date - INTERVAL 12 MONTH
-        GROUP BY 1 ORDER BY sum(t.amount) LIMIT 6"""),
-    ("Net flow per month (last 6)",
-     """SELECT strftime(booked_at, '%Y-%m') AS month, coalesce(sum(amount) FILTER (WHERE type = 'income'), 0) AS income_cents,
+        GROUP BY 1 ORDER BY sum(t.amount) LIMIT 6""",
+    ),
+    (
+        "Net flow per month (last 6)",
+        """SELECT strftime(booked_at, '%Y-%m') AS month, coalesce(sum(amount) FILTER (WHERE type = 'income'), 0) AS income_cents,
                coalesce(sum(amount) FILTER (WHERE type = 'expense'), 0) AS spending_cents
-        FROM core.transactions GROUP BY 1 ORDER BY 1 DESC LIMIT 6"""),
-    ("Accounts now", "SELECT name, type, balance AS balance_cents FROM core.accounts ORDER BY balance DESC"),
+        FROM core.transactions GROUP BY 1 ORDER BY 1 DESC LIMIT 6""",
+    ),
+    (
+        "Accounts now",
+        "SELECT name, type, balance AS balance_cents FROM core.accounts ORDER BY balance DESC",
+    ),
 ]
 
 
@@ -232,7 +279,9 @@ def demo() -> None:
     _print_summary(meta)
     path = default_path()
     click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
-    click.echo(f"  duckdb -readonly {path}     or     python -c \"import duckdb; duckdb.connect('{path}', read_only=True)\"")
+    click.echo(
+        f"  duckdb -readonly {path}     or     python -c \"import duckdb; duckdb.connect('{path}', read_only=True)\""
+    )
     con = connect_readonly(path)
     try:
         for title, sql in EXAMPLE_QUERIES:
@@ -256,7 +305,16 @@ def ui(port: int) -> None:
     home = dagster_home()
     click.echo(f"Dagster UI on http://127.0.0.1:{port} (DAGSTER_HOME={home}); Ctrl-C stops it.")
     with embedded_api():
-        cmd = [sys.executable, "-m", "dagster", "dev", "-m", "centsync.pipelines.definitions", "-p", str(port)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "dagster",
+            "dev",
+            "-m",
+            "centsync.pipelines.definitions",
+            "-p",
+            str(port),
+        ]
         raise SystemExit(subprocess.call(cmd))
 
 
@@ -268,4 +326,3 @@ def _money(cents: int) -> str:
 
 if __name__ == "__main__":
     sys.exit(main())
-

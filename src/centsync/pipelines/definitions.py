@@ -34,7 +34,9 @@ class ApiResource(dg.ConfigurableResource):  # type: ignore[type-arg]
 
     def client(self) -> ApiClient:
         # Windows are month-aligned by the refresh: the reader must not split them by date.
-        return ApiClient(self.base_url, self.api_key, concurrency=self.concurrency, max_window_rows=10**12)
+        return ApiClient(
+            self.base_url, self.api_key, concurrency=self.concurrency, max_window_rows=10**12
+        )
 
 
 class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
@@ -54,16 +56,56 @@ class RefreshConfig(dg.Config):
 
 # One spec per GET endpoint the refresh reads: each shows in the UI with what the run landed.
 ENDPOINT_ASSETS: dict[str, tuple[str, str, str]] = {
-    "me": ("identity", "GET /v1/me", "Key identity, scopes, allowance and expiry (checked every refresh)."),
-    "settings": ("snapshots", "GET /v1/settings", "core.settings: timezone and currency; a timezone change makes the refresh full."),
-    "accounts": ("snapshots", "GET /v1/accounts", "core.accounts and history.accounts (one row per refresh)."),
-    "connections": ("snapshots", "GET /v1/connections", "core.connections and history.connections."),
-    "sync_status": ("snapshots", "GET /v1/sync/status", "core.sync_status and history.sync_status."),
-    "transactions": ("ledger", "GET /v1/transactions", "core.transactions and raw.transactions: exactly the server's ledger."),
-    "transactions_summary": ("server_aggregates", "GET /v1/transactions/summary", "server.transactions_summary: per-year/month fingerprints and totals."),
-    "accounts_summary": ("server_aggregates", "GET /v1/accounts/summary", "server.accounts_summary."),
-    "net_worth": ("server_aggregates", "GET /v1/analytics/net-worth", "server.net_worth and history.net_worth."),
-    "spending": ("server_aggregates", "GET /v1/analytics/spending", "server.spending by category, merchant and month."),
+    "me": (
+        "identity",
+        "GET /v1/me",
+        "Key identity, scopes, allowance and expiry (checked every refresh).",
+    ),
+    "settings": (
+        "snapshots",
+        "GET /v1/settings",
+        "core.settings: timezone and currency; a timezone change makes the refresh full.",
+    ),
+    "accounts": (
+        "snapshots",
+        "GET /v1/accounts",
+        "core.accounts and history.accounts (one row per refresh).",
+    ),
+    "connections": (
+        "snapshots",
+        "GET /v1/connections",
+        "core.connections and history.connections.",
+    ),
+    "sync_status": (
+        "snapshots",
+        "GET /v1/sync/status",
+        "core.sync_status and history.sync_status.",
+    ),
+    "transactions": (
+        "ledger",
+        "GET /v1/transactions",
+        "core.transactions and raw.transactions: exactly the server's ledger.",
+    ),
+    "transactions_summary": (
+        "server_aggregates",
+        "GET /v1/transactions/summary",
+        "server.transactions_summary: per-year/month fingerprints and totals.",
+    ),
+    "accounts_summary": (
+        "server_aggregates",
+        "GET /v1/accounts/summary",
+        "server.accounts_summary.",
+    ),
+    "net_worth": (
+        "server_aggregates",
+        "GET /v1/analytics/net-worth",
+        "server.net_worth and history.net_worth.",
+    ),
+    "spending": (
+        "server_aggregates",
+        "GET /v1/analytics/spending",
+        "server.spending by category, merchant and month.",
+    ),
 }
 
 
@@ -83,7 +125,10 @@ def _specs() -> list[dg.AssetSpec]:
 
 def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
     endpoint = ENDPOINT_ASSETS[key][1]
-    md: dict[str, Any] = {"requests": summary.requests.get(endpoint, 0), "refresh_id": summary.refresh_id}
+    md: dict[str, Any] = {
+        "requests": summary.requests.get(endpoint, 0),
+        "refresh_id": summary.refresh_id,
+    }
     if key == "transactions":
         md.update(
             {
@@ -114,9 +159,17 @@ def _markdown(summary: RefreshSummary) -> str:
     return "\n".join(lines)
 
 
-def _run(context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource, options: RefreshOptions) -> Iterator[dg.MaterializeResult]:
+def _run(
+    context: dg.AssetExecutionContext,
+    api: ApiResource,
+    warehouse: WarehouseResource,
+    options: RefreshOptions,
+) -> Iterator[dg.MaterializeResult]:
     show = sys.stderr.isatty() or bool(os.environ.get("CENTSYNC_PROGRESS"))
-    with tqdm(desc="transactions", unit=" rows", disable=not show, file=sys.stderr) as bar, api.client() as client:
+    with (
+        tqdm(desc="transactions", unit=" rows", disable=not show, file=sys.stderr) as bar,
+        api.client() as client,
+    ):
 
         def progress(months: str, rows: int) -> None:
             bar.update(rows)
@@ -136,12 +189,20 @@ def _run(context: dg.AssetExecutionContext, api: ApiResource, warehouse: Warehou
 
 @dg.multi_asset(specs=_specs(), name="refresh", can_subset=False)
 def refresh_assets(
-    context: dg.AssetExecutionContext, config: RefreshConfig, api: ApiResource, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext,
+    config: RefreshConfig,
+    api: ApiResource,
+    warehouse: WarehouseResource,
 ) -> Iterator[dg.MaterializeResult]:
     """One refresh: snapshots, reconcile-then-repair of the ledger, the server's aggregates."""
     months = parse_month_range(config.months) if config.months else None
     mode = config.mode if config.mode in ("auto", "full", "hot") else "auto"
-    yield from _run(context, api, warehouse, RefreshOptions(mode=mode, months=months, hot_months=config.hot_months))  # type: ignore[arg-type]
+    yield from _run(
+        context,
+        api,
+        warehouse,
+        RefreshOptions(mode=mode, months=months, hot_months=config.hot_months),
+    )  # type: ignore[arg-type]
 
 
 monthly = dg.MonthlyPartitionsDefinition(start_date=PARTITIONS_START, end_offset=1)
@@ -155,7 +216,9 @@ monthly = dg.MonthlyPartitionsDefinition(start_date=PARTITIONS_START, end_offset
     kinds={"duckdb", "python"},
     description="Force-read a range of months of GET /v1/transactions (a backfill covers many in one run).",
 )
-def transactions_by_month(context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource) -> dg.MaterializeResult:
+def transactions_by_month(
+    context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
     keys = context.partition_key_range
     first, last = keys.start[:7], keys.end[:7]
     with api.client() as client:
@@ -174,8 +237,15 @@ class BankSyncConfig(dg.Config):
     max_age_hours: float = 24.0
 
 
-@dg.asset(group_name="sync", owners=OWNERS, kinds={"python"}, description="Ask the providers for new bank data (POST /v1/sync) when the last sync is older than max_age_hours; a spent provider quota is recorded, never retried.")
-def bank_sync(context: dg.AssetExecutionContext, config: BankSyncConfig, api: ApiResource) -> dg.MaterializeResult:
+@dg.asset(
+    group_name="sync",
+    owners=OWNERS,
+    kinds={"python"},
+    description="Ask the providers for new bank data (POST /v1/sync) when the last sync is older than max_age_hours; a spent provider quota is recorded, never retried.",
+)
+def bank_sync(
+    context: dg.AssetExecutionContext, config: BankSyncConfig, api: ApiResource
+) -> dg.MaterializeResult:
     with api.client() as client:
         status = client.sync_status(raw=False)
         now = dt.datetime.now(dt.UTC)
@@ -190,12 +260,23 @@ def bank_sync(context: dg.AssetExecutionContext, config: BankSyncConfig, api: Ap
                 client.trigger_sync(provider)
                 requested.append(provider)
             except ProviderQuotaExhausted as e:
-                context.log.warning(f"provider {provider}: quota spent, not retried this run ({e.code})")
+                context.log.warning(
+                    f"provider {provider}: quota spent, not retried this run ({e.code})"
+                )
                 exhausted.append(provider)
-    return dg.MaterializeResult(metadata={"requested": ", ".join(requested) or "none", "quota_exhausted": ", ".join(exhausted) or "none"})
+    return dg.MaterializeResult(
+        metadata={
+            "requested": ", ".join(requested) or "none",
+            "quota_exhausted": ", ".join(exhausted) or "none",
+        }
+    )
 
 
-@dg.asset_check(asset="transactions", blocking=True, description="No landed row was rejected by validation in the latest refresh.")
+@dg.asset_check(
+    asset="transactions",
+    blocking=True,
+    description="No landed row was rejected by validation in the latest refresh.",
+)
 def no_rejected_rows(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     con = connect_readonly(warehouse.resolved())
     try:
@@ -207,7 +288,7 @@ def no_rejected_rows(warehouse: WarehouseResource) -> dg.AssetCheckResult:
         ).fetchone()
     finally:
         con.close()
-    n, reason = (row or (0, None))
+    n, reason = row or (0, None)
     return dg.AssetCheckResult(
         passed=n == 0,
         severity=dg.AssetCheckSeverity.ERROR,
@@ -216,7 +297,11 @@ def no_rejected_rows(warehouse: WarehouseResource) -> dg.AssetCheckResult:
     )
 
 
-refresh_job = dg.define_asset_job("refresh_job", selection=dg.AssetSelection.assets(refresh_assets), description="One warehouse refresh.")
+refresh_job = dg.define_asset_job(
+    "refresh_job",
+    selection=dg.AssetSelection.assets(refresh_assets),
+    description="One warehouse refresh.",
+)
 bank_sync_job = dg.define_asset_job("bank_sync_job", selection=dg.AssetSelection.assets(bank_sync))
 
 
@@ -232,23 +317,49 @@ def _schedule(name: str, cron: str, mode: str, description: str) -> dg.ScheduleD
 
 
 schedules = [
-    _schedule("hourly_hot_window", "5 * * * *", "hot", "Every hour: re-read the hot window (current and previous month)."),
-    _schedule("nightly_fingerprints", "30 2 * * *", "auto", "Every night: fingerprint-checked refresh of the whole history."),
+    _schedule(
+        "hourly_hot_window",
+        "5 * * * *",
+        "hot",
+        "Every hour: re-read the hot window (current and previous month).",
+    ),
+    _schedule(
+        "nightly_fingerprints",
+        "30 2 * * *",
+        "auto",
+        "Every night: fingerprint-checked refresh of the whole history.",
+    ),
     _schedule("weekly_full", "0 4 * * 0", "full", "Every Sunday: a full re-read."),
 ]
 
 
-@dg.sensor(job=refresh_job, minimum_interval_seconds=300, description="Start a refresh once a connection finished a bank sync (GET /v1/sync/status).")
-def bank_sync_finished(context: dg.SensorEvaluationContext, api: ApiResource) -> Iterator[dg.RunRequest]:
+@dg.sensor(
+    job=refresh_job,
+    minimum_interval_seconds=300,
+    description="Start a refresh once a connection finished a bank sync (GET /v1/sync/status).",
+)
+def bank_sync_finished(
+    context: dg.SensorEvaluationContext, api: ApiResource
+) -> Iterator[dg.RunRequest]:
     with api.client() as client:
         status = client.sync_status(raw=False)
-    latest = max((r["last_synced_at"] for r in status.iter_rows(named=True) if r["last_synced_at"] is not None), default=None)
+    latest = max(
+        (
+            r["last_synced_at"]
+            for r in status.iter_rows(named=True)
+            if r["last_synced_at"] is not None
+        ),
+        default=None,
+    )
     if latest is None:
         return
     stamp = latest.isoformat()
     if context.cursor is None or stamp > context.cursor:
         if context.cursor is not None:  # the first evaluation only records where we are
-            yield dg.RunRequest(run_key=f"bank-sync-{stamp}", run_config={"ops": {"refresh": {"config": {"mode": "hot"}}}})
+            yield dg.RunRequest(
+                run_key=f"bank-sync-{stamp}",
+                run_config={"ops": {"refresh": {"config": {"mode": "hot"}}}},
+            )
         context.update_cursor(stamp)
 
 
@@ -260,7 +371,9 @@ def build_definitions() -> dg.Definitions:
         schedules=schedules,
         sensors=[bank_sync_finished],
         resources={
-            "api": ApiResource(base_url=dg.EnvVar("CENTSYNC_API_BASE_URL"), api_key=dg.EnvVar("CENTSYNC_API_KEY")),
+            "api": ApiResource(
+                base_url=dg.EnvVar("CENTSYNC_API_BASE_URL"), api_key=dg.EnvVar("CENTSYNC_API_KEY")
+            ),
             "warehouse": WarehouseResource(),  # CENTSYNC_WAREHOUSE is read when the run starts
         },
         executor=dg.in_process_executor,

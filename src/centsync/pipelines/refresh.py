@@ -134,7 +134,9 @@ class Refresher:
         if me.key_expires_at is not None:
             left = me.key_expires_at - dt.datetime.now(dt.UTC)
             if left < dt.timedelta(days=30):
-                s.warnings.append(f"the API key expires in {max(0, left.days)} days ({me.key_expires_at:%Y-%m-%d}): create a new one")
+                s.warnings.append(
+                    f"the API key expires in {max(0, left.days)} days ({me.key_expires_at:%Y-%m-%d}): create a new one"
+                )
         settings = c.settings()
         sres = wh.snapshot_settings(orjson.loads(settings.raw))
         s.timezone = settings.timezone
@@ -153,8 +155,10 @@ class Refresher:
         elif self.opt.mode == "full" or sres.timezone_changed or not present:
             s.mode = "full"
             s.reason = (
-                "--full" if self.opt.mode == "full"
-                else f"timezone changed from {sres.previous_timezone} to {sres.timezone}" if sres.timezone_changed
+                "--full"
+                if self.opt.mode == "full"
+                else f"timezone changed from {sres.previous_timezone} to {sres.timezone}"
+                if sres.timezone_changed
                 else "first sync"
             )
             self._full(today, hot_start)
@@ -198,13 +202,23 @@ class Refresher:
                 for lo, hi in windows:
                     seen.update(_months_between(lo, hi))
                 # The first window is open below and the last open above, to catch rows the range missed.
-                bounds = [(None if i == 0 else lo, None if i == len(windows) - 1 else hi) for i, (lo, hi) in enumerate(windows)]
+                bounds = [
+                    (None if i == 0 else lo, None if i == len(windows) - 1 else hi)
+                    for i, (lo, hi) in enumerate(windows)
+                ]
                 self._read(bounds, reason=self.summary.reason, planned=windows, verify=False)
-                stale = [m for m in self.wh.months_present() if _parse_month(m) not in seen and not self._months_done(m)]
+                stale = [
+                    m
+                    for m in self.wh.months_present()
+                    if _parse_month(m) not in seen and not self._months_done(m)
+                ]
                 if stale:
                     self.wh.replace_months(stale, self._empty(), reason=self.summary.reason)
         after = self._whole_summary()
-        server = {(before.count, before.income, before.expense, before.transfer), (after.count, after.income, after.expense, after.transfer)}
+        server = {
+            (before.count, before.income, before.expense, before.transfer),
+            (after.count, after.income, after.expense, after.transfer),
+        }
         local = self._local_fingerprint(None, dt.date(2999, 12, 31))[0]
         if server != {local}:
             log.info("the ledger changed while it was read: checking every year's fingerprint")
@@ -219,11 +233,21 @@ class Refresher:
         self._record_summary("all", None, None, whole)
         return whole
 
-    def _record_summary(self, scope: str, lo: dt.date | None, hi: dt.date | None, summ: Any) -> None:
+    def _record_summary(
+        self, scope: str, lo: dt.date | None, hi: dt.date | None, summ: Any
+    ) -> None:
         """Keep a fetched summary for server.transactions_summary."""
         self.summaries.append(
-            {"scope": scope, "from": lo, "to": hi, "count": summ.count, "income": summ.income,
-             "expense": summ.expense, "transfer": summ.transfer, "net": summ.net}
+            {
+                "scope": scope,
+                "from": lo,
+                "to": hi,
+                "count": summ.count,
+                "income": summ.income,
+                "expense": summ.expense,
+                "transfer": summ.transfer,
+                "net": summ.net,
+            }
         )
 
     def _span(self) -> tuple[dt.date, dt.date, int] | None:
@@ -233,7 +257,11 @@ class Refresher:
         if total == 0 or newest.height == 0:
             return None
         oldest, _ = self.client.transactions_page(total, limit=1, raw=False)
-        last = oldest.get_column("booked_at")[0] if oldest.height else newest.get_column("booked_at")[0]
+        last = (
+            oldest.get_column("booked_at")[0]
+            if oldest.height
+            else newest.get_column("booked_at")[0]
+        )
         return last, newest.get_column("booked_at")[0], total
 
     def _pack(self, oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt.date]]:
@@ -275,15 +303,21 @@ class Refresher:
             for lo_, hi_ in _contiguous(differing):
                 self._read([(lo_, hi_)], reason=f"month differs in {year}")
 
-    def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
+    def _fingerprint(
+        self, lo: dt.date | None, hi: dt.date, scope: str
+    ) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
         summ = self.client.transactions_summary(lo, hi)
         spend = self.client.spending(lo or EPOCH, hi, group_by="category")
         self._record_summary(scope, lo, hi, summ)
         self.spendings.append(orjson.loads(spend.raw))
-        cats = frozenset((r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True))
+        cats = frozenset(
+            (r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True)
+        )
         return (summ.count, summ.income, summ.expense, summ.transfer), cats
 
-    def _local_fingerprint(self, lo: dt.date | None, hi: dt.date) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
+    def _local_fingerprint(
+        self, lo: dt.date | None, hi: dt.date
+    ) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
         lo_ = lo or EPOCH
         row = self.wh.query(
             """
@@ -316,7 +350,11 @@ class Refresher:
 
         One window at a time (its pages concurrently): memory holds one window, not several.
         """
-        batches = _prefetch(b for w in windows for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY, verify=verify))
+        batches = _prefetch(
+            b
+            for w in windows
+            for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY, verify=verify)
+        )
         for i, batch in enumerate(batches):
             frame = batch.frame
             lo, hi = planned[i] if planned is not None else batch.report.window
@@ -327,7 +365,14 @@ class Refresher:
             self.summary.rereads += batch.report.rereads
             if result is not None:
                 self.summary.months_reread.append(
-                    {"from": months[0], "to": months[-1], "months": len(months), "rows": frame.height, "changed": result.changed, "reason": reason}
+                    {
+                        "from": months[0],
+                        "to": months[-1],
+                        "months": len(months),
+                        "rows": frame.height,
+                        "changed": result.changed,
+                        "reason": reason,
+                    }
                 )
             if self.opt.progress is not None:
                 self.opt.progress(f"{months[0]}..{months[-1]}" if months else "", frame.height)
@@ -336,7 +381,9 @@ class Refresher:
                 self.wh.publish_progress()
                 self._published = time.monotonic()
 
-    def _window_months(self, lo: dt.date | None, hi: dt.date | None, frame: pl.DataFrame) -> list[str]:
+    def _window_months(
+        self, lo: dt.date | None, hi: dt.date | None, frame: pl.DataFrame
+    ) -> list[str]:
         """Every month a window covers: its bounds, and for open ends the rows and local months."""
         dates: list[dt.date] = []
         if frame.height:
@@ -345,7 +392,10 @@ class Refresher:
         if lo is None:
             lo = min([*dates, *[m for m in local if hi is None or m <= hi]], default=None)
         if hi is None:
-            hi = max([*dates, *[_month_end(m) for m in local if lo is None or m >= _month(lo)]], default=None)
+            hi = max(
+                [*dates, *[_month_end(m) for m in local if lo is None or m >= _month(lo)]],
+                default=None,
+            )
         if lo is None or hi is None:
             return []
         return [m.strftime("%Y-%m") for m in _months_between(lo, hi)]
@@ -367,7 +417,9 @@ class Refresher:
         """The server's own aggregates, landed for reconciliation."""
         c, wh = self.client, self.wh
         wh.load_accounts_summary(orjson.loads(c.accounts_summary().raw))
-        oldest = wh.query("SELECT min(booked_at) AS d, max(booked_at) AS e FROM core.transactions").row(0)
+        oldest = wh.query(
+            "SELECT min(booked_at) AS d, max(booked_at) AS e FROM core.transactions"
+        ).row(0)
         lo = oldest[0] or today
         hi = max(oldest[1] or today, today)
         for group_by in ("category", "merchant", "month"):
@@ -380,21 +432,30 @@ class Refresher:
 
 
 def _prefetch(items: Iterator[T]) -> Iterator[T]:
-    """Produce the next item in a thread while the caller works on this one (read while loading)."""
-    q: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=1)
+    """Produce the next item in a thread while the caller works on this one (read while loading).
+
+    The producer starts an item only once the caller has taken the one before: at most two
+    windows are in memory, the one being loaded and the one being read.
+    """
+    q: queue.Queue[tuple[str, Any]] = queue.Queue()
+    room = threading.Semaphore(1)
     stop = threading.Event()
 
     def produce() -> None:
         try:
-            for item in items:
-                while not stop.is_set():
-                    try:
-                        q.put(("item", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
+            it = iter(items)
+            while True:
+                while not room.acquire(timeout=0.1):
+                    if stop.is_set():
+                        return
                 if stop.is_set():
                     return
+                try:
+                    item = next(it)
+                except StopIteration:
+                    break
+                q.put(("item", item))
+                del item
             q.put(("done", None))
         except BaseException as e:  # handed to the consumer, raised there
             q.put(("error", e))
@@ -408,13 +469,17 @@ def _prefetch(items: Iterator[T]) -> Iterator[T]:
                 return
             if kind == "error":
                 raise value
+            room.release()
             yield value
+            del value
     finally:
         stop.set()
         thread.join(timeout=30)
 
 
-def _contiguous(windows: Iterable[tuple[dt.date | None, dt.date]]) -> list[tuple[dt.date | None, dt.date]]:
+def _contiguous(
+    windows: Iterable[tuple[dt.date | None, dt.date]],
+) -> list[tuple[dt.date | None, dt.date]]:
     out: list[tuple[dt.date | None, dt.date]] = []
     for lo, hi in windows:
         if out and lo is not None and out[-1][1] + dt.timedelta(days=1) == lo:
@@ -424,7 +489,9 @@ def _contiguous(windows: Iterable[tuple[dt.date | None, dt.date]]) -> list[tuple
     return out
 
 
-def run_refresh(client: ApiClient, warehouse_path: str | None, options: RefreshOptions) -> RefreshSummary:
+def run_refresh(
+    client: ApiClient, warehouse_path: str | None, options: RefreshOptions
+) -> RefreshSummary:
     """Run one refresh into a working copy of the warehouse and publish it when it succeeds."""
     mode = "full" if options.mode == "full" else "incremental"
     before = _snapshot_counts(client)
@@ -438,7 +505,11 @@ def run_refresh(client: ApiClient, warehouse_path: str | None, options: RefreshO
         summary.requests_total = sum(spent.values())
         summary.retries = sum(e.retries for e in client.stats.endpoints.values())
         st = wh.stats
-        summary.rows_landed, summary.rows_changed, summary.rows_rejected = st.rows_landed, st.rows_changed, st.rows_rejected
+        summary.rows_landed, summary.rows_changed, summary.rows_rejected = (
+            st.rows_landed,
+            st.rows_changed,
+            st.rows_rejected,
+        )
         summary.refresh_id = wh.refresh_id or ""
         wh.finish_refresh(requests=spent, months_checked=summary.months_checked)
     return summary

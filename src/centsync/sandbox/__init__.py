@@ -1,8 +1,8 @@
 """The sandbox: a faithful local emulation of the Personal Finance Data API v1.
 
-    sb = Sandbox(SandboxConfig(seed=1))
-    sb.app      # the ASGI app (httpx.ASGITransport(app=sb.app) for in-process use)
-    sb.keys     # {"read_only", "read_write", "expired", "admin_token"}
+sb = Sandbox(SandboxConfig(seed=1))
+sb.app      # the ASGI app (httpx.ASGITransport(app=sb.app) for in-process use)
+sb.keys     # {"read_only", "read_write", "expired", "admin_token"}
 """
 
 from centsync.sandbox.app import SandboxApp

@@ -44,7 +44,16 @@ _TX_EXPENSE_PATH = re.compile(r"^/v1/transactions/([^/]+)/expense$")
 _SB_TX_PATH = re.compile(r"^/_sandbox/transactions/([^/]+)$")
 _SB_ACC_PATH = re.compile(r"^/_sandbox/accounts/([^/]+)$")
 MAX_BODY = 1_000_000
-CREATE_FIELDS = {"account_id", "amount", "concept", "booked_at", "type", "category_id", "expense_goal_id", "notes"}
+CREATE_FIELDS = {
+    "account_id",
+    "amount",
+    "concept",
+    "booked_at",
+    "type",
+    "category_id",
+    "expense_goal_id",
+    "notes",
+}
 PATCH_FIELDS = {"concept", "category_id", "notes", "amount", "booked_at", "type", "expense_goal_id"}
 LIST_FILTERS = ("type", "account_id", "category_id", "expense_goal_id", "search", "from", "to")
 
@@ -54,7 +63,14 @@ class Request:
 
     __slots__ = ("body", "headers", "key", "method", "path", "query", "raw_body", "service")
 
-    def __init__(self, service: Service, method: str, path: str, query: list[tuple[str, str]], headers: dict[str, str]) -> None:
+    def __init__(
+        self,
+        service: Service,
+        method: str,
+        path: str,
+        query: list[tuple[str, str]],
+        headers: dict[str, str],
+    ) -> None:
         self.service = service
         self.method = method
         self.path = path
@@ -70,7 +86,11 @@ class Request:
     def json(self) -> Any:
         ctype = self.headers.get("content-type", "")
         if ctype.split(";")[0].strip().lower() != "application/json":
-            raise ApiError(415, "unsupported_media_type", "Send the body as JSON with `Content-Type: application/json`.")
+            raise ApiError(
+                415,
+                "unsupported_media_type",
+                "Send the body as JSON with `Content-Type: application/json`.",
+            )
         try:
             return orjson.loads(self.raw_body or b"")
         except orjson.JSONDecodeError:
@@ -80,7 +100,9 @@ class Request:
 class Response:
     __slots__ = ("body", "headers", "status")
 
-    def __init__(self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    def __init__(
+        self, status: int, body: bytes, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
         self.status = status
         self.body = body
         self.headers = headers or []
@@ -118,7 +140,11 @@ class SandboxApp:
             "/_sandbox/clock": {"GET": self.sb_clock},
             "/_sandbox/clock/advance": {"POST": self.sb_advance},
             "/_sandbox/settings": {"PUT": self.sb_settings},
-            "/_sandbox/faults": {"GET": self.sb_faults_get, "PUT": self.sb_faults_put, "DELETE": self.sb_faults_delete},
+            "/_sandbox/faults": {
+                "GET": self.sb_faults_get,
+                "PUT": self.sb_faults_put,
+                "DELETE": self.sb_faults_delete,
+            },
             "/_sandbox/transactions": {"POST": self.sb_tx_create},
             "/_sandbox/accounts": {"POST": self.sb_acc_create},
             "/_sandbox/keys": {"POST": self.sb_keys},
@@ -156,18 +182,37 @@ class SandboxApp:
             else:
                 raise not_found(f"No such path: {path}.")
         except ApiError as e:
-            resp = Response(e.status, orjson.dumps(e.body()), [(k.lower().encode(), v.encode()) for k, v in e.headers.items()])
+            resp = Response(
+                e.status,
+                orjson.dumps(e.body()),
+                [(k.lower().encode(), v.encode()) for k, v in e.headers.items()],
+            )
         except ConnectionResetError:
             raise
         except Exception:
             log.exception("unexpected error on %s %s", method, path)
-            err = ApiError(500, "internal_error", "Internal error; the request id identifies it in the sandbox log.")
+            err = ApiError(
+                500,
+                "internal_error",
+                "Internal error; the request id identifies it in the sandbox log.",
+            )
             resp = Response(500, orjson.dumps(err.body()))
-        headers_out = [(b"content-type", JSON), (b"content-length", str(len(resp.body)).encode()), *extra, *resp.headers]
+        headers_out = [
+            (b"content-type", JSON),
+            (b"content-length", str(len(resp.body)).encode()),
+            *extra,
+            *resp.headers,
+        ]
         await send({"type": "http.response.start", "status": resp.status, "headers": headers_out})
         if drop:
             # Start the answer, then break the connection: the client cannot know the outcome.
-            await send({"type": "http.response.body", "body": resp.body[: len(resp.body) // 2], "more_body": True})
+            await send(
+                {
+                    "type": "http.response.body",
+                    "body": resp.body[: len(resp.body) // 2],
+                    "more_body": True,
+                }
+            )
             raise ConnectionResetError("sandbox fault injection: connection dropped")
         await send({"type": "http.response.body", "body": resp.body})
 
@@ -183,7 +228,11 @@ class SandboxApp:
             handler = self._route(self.v1, req)
             needed = "data.read" if req.method == "GET" else "data.write"
             if needed not in key.scopes:
-                raise ApiError(403, "insufficient_scope", f"This key lacks the `{needed}` scope: {'this key is read-only; create a read and write key' if needed == 'data.write' else 'create a key with data.read'}.")
+                raise ApiError(
+                    403,
+                    "insufficient_scope",
+                    f"This key lacks the `{needed}` scope: {'this key is read-only; create a read and write key' if needed == 'data.write' else 'create a key with data.read'}.",
+                )
             fail = bool(f.error_rate) and s.fault_rng.random() < f.error_rate
             # A write may fail after its work is done: the client cannot know the outcome.
             fail_after = fail and req.method != "GET" and s.fault_rng.random() < 0.5
@@ -209,7 +258,12 @@ class SandboxApp:
     def _injected_error(self) -> ApiError:
         status = self.s.fault_rng.choice(self.s.faults.error_statuses or [500])
         if status == 503:
-            return ApiError(503, "service_unavailable", "Service unavailable (injected outage); retry later.", headers={"Retry-After": "1"})
+            return ApiError(
+                503,
+                "service_unavailable",
+                "Service unavailable (injected outage); retry later.",
+                headers={"Retry-After": "1"},
+            )
         return ApiError(status, "internal_error", "Internal error (injected fault).")
 
     def _route(self, table: dict[str, dict[str, Handler]], req: Request) -> Handler:
@@ -220,7 +274,12 @@ class SandboxApp:
             raise not_found(f"No such path: {req.path}.")
         handler = methods.get(req.method)
         if handler is None:
-            raise ApiError(405, "method_not_allowed", f"{req.method} is not allowed on {req.path}; allowed: {', '.join(methods)}.", headers={"Allow": ", ".join(methods)})
+            raise ApiError(
+                405,
+                "method_not_allowed",
+                f"{req.method} is not allowed on {req.path}; allowed: {', '.join(methods)}.",
+                headers={"Allow": ", ".join(methods)},
+            )
         return handler
 
     def _dynamic(self, req: Request) -> dict[str, Handler] | None:
@@ -239,7 +298,11 @@ class SandboxApp:
     async def _admin(self, req: Request) -> Response:
         auth = req.headers.get("authorization", "")
         if not hmac.compare_digest(auth.encode(), f"Bearer {self.s.admin_token}".encode()):
-            raise ApiError(401, "unauthenticated", "The control surface needs `Authorization: Bearer <admin_token>`.")
+            raise ApiError(
+                401,
+                "unauthenticated",
+                "The control surface needs `Authorization: Bearer <admin_token>`.",
+            )
         return await self._route(self.admin, req)(req)
 
     # ---- helpers -------------------------------------------------------------------------
@@ -253,7 +316,9 @@ class SandboxApp:
     def _tx_record(self, t: Tx, notes: bool) -> dict[str, Any]:
         return t.record(notes=notes, extra=not self.s.faults.drop_extra_fields)
 
-    def _filters(self, q: dict[str, str]) -> tuple[int | None, int | None, tuple[tuple[str, object], ...]]:
+    def _filters(
+        self, q: dict[str, str]
+    ) -> tuple[int | None, int | None, tuple[tuple[str, object], ...]]:
         s = self.s
         preds: list[tuple[str, object]] = []
         if "type" in q:
@@ -289,7 +354,11 @@ class SandboxApp:
         if idem is None:
             return await work()
         if not 1 <= len(idem) <= 255 or not all(32 <= ord(c) < 127 for c in idem):
-            raise invalid("`Idempotency-Key` must be 1 to 255 printable ASCII characters.", "Idempotency-Key", "invalid")
+            raise invalid(
+                "`Idempotency-Key` must be 1 to 255 printable ASCII characters.",
+                "Idempotency-Key",
+                "invalid",
+            )
         assert req.key is not None
         try:
             parsed = orjson.loads(req.raw_body) if req.raw_body else None
@@ -320,7 +389,12 @@ class SandboxApp:
                 "account_id": key.owner,
                 "scopes": key.scopes,
                 "key": {"id": key.id, "expires_at": _iso(key.expires_ms)},
-                "rate_limit": {"minute_limit": ml, "minute_remaining": mr, "hour_limit": hl, "hour_remaining": hr},
+                "rate_limit": {
+                    "minute_limit": ml,
+                    "minute_remaining": mr,
+                    "hour_limit": hl,
+                    "hour_remaining": hr,
+                },
             }
         )
 
@@ -328,7 +402,11 @@ class SandboxApp:
         q = req.q()
         page = int_param(q["page"], "page", 1) if "page" in q else 1
         limit = int_param(q["limit"], "limit", 1, 200) if "limit" in q else 50
-        sort = enum_value(q["sort"], "sort", ("booked_at", "created_at")) if "sort" in q else "booked_at"
+        sort = (
+            enum_value(q["sort"], "sort", ("booked_at", "created_at"))
+            if "sort" in q
+            else "booked_at"
+        )
         lo, hi, preds = self._filters(q)
         s = self.s
         if s.faults.drift.get("pages", 0) > 0:
@@ -374,7 +452,9 @@ class SandboxApp:
             s = self.s
             missing = [f for f in ("account_id", "amount", "concept", "booked_at") if f not in body]
             if missing:
-                raise invalid(f"Missing required field(s): {', '.join(missing)}.", missing[0], "required")
+                raise invalid(
+                    f"Missing required field(s): {', '.join(missing)}.", missing[0], "required"
+                )
             account_id = uuid_value(body["account_id"], "account_id")
             if s.visible_account(account_id) is None:
                 raise invalid(f"No account {account_id}.", "account_id", "does not exist")
@@ -385,13 +465,27 @@ class SandboxApp:
             category_id = self._category(body.get("category_id"))
             goal = self._goal(body.get("expense_goal_id"))
             if goal is not None and typ != EXPENSE:
-                raise invalid("Only an expense can be assigned to an Expense.", "expense_goal_id", "not an expense")
+                raise invalid(
+                    "Only an expense can be assigned to an Expense.",
+                    "expense_goal_id",
+                    "not an expense",
+                )
             notes = body.get("notes")
             if notes is not None:
                 notes = text_value(notes, "notes", 0, 2000)
             if s.faults.latency_ms:
                 await asyncio.sleep(0)  # let a concurrent twin reach the idempotency check
-            t = s.add_transaction(account_id, concept, amount, typ, s.noon_ms(booked), category_id, goal, notes, manual=True)
+            t = s.add_transaction(
+                account_id,
+                concept,
+                amount,
+                typ,
+                s.noon_ms(booked),
+                category_id,
+                goal,
+                notes,
+                manual=True,
+            )
             return ok(self._tx_record(t, notes=True), 201)
 
         return await self._idempotent(req, work)
@@ -400,7 +494,9 @@ class SandboxApp:
         if raw is not None:
             return enum_value(raw, "type", TYPES)
         if amount == 0:
-            raise invalid("`amount` 0 needs an explicit `type`.", "type", "required when amount is 0")
+            raise invalid(
+                "`amount` 0 needs an explicit `type`.", "type", "required when amount is 0"
+            )
         return EXPENSE if amount < 0 else INCOME
 
     def _category(self, raw: object) -> str | None:
@@ -429,17 +525,27 @@ class SandboxApp:
             if not body:
                 raise invalid("An empty PATCH changes nothing: send at least one field.")
             if "expense_goal_id" in body:
-                raise invalid("Assign or clear an Expense with POST /v1/transactions/{id}/expense.", "expense_goal_id", "use the assign endpoint")
+                raise invalid(
+                    "Assign or clear an Expense with POST /v1/transactions/{id}/expense.",
+                    "expense_goal_id",
+                    "use the assign endpoint",
+                )
             bank_only = [f for f in ("amount", "booked_at", "type") if f in body]
             if bank_only and not t.manual:
-                raise invalid(f"{', '.join(bank_only)} of a bank-feed transaction cannot be changed; only manual ones.", bank_only[0], "bank-feed transaction")
+                raise invalid(
+                    f"{', '.join(bank_only)} of a bank-feed transaction cannot be changed; only manual ones.",
+                    bank_only[0],
+                    "bank-feed transaction",
+                )
             changes: dict[str, Any] = {}
             if "concept" in body:
                 changes["concept"] = text_value(body["concept"], "concept", 1, 200)
             if "category_id" in body:
                 changes["category_id"] = self._category(body["category_id"])
             if "notes" in body:
-                changes["notes"] = None if body["notes"] is None else text_value(body["notes"], "notes", 0, 2000)
+                changes["notes"] = (
+                    None if body["notes"] is None else text_value(body["notes"], "notes", 0, 2000)
+                )
             if "amount" in body:
                 changes["amount"] = amount_value(body["amount"])
             if "booked_at" in body:
@@ -447,7 +553,11 @@ class SandboxApp:
             if "type" in body:
                 changes["type"] = enum_value(body["type"], "type", TYPES)
             if changes.get("type", t.type) != EXPENSE and t.expense_goal_id is not None:
-                raise invalid("This transaction is assigned to an Expense; clear the assignment before changing its type.", "type", "assigned to an Expense")
+                raise invalid(
+                    "This transaction is assigned to an Expense; clear the assignment before changing its type.",
+                    "type",
+                    "assigned to an Expense",
+                )
             self.s.change_transaction(t, changes)
             return ok(self._tx_record(t, notes=True))
 
@@ -461,10 +571,18 @@ class SandboxApp:
 
         async def work() -> Response:
             if "expense_goal_id" not in body:
-                raise invalid("Send `expense_goal_id` (a uuid, or null to clear).", "expense_goal_id", "required")
+                raise invalid(
+                    "Send `expense_goal_id` (a uuid, or null to clear).",
+                    "expense_goal_id",
+                    "required",
+                )
             goal = self._goal(body["expense_goal_id"])
             if t.type != EXPENSE:
-                raise invalid(f"Only an expense can be assigned to an Expense; this transaction is {t.type}.", "expense_goal_id", "not an expense")
+                raise invalid(
+                    f"Only an expense can be assigned to an Expense; this transaction is {t.type}.",
+                    "expense_goal_id",
+                    "not an expense",
+                )
             self.s.change_transaction(t, {"expense_goal_id": goal})
             return ok(self._tx_record(t, notes=True))
 
@@ -494,7 +612,11 @@ class SandboxApp:
 
     async def spending(self, req: Request) -> Response:
         q = req.q()
-        group_by = enum_value(q["group_by"], "group_by", ("category", "merchant", "month")) if "group_by" in q else "category"
+        group_by = (
+            enum_value(q["group_by"], "group_by", ("category", "merchant", "month"))
+            if "group_by" in q
+            else "category"
+        )
         today = self.s.local_date()
         lo = date_value(q["from"], "from") if "from" in q else today.replace(day=1)
         if "to" in q:
@@ -505,7 +627,16 @@ class SandboxApp:
         if lo > hi:
             raise invalid("`from` must not be after `to`.", "from", "after to")
         total, rows = self.s.spending(lo.toordinal(), hi.toordinal(), group_by)
-        return ok({"from": lo.isoformat(), "to": hi.isoformat(), "group_by": group_by, "currency": self.s.currency, "total": total, "data": rows})
+        return ok(
+            {
+                "from": lo.isoformat(),
+                "to": hi.isoformat(),
+                "group_by": group_by,
+                "currency": self.s.currency,
+                "total": total,
+                "data": rows,
+            }
+        )
 
     async def settings(self, req: Request) -> Response:
         return ok(self.s.settings())
@@ -521,7 +652,11 @@ class SandboxApp:
             if "provider" in body:
                 p = body["provider"]
                 if p not in known:
-                    raise invalid(f"Unknown provider {p!r}; known: {', '.join(known)}.", "provider", "unknown provider")
+                    raise invalid(
+                        f"Unknown provider {p!r}; known: {', '.join(known)}.",
+                        "provider",
+                        "unknown provider",
+                    )
                 providers = [p]
             else:
                 providers = [p for p in known if any(c.provider == p for c in self.s.connections)]
@@ -540,7 +675,12 @@ class SandboxApp:
     async def sb_advance(self, req: Request) -> Response:
         body = object_body(req.json(), {"hours", "days", "minutes", "seconds"})
         ms = 0.0
-        for name, unit in (("days", 86_400_000), ("hours", 3_600_000), ("minutes", 60_000), ("seconds", 1000)):
+        for name, unit in (
+            ("days", 86_400_000),
+            ("hours", 3_600_000),
+            ("minutes", 60_000),
+            ("seconds", 1000),
+        ):
             v = body.get(name, 0)
             if isinstance(v, bool) or not isinstance(v, int | float) or v < 0:
                 raise invalid(f"`{name}` must be a non-negative number.", name, "invalid")
@@ -569,7 +709,9 @@ class SandboxApp:
         return ok(self.s.faults.public())
 
     async def sb_keys(self, req: Request) -> Response:
-        body = object_body(req.json(), {"scopes", "minute_limit", "hour_limit", "expires_in_days", "name"})
+        body = object_body(
+            req.json(), {"scopes", "minute_limit", "hour_limit", "expires_in_days", "name"}
+        )
         scopes = body.get("scopes", ["data.read", "data.write"])
         days = body.get("expires_in_days", 365)
         value = self.s.create_key(
@@ -611,11 +753,17 @@ class SandboxApp:
             try:
                 dt = datetime.fromisoformat(str(body["occurred_at"]).replace("Z", "+00:00"))
             except ValueError:
-                raise invalid("`occurred_at` must be an ISO 8601 instant.", "occurred_at", "invalid") from None
+                raise invalid(
+                    "`occurred_at` must be an ISO 8601 instant.", "occurred_at", "invalid"
+                ) from None
             if dt.tzinfo is None:
                 dt = dt.replace(tzinfo=UTC)
             if not 1900 <= dt.year <= 2999:
-                raise invalid("`occurred_at` must fall between the years 1900 and 2999.", "occurred_at", "out of range")
+                raise invalid(
+                    "`occurred_at` must fall between the years 1900 and 2999.",
+                    "occurred_at",
+                    "out of range",
+                )
             return int(dt.timestamp() * 1000)
         if "booked_at" in body:
             return self.s.noon_ms(date_value(body["booked_at"], "booked_at"))
@@ -659,11 +807,17 @@ class SandboxApp:
     async def sb_acc_create(self, req: Request) -> Response:
         from centsync.sandbox.household import Account
 
-        body = object_body(req.json(), {"name", "type", "subtype", "balance", "hidden", "institution"})
+        body = object_body(
+            req.json(), {"name", "type", "subtype", "balance", "hidden", "institution"}
+        )
         acc = Account(
             self.s.new_id(),
             text_value(body.get("name"), "name", 1, 200),
-            enum_value(body.get("type", "depository"), "type", ("depository", "credit", "investment", "loan", "unclassified")),
+            enum_value(
+                body.get("type", "depository"),
+                "type",
+                ("depository", "credit", "investment", "loan", "unclassified"),
+            ),
             body.get("subtype"),
             body.get("institution"),
             None,
@@ -686,11 +840,15 @@ class SandboxApp:
 
     async def sb_acc_patch(self, req: Request) -> Response:
         acc = self._sb_acc(req)
-        body = object_body(req.json(), {"name", "type", "subtype", "balance", "hidden", "institution"})
+        body = object_body(
+            req.json(), {"name", "type", "subtype", "balance", "hidden", "institution"}
+        )
         if "name" in body:
             acc.name = text_value(body["name"], "name", 1, 200)
         if "type" in body:
-            acc.type = enum_value(body["type"], "type", ("depository", "credit", "investment", "loan", "unclassified"))
+            acc.type = enum_value(
+                body["type"], "type", ("depository", "credit", "investment", "loan", "unclassified")
+            )
         if "subtype" in body:
             acc.subtype = body["subtype"]
         if "institution" in body:
@@ -726,4 +884,3 @@ async def _read_body(receive: Receive) -> bytes:
 
 def _iso(ms: int) -> str:
     return iso_ms(ms)
-

@@ -100,10 +100,35 @@ MERCHANTS: dict[str, list[str]] = {
         "Deliveroo",
         "DELIVEROO  *ORDER",
     ],
-    "Subscriptions": ["Netflix.com", "NETFLIX.COM", "Spotify AB", "Apple.com/bill", "iCloud Storage"],
-    "Utilities": ["Iberdrola Electricity", "Aguas de Valencia", "Movistar Fibra", "Vodafone Mobile"],
-    "Transport": ["Uber *Trip", "UBER   TRIP", "Metro Valencia", "Repsol 2231", "REPSOL ESTACION", "Cabify"],
-    "Travel": ["Ryanair", "RYANAIR  FR", "Booking.com", "Airbnb * HM4Q", "Iberia", "Renfe Viajeros"],
+    "Subscriptions": [
+        "Netflix.com",
+        "NETFLIX.COM",
+        "Spotify AB",
+        "Apple.com/bill",
+        "iCloud Storage",
+    ],
+    "Utilities": [
+        "Iberdrola Electricity",
+        "Aguas de Valencia",
+        "Movistar Fibra",
+        "Vodafone Mobile",
+    ],
+    "Transport": [
+        "Uber *Trip",
+        "UBER   TRIP",
+        "Metro Valencia",
+        "Repsol 2231",
+        "REPSOL ESTACION",
+        "Cabify",
+    ],
+    "Travel": [
+        "Ryanair",
+        "RYANAIR  FR",
+        "Booking.com",
+        "Airbnb * HM4Q",
+        "Iberia",
+        "Renfe Viajeros",
+    ],
     "Shopping": ["AMZN Mktp ES", "Amazon.es", "Zara", "IKEA Valencia", "Decathlon", "MediaMarkt"],
     "Health": ["Farmacia Central", "Dental Clinic Ruzafa", "Sanitas"],
 }
@@ -177,13 +202,50 @@ def generate(
     conn_a = Connection(ids.new(), providers[0], "Banco Norte")
     conn_b = Connection(ids.new(), providers[1], "Harbor Bank")
     acc = {
-        "checking": Account(ids.new(), "Everyday Checking", "depository", "checking", "Banco Norte", conn_a.id, 250_000),
-        "savings": Account(ids.new(), "Rainy Day Savings", "depository", "savings", "Banco Norte", conn_a.id, 800_000),
-        "card": Account(ids.new(), "Visa Platinum", "credit", "credit_card", "Harbor Bank", conn_b.id, 0),
-        "broker": Account(ids.new(), "Index Fund Portfolio", "investment", "brokerage", "Harbor Bank", conn_b.id, 1_500_000),
-        "loan": Account(ids.new(), "car loan", "loan", "auto", "Banco Norte", conn_a.id, -1_800_000),
+        "checking": Account(
+            ids.new(),
+            "Everyday Checking",
+            "depository",
+            "checking",
+            "Banco Norte",
+            conn_a.id,
+            250_000,
+        ),
+        "savings": Account(
+            ids.new(),
+            "Rainy Day Savings",
+            "depository",
+            "savings",
+            "Banco Norte",
+            conn_a.id,
+            800_000,
+        ),
+        "card": Account(
+            ids.new(), "Visa Platinum", "credit", "credit_card", "Harbor Bank", conn_b.id, 0
+        ),
+        "broker": Account(
+            ids.new(),
+            "Index Fund Portfolio",
+            "investment",
+            "brokerage",
+            "Harbor Bank",
+            conn_b.id,
+            1_500_000,
+        ),
+        "loan": Account(
+            ids.new(), "car loan", "loan", "auto", "Banco Norte", conn_a.id, -1_800_000
+        ),
         "cash": Account(ids.new(), "Cash Wallet", "depository", "cash", None, None, 20_000),
-        "old": Account(ids.new(), "Old Joint Account", "depository", "checking", "Banco Norte", conn_a.id, 50_000, hidden=True),
+        "old": Account(
+            ids.new(),
+            "Old Joint Account",
+            "depository",
+            "checking",
+            "Banco Norte",
+            conn_a.id,
+            50_000,
+            hidden=True,
+        ),
     }
     conn_a.account_ids = [acc[k].id for k in ("checking", "savings", "loan", "old")]
     conn_b.account_ids = [acc[k].id for k in ("card", "broker")]
@@ -219,7 +281,9 @@ def generate(
         provider = None
         if a.connection_id is not None and not manual:
             provider = providers[0] if a.connection_id == conn_a.id else providers[1]
-        lag = rng.randint(5 * 60_000, 20 * HOUR_MS) if not manual else rng.randint(60_000, 3 * DAY_MS)
+        lag = (
+            rng.randint(5 * 60_000, 20 * HOUR_MS) if not manual else rng.randint(60_000, 3 * DAY_MS)
+        )
         created = min(instant + lag, now_ms - 1000)
         out.append(
             Tx(
@@ -242,7 +306,11 @@ def generate(
         lo, hi = AMOUNTS[category]
         amount = -rng.randint(lo, hi)
         day = rng.randint(1, mdays)
-        hour = rng.choice([8, 9, 11, 13, 14, 17, 19, 20, 21, 23]) if category == "Restaurants" else rng.randint(8, 22)
+        hour = (
+            rng.choice([8, 9, 11, 13, 14, 17, 19, 20, 21, 23])
+            if category == "Restaurants"
+            else rng.randint(8, 22)
+        )
         minute = rng.randint(0, 59)
         account = "card" if rng.random() < 0.55 else "checking"
         # Some rows arrive uncategorised from the feed.
@@ -252,24 +320,67 @@ def generate(
             goal = expenses[0].id
         elif category == "Shopping" and m == 12 and rng.random() < 0.5:
             goal = expenses[2].id
-        add(account, rng.choice(MERCHANTS[category]), amount, EXPENSE, local_ms(y, m, day, hour, minute), category_id, goal=goal)
+        add(
+            account,
+            rng.choice(MERCHANTS[category]),
+            amount,
+            EXPENSE,
+            local_ms(y, m, day, hour, minute),
+            category_id,
+            goal=goal,
+        )
         # Refunds: a positive expense on the same account a few days later.
         if category in ("Shopping", "Travel") and rng.random() < 0.08:
             rday = min(mdays, day + rng.randint(2, 6))
-            add(account, "Refund " + rng.choice(MERCHANTS[category]), -amount // rng.choice((1, 2)), EXPENSE, local_ms(y, m, rday, 10, 30), category_id)
+            add(
+                account,
+                "Refund " + rng.choice(MERCHANTS[category]),
+                -amount // rng.choice((1, 2)),
+                EXPENSE,
+                local_ms(y, m, rday, 10, 30),
+                category_id,
+            )
 
     for ym in range(first_month, last_month + 1):
         y, m = divmod(ym - 1, 12)
         m += 1
         mdays = _month_days(y, m)
-        add("checking", "ACME Corp Payroll", 385_000 + rng.randint(0, 3) * 2500, INCOME, local_ms(y, m, min(28, mdays), 6, 0), "Salary")
+        add(
+            "checking",
+            "ACME Corp Payroll",
+            385_000 + rng.randint(0, 3) * 2500,
+            INCOME,
+            local_ms(y, m, min(28, mdays), 6, 0),
+            "Salary",
+        )
         if rng.random() < 0.35:
-            add("checking", rng.choice(["Freelance invoice", "FREELANCE INVOICE 22", "Wallapop sale"]), rng.randint(5000, 90000), INCOME, local_ms(y, m, rng.randint(1, mdays), 12, 0), "Other income")
+            add(
+                "checking",
+                rng.choice(["Freelance invoice", "FREELANCE INVOICE 22", "Wallapop sale"]),
+                rng.randint(5000, 90000),
+                INCOME,
+                local_ms(y, m, rng.randint(1, mdays), 12, 0),
+                "Other income",
+            )
         add("checking", "Rent - Calle Colon 12", -120_000, EXPENSE, local_ms(y, m, 1, 9, 0), "Rent")
         for sub in ("Netflix.com", "Spotify AB", "iCloud Storage"):
-            add("card", sub if rng.random() < 0.8 else sub.upper(), -rng.choice((999, 1099, 1299)) if sub != "iCloud Storage" else -299, EXPENSE, local_ms(y, m, rng.randint(3, 7), 4, 0), "Subscriptions")
+            add(
+                "card",
+                sub if rng.random() < 0.8 else sub.upper(),
+                -rng.choice((999, 1099, 1299)) if sub != "iCloud Storage" else -299,
+                EXPENSE,
+                local_ms(y, m, rng.randint(3, 7), 4, 0),
+                "Subscriptions",
+            )
         for util in MERCHANTS["Utilities"]:
-            add("checking", util, -rng.randint(*AMOUNTS["Utilities"]), EXPENSE, local_ms(y, m, rng.randint(10, 20), 7, 0), "Utilities")
+            add(
+                "checking",
+                util,
+                -rng.randint(*AMOUNTS["Utilities"]),
+                EXPENSE,
+                local_ms(y, m, rng.randint(10, 20), 7, 0),
+                "Utilities",
+            )
         for _ in range(rng.randint(7, 10)):
             variable("Groceries", y, m, mdays)
         for _ in range(rng.randint(4, 8)):
@@ -296,7 +407,14 @@ def generate(
         add("savings", "Monthly investment", -20_000, TRANSFER, t, None)
         add("broker", "Contribution", 20_000, TRANSFER, t + 30_000, None)
         if m in (3, 6, 9, 12):
-            add("broker", "Dividend VWCE", rng.randint(3000, 9000), INCOME, local_ms(y, m, 15, 9, 0), "Other income")
+            add(
+                "broker",
+                "Dividend VWCE",
+                rng.randint(3000, 9000),
+                INCOME,
+                local_ms(y, m, 15, 9, 0),
+                "Other income",
+            )
         # Loan instalment: both legs.
         t = local_ms(y, m, 3, 9, 0)
         add("checking", "Car loan instalment", -35_000, TRANSFER, t, "Transfers")
@@ -306,18 +424,47 @@ def generate(
         add("checking", "ATM withdrawal", -10_000, TRANSFER, t, "Cash")
         add("cash", "Cash from ATM", 10_000, TRANSFER, t + 1000, "Cash", manual=True)
         for _ in range(rng.randint(2, 4)):
-            add("cash", rng.choice(["Farmers market", "coffee", "Parking", "Tip", "Newspaper kiosk"]), -rng.randint(150, 3000), EXPENSE, local_ms(y, m, rng.randint(1, mdays), rng.randint(9, 20), 0), None if rng.random() < 0.5 else "Groceries", manual=True, notes="cash" if rng.random() < 0.3 else None)
+            add(
+                "cash",
+                rng.choice(["Farmers market", "coffee", "Parking", "Tip", "Newspaper kiosk"]),
+                -rng.randint(150, 3000),
+                EXPENSE,
+                local_ms(y, m, rng.randint(1, mdays), rng.randint(9, 20), 0),
+                None if rng.random() < 0.5 else "Groceries",
+                manual=True,
+                notes="cash" if rng.random() < 0.3 else None,
+            )
         # The hidden account still has activity: invisible everywhere.
-        add("old", "Old joint direct debit", -rng.randint(1000, 5000), EXPENSE, local_ms(y, m, 12, 10, 0), "Utilities")
+        add(
+            "old",
+            "Old joint direct debit",
+            -rng.randint(1000, 5000),
+            EXPENSE,
+            local_ms(y, m, 12, 10, 0),
+            "Utilities",
+        )
         # A laptop purchase assigned to an Expense, once.
         if ym == last_month - 5:
-            add("card", "Apple Store", -119_900, EXPENSE, local_ms(y, m, 9, 16, 0), "Shopping", goal=expenses[1].id)
+            add(
+                "card",
+                "Apple Store",
+                -119_900,
+                EXPENSE,
+                local_ms(y, m, 9, 16, 0),
+                "Shopping",
+                goal=expenses[1].id,
+            )
 
     if transactions is not None:
         # The knob counts visible rows: the hidden account's rows come on top.
         hidden_rows = [t for t in out if t.account_id == acc["old"].id]
         visible_rows = [t for t in out if t.account_id != acc["old"].id]
-        out = _rescale(visible_rows, transactions, rng, ids, acc, cat, first_month, now_ms, zone, providers) + hidden_rows
+        out = (
+            _rescale(
+                visible_rows, transactions, rng, ids, acc, cat, first_month, now_ms, zone, providers
+            )
+            + hidden_rows
+        )
 
     # Balances consistent with the transactions: opening balance plus every amount.
     by_account = {a.id: a for a in acc.values()}

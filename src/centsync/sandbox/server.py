@@ -58,7 +58,9 @@ class _Server(uvicorn.Server):
         if threading.current_thread() is not threading.main_thread():
             yield
             return
-        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        previous = {
+            sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)
+        }
         try:
             yield
         finally:
@@ -85,7 +87,9 @@ def run_in_thread(sb: Sandbox, host: str = "127.0.0.1", port: int = 0) -> Iterat
         thread.join(timeout=10)
 
 
-def serve(sb: Sandbox, host: str, port: int, keys_out: Path | None, on_ready: str | None = None) -> None:
+def serve(
+    sb: Sandbox, host: str, port: int, keys_out: Path | None, on_ready: str | None = None
+) -> None:
     """Serve until SIGTERM or Ctrl-C; the keys file appears once connections are accepted."""
     # The ledger is millions of long-lived objects: keep them out of every GC pass.
     gc.collect()

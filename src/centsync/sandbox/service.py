@@ -158,9 +158,15 @@ class Service:
         self.admin_token = secrets.token_urlsafe(32)
         self.key_values: dict[str, str] = {}
         year_ms = 365 * DAY_MS
-        self.key_values["read_only"] = self.create_key(["data.read"], name="read only", expires_ms=self.now_ms + year_ms)
-        self.key_values["read_write"] = self.create_key(["data.read", "data.write"], name="read and write", expires_ms=self.now_ms + year_ms)
-        self.key_values["expired"] = self.create_key(["data.read", "data.write"], name="expired", expires_ms=self.now_ms - DAY_MS)
+        self.key_values["read_only"] = self.create_key(
+            ["data.read"], name="read only", expires_ms=self.now_ms + year_ms
+        )
+        self.key_values["read_write"] = self.create_key(
+            ["data.read", "data.write"], name="read and write", expires_ms=self.now_ms + year_ms
+        )
+        self.key_values["expired"] = self.create_key(
+            ["data.read", "data.write"], name="expired", expires_ms=self.now_ms - DAY_MS
+        )
 
     # ---- ids and time ----------------------------------------------------------------------
     def new_id(self) -> str:
@@ -214,7 +220,11 @@ class Service:
         if found is None or found.revoked:
             raise ApiError(401, "unauthenticated", "Unknown or revoked API key.")
         if self.now_ms >= found.expires_ms:
-            raise ApiError(401, "key_expired", f"This API key expired at {iso_ms(found.expires_ms)}; create a new one.")
+            raise ApiError(
+                401,
+                "key_expired",
+                f"This API key expired at {iso_ms(found.expires_ms)}; create a new one.",
+            )
         return found
 
     def limits(self, key: Key) -> tuple[int, int]:
@@ -234,14 +244,29 @@ class Service:
         key.hour_count += 1
         if self.faults.rate_limit_burst > 0:
             self.faults.rate_limit_burst -= 1
-            raise ApiError(429, "rate_limited", "Rate limit exceeded (injected burst).", headers={"Retry-After": "1"})
+            raise ApiError(
+                429,
+                "rate_limited",
+                "Rate limit exceeded (injected burst).",
+                headers={"Retry-After": "1"},
+            )
         mlim, hlim = self.limits(key)
         if key.hour_count > hlim:
             wait = math.ceil((hour + 1) * 3600 - now)
-            raise ApiError(429, "rate_limited", f"Hourly allowance of {hlim} requests used up.", headers={"Retry-After": str(max(1, wait))})
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"Hourly allowance of {hlim} requests used up.",
+                headers={"Retry-After": str(max(1, wait))},
+            )
         if key.minute_count > mlim:
             wait = math.ceil((minute + 1) * 60 - now)
-            raise ApiError(429, "rate_limited", f"Per-minute allowance of {mlim} requests used up.", headers={"Retry-After": str(max(1, wait))})
+            raise ApiError(
+                429,
+                "rate_limited",
+                f"Per-minute allowance of {mlim} requests used up.",
+                headers={"Retry-After": str(max(1, wait))},
+            )
 
     def remaining(self, key: Key) -> tuple[int, int, int, int]:
         now = time.time()
@@ -259,9 +284,18 @@ class Service:
             self.idempotency[(key.owner, idem)] = IdemEntry(fingerprint, self.now_ms)
             return None
         if ent.fingerprint != fingerprint:
-            raise ApiError(422, "idempotency_key_reused", "This Idempotency-Key was used with a different request; use a new key for a new request.")
+            raise ApiError(
+                422,
+                "idempotency_key_reused",
+                "This Idempotency-Key was used with a different request; use a new key for a new request.",
+            )
         if not ent.done:
-            raise ApiError(409, "idempotency_conflict", "A request with this Idempotency-Key is still being processed; retry shortly.", headers={"Retry-After": "1"})
+            raise ApiError(
+                409,
+                "idempotency_conflict",
+                "A request with this Idempotency-Key is still being processed; retry shortly.",
+                headers={"Retry-After": "1"},
+            )
         return ent
 
     def idem_end(self, key: Key, idem: str, status: int, body: bytes) -> None:
@@ -293,13 +327,20 @@ class Service:
         return self.ledger.by_id.get(tx_id)
 
     def settings(self) -> dict[str, Any]:
-        return {"timezone": self.timezone, "currency": self.currency, "locale": "es-ES", "week_start": "monday"}
+        return {
+            "timezone": self.timezone,
+            "currency": self.currency,
+            "locale": "es-ES",
+            "week_start": "monday",
+        }
 
     def set_timezone(self, tz: str) -> None:
         try:
             ZoneInfo(tz)
         except (ZoneInfoNotFoundError, ValueError):
-            raise invalid(f"Unknown IANA timezone: {tz!r}.", "timezone", "unknown timezone") from None
+            raise invalid(
+                f"Unknown IANA timezone: {tz!r}.", "timezone", "unknown timezone"
+            ) from None
         self.ledger.set_timezone(tz)  # first: if re-dating failed, the setting would stay as it was
         self.timezone = tz
 
@@ -499,19 +540,35 @@ class Service:
             if hi_ < lo_ or not visible:
                 break
             d = date.fromordinal(rng.randint(lo_, hi_))
-            self.add_transaction(rng.choice(visible), rng.choice(MERCHANTS["Groceries"]), -rng.randint(100, 9000), EXPENSE, self.noon_ms(d), manual=False)
+            self.add_transaction(
+                rng.choice(visible),
+                rng.choice(MERCHANTS["Groceries"]),
+                -rng.randint(100, 9000),
+                EXPENSE,
+                self.noon_ms(d),
+                manual=False,
+            )
         for _ in range(drift.get("updates", 0)):
             s, e = self.ledger.window(lo, hi)
             if e > s:
                 t = self.ledger.rows[rng.randrange(s, e)]
-                self.change_transaction(t, {"amount": t.amount - rng.randint(1, 500) if t.amount <= 0 else t.amount + rng.randint(1, 500)})
+                self.change_transaction(
+                    t,
+                    {
+                        "amount": t.amount - rng.randint(1, 500)
+                        if t.amount <= 0
+                        else t.amount + rng.randint(1, 500)
+                    },
+                )
         for _ in range(drift.get("deletes", 0)):
             s, e = self.ledger.window(lo, hi)
             if e > s:
                 self.delete_transaction(self.ledger.rows[rng.randrange(s, e)])
 
     # ---- aggregates ------------------------------------------------------------------------
-    def summary(self, lo: int | None, hi: int | None, preds: tuple[tuple[str, object], ...]) -> dict[str, int]:
+    def summary(
+        self, lo: int | None, hi: int | None, preds: tuple[tuple[str, object], ...]
+    ) -> dict[str, int]:
         sums = {EXPENSE: 0, INCOME: 0, TRANSFER: 0}
         count = 0
         if not preds:
@@ -551,7 +608,11 @@ class Service:
         rows = []
         for key, (amt, cnt) in cells.items():
             if group_by == "category":
-                label = self.categories.get(key, "Uncategorized") if key is not None else "Uncategorized"
+                label = (
+                    self.categories.get(key, "Uncategorized")
+                    if key is not None
+                    else "Uncategorized"
+                )
             else:
                 label = key
             rows.append({"key": key, "label": label, "amount": amt, "count": cnt})
@@ -601,7 +662,9 @@ class Service:
                 "institution": c.institution,
                 "status": c.status,
                 "last_synced_at": iso_ms(c.last_synced_ms),
-                "account_ids": [a for a in c.account_ids if a in self.accounts and not self.accounts[a].hidden],
+                "account_ids": [
+                    a for a in c.account_ids if a in self.accounts and not self.accounts[a].hidden
+                ],
             }
             for c in self.connections
         ]

@@ -32,9 +32,13 @@ def date_value(value: object, name: str) -> date:
     try:
         d = date.fromisoformat(value)
     except ValueError:
-        raise invalid(f"`{name}` is not a real calendar date: {value}.", name, "impossible date") from None
+        raise invalid(
+            f"`{name}` is not a real calendar date: {value}.", name, "impossible date"
+        ) from None
     if not MIN_YEAR <= d.year <= MAX_YEAR:
-        raise invalid(f"`{name}` must be between {MIN_YEAR}-01-01 and {MAX_YEAR}-12-31.", name, "out of range")
+        raise invalid(
+            f"`{name}` must be between {MIN_YEAR}-01-01 and {MAX_YEAR}-12-31.", name, "out of range"
+        )
     return d
 
 
