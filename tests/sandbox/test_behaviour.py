@@ -335,3 +335,31 @@ def test_control_surface_edits_are_visible(api: Api) -> None:
     assert acc["id"] not in {a["id"] for a in api.get("/v1/accounts").json()}
     api.admin("DELETE", f"/_sandbox/accounts/{acc['id']}")
     assert api.admin("GET", "/_sandbox/clock")["timezone"] == "Europe/Madrid"
+
+
+def test_merchant_spending_follows_edits_deletes_and_inserts(api: Api) -> None:
+    """Merchant spending comes from per-day aggregates: every change must keep them exact."""
+
+    def by_rows() -> dict[str, list[int]]:
+        cells: dict[str, list[int]] = {}
+        for t in api.state()["transactions"]:
+            if t["type"] == "expense":
+                cell = cells.setdefault(" ".join(t["concept"].split()).lower(), [0, 0])
+                cell[0] += t["amount"]
+                cell[1] += 1
+        return cells
+
+    def by_api() -> dict[str, list[int]]:
+        body = api.get(
+            "/v1/analytics/spending",
+            **{"from": "1990-01-01", "to": "2999-12-31", "group_by": "merchant"},
+        ).json()
+        return {r["key"]: [r["amount"], r["count"]] for r in body["data"]}
+
+    expenses = [t for t in api.state()["transactions"] if t["type"] == "expense"]
+    a, b = expenses[0], expenses[1]
+    api.admin("PATCH", f"/_sandbox/transactions/{a['id']}", {"concept": "  Brand NEW   Shop "})
+    api.admin("DELETE", f"/_sandbox/transactions/{b['id']}")
+    api.admin("POST", "/_sandbox/clock/advance", {"hours": 30})  # syncs add, change, cancel rows
+    assert "brand new shop" in by_api()
+    assert by_api() == by_rows()

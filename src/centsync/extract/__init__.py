@@ -56,9 +56,18 @@ from ._models import (
     TransactionsSummary,
 )
 from ._pacing import Allowance, Pacer
-from ._paging import TransactionBatch, Window, WindowReport, month_windows
+from ._paging import (
+    TransactionBatch,
+    Window,
+    WindowDone,
+    WindowEvent,
+    WindowReport,
+    WindowRows,
+    WindowVoid,
+    month_windows,
+)
 from ._stats import EndpointStats, RequestStats
-from ._sync import ApiClient
+from ._sync import ApiClient, WindowStream
 
 __all__ = [
     "ACCOUNT_SCHEMA",
@@ -106,7 +115,12 @@ __all__ = [
     "UnknownServerError",
     "UnsupportedMediaType",
     "Window",
+    "WindowDone",
+    "WindowEvent",
     "WindowReport",
+    "WindowRows",
+    "WindowStream",
+    "WindowVoid",
     "check_base_url",
     "month_windows",
     "network_transport",

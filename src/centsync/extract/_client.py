@@ -11,6 +11,7 @@ import random
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Coroutine, Generator, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
@@ -64,7 +65,11 @@ from ._paging import (
     TransactionBatch,
     Window,
     WindowCheck,
+    WindowDone,
+    WindowEvent,
     WindowReport,
+    WindowRows,
+    WindowVoid,
     group_windows,
     month_windows,
     split_window,
@@ -78,6 +83,8 @@ LIST_FILTERS = frozenset({"type", "account_id", "category_id", "expense_goal_id"
 KEY_EXPIRY_WARNING = dt.timedelta(days=30)
 # Pages parsed together while a window is read: one NDJSON parse per batch, bodies then freed.
 PARSE_BATCH_PAGES = 100
+# Page requests started ahead of the page being awaited (the slots bound those in flight).
+READ_AHEAD_PAGES = 16
 _IN_PROCESS = (httpx.ASGITransport, httpx.MockTransport, httpx.WSGITransport)
 # aiohttp errors the transport's own map does not translate to httpx ones count as well
 _TRANSPORT_ERRORS = (httpx.TransportError, aiohttp.ClientError, ConnectionError, TimeoutError)
@@ -197,6 +204,14 @@ def _as_date(value: dt.date | str | None) -> dt.date | None:
     if value is None or isinstance(value, dt.date):
         return value
     return dt.date.fromisoformat(value)
+
+
+@dataclass(frozen=True)
+class _WindowTooBig:
+    """Internal event: the window holds more than the reader may hold at once."""
+
+    halves: list[Window]
+    total: int
 
 
 class AsyncApiClient:
@@ -654,6 +669,43 @@ class AsyncApiClient:
         per_window = max(1, window_rows * len(months) // max(total, 1))
         return group_windows(months, per_window)
 
+    async def stream_window(
+        self,
+        window: tuple[dt.date | str | None, dt.date | str | None],
+        *,
+        raw: bool = True,
+        verify: bool = True,
+        concurrency: int | None = None,
+        batch_pages: int | None = None,
+        **filters: str,
+    ) -> AsyncGenerator[WindowEvent, None]:
+        """Read one window drift-safely as a stream, for loaders that must not hold it whole.
+
+        Yields ``WindowRows`` (a parsed batch of pages, in page order) as pages arrive. When the
+        window changed under the reader it yields ``WindowVoid``: every row of the pass so far
+        is void and the window is read again from page 1. ``WindowDone`` (with the report)
+        comes last, once the pass passed every check, so a loader stages rows and commits them
+        only on ``WindowDone``. Memory holds a few batches (``batch_pages`` pages each),
+        whatever the window's size.
+        """
+        bounds = (_as_date(window[0]), _as_date(window[1]))
+        self._list_params(None, None, filters)
+        slots = asyncio.Semaphore(max(1, concurrency or self.concurrency))
+        report = WindowReport(window=bounds, filters=dict(filters))
+        events = self._stream_window(
+            bounds,
+            filters,
+            raw,
+            verify,
+            slots,
+            report,
+            None,
+            max(1, batch_pages or PARSE_BATCH_PAGES),
+        )
+        async for event in events:
+            if not isinstance(event, _WindowTooBig):  # never split here (no row cap)
+                yield event
+
     async def _read_window(
         self,
         window: Window,
@@ -663,17 +715,59 @@ class AsyncApiClient:
         parent: Window | None,
         slots: asyncio.Semaphore,
     ) -> list[TransactionBatch]:
-        started = time.monotonic()
-
-        async def fetch(number: int, limit: int = PAGE_LIMIT) -> PageChunk:
-            async with slots:
-                return await self._list_page(number, limit, params)
-
-        params = self._list_params(window[0], window[1], filters)
+        """A whole window as one frame (split in halves by date when it is too big)."""
         report = WindowReport(window=window, filters=dict(filters), split_from=parent)
+        parts: list[pl.DataFrame] = []
+        events = self._stream_window(
+            window, filters, raw, verify, slots, report, self.max_window_rows, PARSE_BATCH_PAGES
+        )
+        async for event in events:
+            if isinstance(event, WindowRows):
+                parts.append(event.frame)
+            elif isinstance(event, WindowVoid):
+                parts.clear()
+            elif isinstance(event, _WindowTooBig):
+                log.debug("window %s holds %s rows: splitting", window, event.total)
+                out: list[TransactionBatch] = []
+                for half in event.halves:
+                    out.extend(
+                        await self._read_window(half, filters, raw, verify, parent or window, slots)
+                    )
+                return out
+        if not parts:
+            frame = frame_from_chunks([], TRANSACTION_WIRE, raw=raw)
+        else:
+            frame = parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)
+        return [TransactionBatch(frame, report)]
+
+    async def _stream_window(
+        self,
+        window: Window,
+        filters: Mapping[str, str],
+        raw: bool,
+        verify: bool,
+        slots: asyncio.Semaphore,
+        report: WindowReport,
+        max_rows: int | None,
+        batch_pages: int,
+    ) -> AsyncGenerator[WindowEvent | _WindowTooBig, None]:
+        started = time.monotonic()
+        params = self._list_params(window[0], window[1], filters)
+
+        async def fetch(number: int) -> PageChunk:
+            async with slots:
+                return await self._list_page(number, PAGE_LIMIT, params)
+
+        def parse(chunks: list[PageChunk]) -> asyncio.Task[pl.DataFrame]:
+            # Polars releases the GIL: parsing overlaps the requests still going
+            return asyncio.create_task(
+                asyncio.to_thread(frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw)
+            )
+
         for _ in range(self.max_rereads + 1):
             check = WindowCheck(PAGE_LIMIT)
-            parsing: list[asyncio.Task[pl.DataFrame]] = []
+            ahead: deque[asyncio.Task[PageChunk]] = deque()
+            parsing: deque[asyncio.Task[pl.DataFrame]] = deque()
             # The server's summary is one more observation of the window: taken alongside the
             # pages (off the critical path), it must agree with the rows read, whatever moved.
             summary_task = (
@@ -687,85 +781,71 @@ class AsyncApiClient:
                 reason = check.first(first)
                 if (
                     reason is None
-                    and (check.total or 0) > self.max_window_rows
+                    and max_rows is not None
+                    and (check.total or 0) > max_rows
                     and (halves := split_window(window)) is not None
                 ):
-                    log.debug("window %s holds %s rows: splitting", window, check.total)
-                    out: list[TransactionBatch] = []
-                    for half in halves:
-                        out.extend(
-                            await self._read_window(
-                                half, filters, raw, verify, parent or window, slots
-                            )
-                        )
-                    return out
-                # Pages are parsed a batch at a time as they arrive (in a thread: Polars releases
-                # the GIL), and their bytes dropped: memory holds the window's typed rows, not
-                # its bodies and their copies.
+                    yield _WindowTooBig(halves, check.total or 0)
+                    return
+                # Pages are parsed a batch at a time as they arrive and their bytes dropped; a
+                # bounded number of pages is requested ahead of the one awaited.
                 batch: list[PageChunk] = [first]
-
-                def parse(chunks: list[PageChunk], parsing: list[Any] = parsing) -> None:
-                    parsing.append(
-                        asyncio.create_task(
-                            asyncio.to_thread(frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw)
-                        )
-                    )
-
-                if reason is None and check.pages > 1:
-                    pending = deque(
-                        asyncio.create_task(fetch(n)) for n in range(2, check.pages + 1)
-                    )
-                    number = 1
-                    try:
-                        while pending:
-                            chunk = await pending.popleft()
-                            number += 1
-                            report.requests += 1
-                            reason = check.page(chunk, number)
-                            batch.append(chunk)
-                            if reason is not None:
-                                break
-                            if len(batch) >= PARSE_BATCH_PAGES:
-                                parse(batch)
-                                batch = []
-                    finally:
-                        for task in pending:
-                            task.cancel()
-                        await asyncio.gather(*pending, return_exceptions=True)
-                        report.requests += sum(
-                            1 for t in pending if not t.cancelled() and t.exception() is None
-                        )
-                frame: pl.DataFrame | None = None
+                number, following = 1, 2
+                while reason is None and number < check.pages:
+                    while following <= check.pages and len(ahead) < READ_AHEAD_PAGES:
+                        ahead.append(asyncio.create_task(fetch(following)))
+                        following += 1
+                    chunk = await ahead.popleft()
+                    number += 1
+                    report.requests += 1
+                    reason = check.page(chunk, number)
+                    batch.append(chunk)
+                    if reason is None and len(batch) >= batch_pages:
+                        parsing.append(parse(batch))
+                        batch = []
+                        while len(parsing) > 1:
+                            part = await parsing.popleft()
+                            check.add(part)
+                            yield WindowRows(part)
                 if reason is None:
-                    if batch or not parsing:
-                        parse(batch)
+                    if batch:
+                        parsing.append(parse(batch))
                     del batch
-                    parts = await asyncio.gather(*parsing)
-                    frame = parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)
-                    reason = check.finish(frame)
+                    while parsing:
+                        part = await parsing.popleft()
+                        check.add(part)
+                        yield WindowRows(part)
+                    reason = check.done()
                 if summary_task is not None:
                     summary = await summary_task
                     report.requests += 1
-                    if reason is None and frame is not None:
-                        reason = check.verify(frame, summary)
+                    if reason is None:
+                        reason = check.agrees(summary)
                         report.verified = reason is None
             finally:
+                for task in ahead:
+                    task.cancel()
+                await asyncio.gather(*ahead, return_exceptions=True)
+                report.requests += sum(
+                    1 for t in ahead if not t.cancelled() and t.exception() is None
+                )
                 if summary_task is not None and not summary_task.done():
                     summary_task.cancel()
                     await asyncio.gather(summary_task, return_exceptions=True)
                 # a thread cannot be stopped: let abandoned parses end, then drop them
                 await asyncio.gather(*parsing, return_exceptions=True)
-                parsing.clear()
-            if reason is None and frame is not None:
+            if reason is None:
                 report.total = check.total or 0
-                report.rows = frame.height
+                report.rows = check.rows
                 report.pages = check.pages
                 report.elapsed_s = time.monotonic() - started
-                return [TransactionBatch(frame, report)]
+                yield WindowDone(report)
+                return
             report.rereads += 1
-            report.reasons.append(reason or "unknown")
+            report.reasons.append(reason)
             self.stats.add("GET /v1/transactions", rereads=1)
             log.info("window %s changed while read (%s): reading it again", window, reason)
+            yield WindowVoid(reason)
         report.elapsed_s = time.monotonic() - started
         raise DriftError(
             f"window {window} kept changing after {report.rereads} re-reads: "

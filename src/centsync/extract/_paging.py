@@ -68,6 +68,30 @@ class TransactionBatch:
         return self.report.window
 
 
+@dataclass(frozen=True)
+class WindowRows:
+    """A batch of the current pass's rows, in page order."""
+
+    frame: pl.DataFrame
+
+
+@dataclass(frozen=True)
+class WindowVoid:
+    """The window changed under the reader: drop every row of this pass; it is read again."""
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class WindowDone:
+    """The pass passed every check: the rows since the last ``WindowVoid`` are the window."""
+
+    report: WindowReport
+
+
+WindowEvent = WindowRows | WindowVoid | WindowDone
+
+
 class WindowCheck:
     """Tracks one pass over a window and says whether (and why) it drifted."""
 
@@ -75,6 +99,9 @@ class WindowCheck:
         self.limit = limit
         self.total: int | None = None
         self.pages = 0
+        self.rows = 0
+        self.sums: dict[str, int] = {}
+        self._ids: list[pl.Series] = []
 
     def first(self, chunk: PageChunk) -> str | None:
         total = chunk.total
@@ -89,27 +116,46 @@ class WindowCheck:
             return f"total moved from {self.total} to {chunk.total} at page {number}"
         return None
 
-    def finish(self, frame: pl.DataFrame) -> str | None:
-        distinct = frame.get_column("id").n_unique() if frame.height else 0
-        if distinct != frame.height:
-            return f"{frame.height - distinct} id(s) read twice"
-        if frame.height != self.total:
-            return f"read {frame.height} distinct rows, total says {self.total}"
+    def add(self, frame: pl.DataFrame) -> None:
+        """Tally a part of the pass (rows in page order): its ids, count and sums per type."""
+        if frame.height == 0:
+            return
+        self._ids.append(frame.get_column("id"))
+        self.rows += frame.height
+        grouped = frame.group_by("type").agg(pl.col("amount").sum())
+        for kind, amount in grouped.iter_rows():
+            self.sums[kind] = self.sums.get(kind, 0) + int(amount)
+
+    def done(self) -> str | None:
+        """After the last page: every id once, and as many as ``total`` said."""
+        distinct = pl.concat(self._ids).n_unique() if self._ids else 0
+        if distinct != self.rows:
+            return f"{self.rows - distinct} id(s) read twice"
+        if self.rows != self.total:
+            return f"read {self.rows} distinct rows, total says {self.total}"
         return None
 
-    @staticmethod
-    def verify(frame: pl.DataFrame, summary: TransactionsSummary) -> str | None:
-        sums = {"income": 0, "expense": 0, "transfer": 0}
-        if frame.height:
-            grouped = frame.group_by("type").agg(pl.col("amount").sum())
-            for kind, amount in grouped.iter_rows():
-                sums[kind] = int(amount)
+    def agrees(self, summary: TransactionsSummary) -> str | None:
+        """The server's summary for the window against the tallied rows."""
+        sums = {"income": 0, "expense": 0, "transfer": 0, **self.sums}
         net = sum(sums.values())
-        got = (frame.height, sums["income"], sums["expense"], sums["transfer"], net)
+        got = (self.rows, sums["income"], sums["expense"], sums["transfer"], net)
         want = (summary.count, summary.income, summary.expense, summary.transfer, summary.net)
         if got != want:
             return f"server summary {want} differs from rows read {got}"
         return None
+
+    def finish(self, frame: pl.DataFrame) -> str | None:
+        """``add`` and ``done`` for a whole pass in one frame."""
+        self.add(frame)
+        return self.done()
+
+    @staticmethod
+    def verify(frame: pl.DataFrame, summary: TransactionsSummary) -> str | None:
+        """The server's summary against one frame holding the whole window."""
+        check = WindowCheck()
+        check.add(frame)
+        return check.agrees(summary)
 
 
 def split_window(window: Window) -> list[Window] | None:

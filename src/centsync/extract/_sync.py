@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
@@ -26,7 +26,7 @@ from ._models import (
     Transaction,
     TransactionsSummary,
 )
-from ._paging import TransactionBatch, Window, WindowReport
+from ._paging import TransactionBatch, Window, WindowEvent, WindowReport
 from ._stats import RequestStats
 
 T = TypeVar("T")
@@ -168,6 +168,21 @@ class ApiClient:
         finally:
             self._run(agen.aclose())
 
+    def stream_window(
+        self,
+        window: tuple[dt.date | str | None, dt.date | str | None],
+        *,
+        depth: int = 2,
+        **options: Any,
+    ) -> WindowStream:
+        """``AsyncApiClient.stream_window`` as a blocking iterator that starts reading at once.
+
+        The reader runs ahead of the caller in the client's loop by up to ``depth`` events, so
+        requests and parsing go on while the caller loads a batch (or commits the previous
+        window); memory stays bounded. Close it (or use it as a context manager) to stop early.
+        """
+        return WindowStream(self, self._client.stream_window(window, **options), depth)
+
     def read_all_transactions(self, **options: Any) -> tuple[pl.DataFrame, list[WindowReport]]:
         return self._call(self._client.read_all_transactions, **options)
 
@@ -184,3 +199,60 @@ class ApiClient:
         self, provider: str | None = None, *, idempotency_key: str | None = None
     ) -> SyncRequest:
         return self._call(self._client.trigger_sync, provider, idempotency_key=idempotency_key)
+
+
+class WindowStream:
+    """Events of one window read in the client's loop, handed over through a bounded queue."""
+
+    def __init__(self, client: ApiClient, agen: AsyncGenerator[WindowEvent, None], depth: int):
+        self._client = client
+        self._agen = agen
+        self._done = False
+
+        async def start() -> tuple[asyncio.Queue[tuple[str, Any]], asyncio.Task[None]]:
+            events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue(maxsize=max(1, depth))
+
+            async def pump() -> None:
+                try:
+                    async for event in agen:
+                        await events.put(("event", event))
+                    await events.put(("end", None))
+                except Exception as exc:  # raised in the caller's thread
+                    await events.put(("error", exc))
+
+            return events, asyncio.create_task(pump())
+
+        self._events, self._task = client._run(start())
+
+    def __iter__(self) -> WindowStream:
+        return self
+
+    def __next__(self) -> WindowEvent:
+        if self._done:
+            raise StopIteration
+        kind, value = self._client._run(self._events.get())
+        if kind == "event":
+            return value
+        self.close()
+        if kind == "error":
+            raise value
+        raise StopIteration
+
+    def close(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        task, agen = self._task, self._agen
+
+        async def stop() -> None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await agen.aclose()
+
+        self._client._run(stop())
+
+    def __enter__(self) -> WindowStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

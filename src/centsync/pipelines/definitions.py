@@ -172,8 +172,10 @@ def _run(
     ):
 
         def progress(months: str, rows: int) -> None:
+            # rows as batches land (negative when a window is read again); months as each commits
             bar.update(rows)
-            bar.set_postfix_str(f"months {months}")
+            if months:
+                bar.set_postfix_str(f"months {months}")
 
         options.progress = progress
         summary = run_refresh(client, warehouse.resolved(), options)

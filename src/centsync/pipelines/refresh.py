@@ -11,10 +11,8 @@ import datetime as dt
 import logging
 import math
 import os
-import queue
-import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 from zoneinfo import ZoneInfo
@@ -22,7 +20,7 @@ from zoneinfo import ZoneInfo
 import orjson
 import polars as pl
 
-from centsync.extract import ApiClient
+from centsync.extract import ApiClient, WindowRows, WindowStream, WindowVoid
 from centsync.warehouse import Warehouse
 
 log = logging.getLogger("centsync.refresh")
@@ -36,6 +34,10 @@ PUBLISH_EVERY_S = 30.0
 DUCKDB_MEMORY = os.environ.get("CENTSYNC_DUCKDB_MEMORY", "256MB")
 # List requests in flight while reading one window (2-3 measured fastest against one server core).
 PAGE_CONCURRENCY = 3
+# Pages per streamed batch (validation has a fixed cost per call: 250 pages = 50,000 rows)
+# and batches the reader may run ahead of the loader.
+STREAM_BATCH_PAGES = 250
+STREAM_DEPTH = 1
 EPOCH = dt.date(1900, 1, 1)
 
 
@@ -46,7 +48,9 @@ class RefreshOptions:
     mode: Mode = "auto"  # auto: fingerprint-checked; full: re-read all; hot: hot window only
     months: tuple[str, str] | None = None  # force-read this month range ("YYYY-MM", inclusive)
     hot_months: int = 2  # the current month and the ones before it that are always re-read
-    progress: Callable[[str, int], None] | None = None  # (what, rows) after each window
+    # (months, rows): rows after each batch staged (negative when a window is voided),
+    # then the window's months ("YYYY-MM..YYYY-MM") with 0 once it is committed
+    progress: Callable[[str, int], None] | None = None
 
 
 @dataclass
@@ -348,46 +352,73 @@ class Refresher:
     ) -> None:
         """Read windows drift-safely and replace exactly the months each covers.
 
-        One window at a time (its pages concurrently): memory holds one window, not several.
+        A window streams: each parsed batch of pages is validated and staged in DuckDB while the
+        next pages are read; the window's months are replaced in one transaction once the read
+        is accepted. Memory holds a few batches, not a window.
         """
-        batches = _prefetch(
-            b
-            for w in windows
-            for b in self.client.read_transactions([w], concurrency=PAGE_CONCURRENCY, verify=verify)
-        )
-        for i, batch in enumerate(batches):
-            frame = batch.frame
-            lo, hi = planned[i] if planned is not None else batch.report.window
-            months = self._window_months(lo, hi, frame)
-            result = self.wh.replace_months(months, frame, reason=reason) if months else None
-            self.rows_read += frame.height
-            self.summary.floor += math.ceil(frame.height / PAGE) if frame.height else 1
-            self.summary.rereads += batch.report.rereads
+
+        def open_stream(window: tuple[dt.date | None, dt.date | None]) -> WindowStream:
+            return self.client.stream_window(
+                window,
+                concurrency=PAGE_CONCURRENCY,
+                verify=verify,
+                depth=STREAM_DEPTH,
+                batch_pages=STREAM_BATCH_PAGES,
+            )
+
+        stream = open_stream(windows[0]) if windows else None
+        for i, window in enumerate(windows):
+            assert stream is not None
+            rows = rereads = 0
+            with self.wh.stage_transactions() as stage, stream:
+                for event in stream:
+                    if isinstance(event, WindowRows):
+                        stage.add(event.frame)
+                        rows += event.frame.height
+                        if self.opt.progress is not None:
+                            self.opt.progress("", event.frame.height)
+                    elif isinstance(event, WindowVoid):
+                        stage.reset()
+                        rereads += 1
+                        if self.opt.progress is not None:
+                            self.opt.progress("", -rows)
+                        rows = 0
+                # the next window is read while this one commits (DuckDB releases the GIL)
+                stream = open_stream(windows[i + 1]) if i + 1 < len(windows) else None
+                try:
+                    lo, hi = planned[i] if planned is not None else window
+                    months = self._window_months(lo, hi, stage.booked_range())
+                    result = stage.commit(months, reason=reason) if months else None
+                except BaseException:
+                    if stream is not None:
+                        stream.close()
+                    raise
+            self.rows_read += rows
+            self.summary.floor += math.ceil(rows / PAGE) if rows else 1
+            self.summary.rereads += rereads
             if result is not None:
                 self.summary.months_reread.append(
                     {
                         "from": months[0],
                         "to": months[-1],
                         "months": len(months),
-                        "rows": frame.height,
+                        "rows": rows,
                         "changed": result.changed,
                         "reason": reason,
                     }
                 )
             if self.opt.progress is not None:
-                self.opt.progress(f"{months[0]}..{months[-1]}" if months else "", frame.height)
+                self.opt.progress(f"{months[0]}..{months[-1]}" if months else "", 0)
             if time.monotonic() - self._published > PUBLISH_EVERY_S:
                 # A long first sync keeps what it read: a stopped refresh resumes from here.
                 self.wh.publish_progress()
                 self._published = time.monotonic()
 
     def _window_months(
-        self, lo: dt.date | None, hi: dt.date | None, frame: pl.DataFrame
+        self, lo: dt.date | None, hi: dt.date | None, booked: tuple[dt.date, dt.date] | None
     ) -> list[str]:
         """Every month a window covers: its bounds, and for open ends the rows and local months."""
-        dates: list[dt.date] = []
-        if frame.height:
-            dates += [frame.get_column("booked_at").min(), frame.get_column("booked_at").max()]  # type: ignore[list-item]
+        dates: list[dt.date] = list(booked) if booked is not None else []
         local = [_parse_month(m) for m in self.wh.months_present()]
         if lo is None:
             lo = min([*dates, *[m for m in local if hi is None or m <= hi]], default=None)
@@ -429,52 +460,6 @@ class Refresher:
         wh.load_transactions_summaries(self.summaries)
         wh.load_spending(self.spendings)
         self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())
-
-
-def _prefetch(items: Iterator[T]) -> Iterator[T]:
-    """Produce the next item in a thread while the caller works on this one (read while loading).
-
-    The producer starts an item only once the caller has taken the one before: at most two
-    windows are in memory, the one being loaded and the one being read.
-    """
-    q: queue.Queue[tuple[str, Any]] = queue.Queue()
-    room = threading.Semaphore(1)
-    stop = threading.Event()
-
-    def produce() -> None:
-        try:
-            it = iter(items)
-            while True:
-                while not room.acquire(timeout=0.1):
-                    if stop.is_set():
-                        return
-                if stop.is_set():
-                    return
-                try:
-                    item = next(it)
-                except StopIteration:
-                    break
-                q.put(("item", item))
-                del item
-            q.put(("done", None))
-        except BaseException as e:  # handed to the consumer, raised there
-            q.put(("error", e))
-
-    thread = threading.Thread(target=produce, name="centsync-prefetch", daemon=True)
-    thread.start()
-    try:
-        while True:
-            kind, value = q.get()
-            if kind == "done":
-                return
-            if kind == "error":
-                raise value
-            room.release()
-            yield value
-            del value
-    finally:
-        stop.set()
-        thread.join(timeout=30)
 
 
 def _contiguous(

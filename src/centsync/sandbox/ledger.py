@@ -134,6 +134,8 @@ class DayStats:
     sums: dict[str, int] = field(default_factory=lambda: dict.fromkeys(TYPES, 0))
     # expense spending per category id (None for uncategorised): [amount, count]
     spend_cat: dict[str | None, list[int]] = field(default_factory=dict)
+    # expense spending per merchant key (see merchant_key): [amount, count]
+    spend_merchant: dict[str, list[int]] = field(default_factory=dict)
 
 
 class TzDates:
@@ -237,6 +239,12 @@ class Ledger:
             cell[1] += sign
             if cell[1] == 0:
                 del st.spend_cat[t.category_id]
+            merchant = merchant_key(t.concept)
+            cell = st.spend_merchant.setdefault(merchant, [0, 0])
+            cell[0] += sign * t.amount
+            cell[1] += sign
+            if cell[1] == 0:
+                del st.spend_merchant[merchant]
         if st.count == 0:
             del self.days[day]
 

@@ -29,7 +29,7 @@ from centsync.sandbox.household import (
     Expense,
     generate,
 )
-from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Ledger, Tx, iso_ms, merchant_key
+from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Ledger, Tx, iso_ms
 
 SYNC_EVERY_MS = 6 * HOUR_MS
 PENDING_MS = 3 * DAY_MS
@@ -593,11 +593,11 @@ class Service:
     def spending(self, lo: int, hi: int, group_by: str) -> tuple[int, list[dict[str, Any]]]:
         cells: dict[Any, list[int]] = {}
         if group_by == "merchant":
-            for t in self.ledger.iter_range(lo, hi):
-                if t.type == EXPENSE:
-                    cell = cells.setdefault(merchant_key(t.concept), [0, 0])
-                    cell[0] += t.amount
-                    cell[1] += 1
+            for _, st in self.ledger.day_range(lo, hi):
+                for merchant, (amt, cnt) in st.spend_merchant.items():
+                    cell = cells.setdefault(merchant, [0, 0])
+                    cell[0] += amt
+                    cell[1] += cnt
         else:
             for day, st in self.ledger.day_range(lo, hi):
                 for cat, (amt, cnt) in st.spend_cat.items():

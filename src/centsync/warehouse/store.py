@@ -516,28 +516,62 @@ class Warehouse:
     def _replace_transactions(
         self, months: list[dt.date], split: v.Split, *, reason: str, everything: bool
     ) -> LoadResult:
+        with self._registered(split.valid) as src:
+            return self._replace_from(
+                months,
+                src,
+                split.valid.height,
+                split.rejected,
+                reason=reason,
+                everything=everything,
+            )
+
+    def _replace_from(
+        self,
+        months: list[dt.date],
+        src: str,
+        landed: int,
+        rejected: pl.DataFrame,
+        *,
+        reason: str,
+        everything: bool,
+    ) -> LoadResult:
+        """Replace the months with the validated rows of ``src`` (a view or table), atomically."""
+        args = (months, src, landed, rejected)
         if everything:
-            return self._replace_once(months, split, reason=reason, everything=True, moves=False)
+            return self._replace_once(*args, reason=reason, everything=True, moves=False)
         try:
             # Optimistic: rows rarely move between months, and finding moved rows scans every
             # id. If one did move, the primary key refuses the insert and we redo with the scan.
-            return self._replace_once(months, split, reason=reason, everything=False, moves=False)
+            return self._replace_once(*args, reason=reason, everything=False, moves=False)
         except duckdb.ConstraintException:
-            return self._replace_once(months, split, reason=reason, everything=False, moves=True)
+            return self._replace_once(*args, reason=reason, everything=False, moves=True)
+
+    def stage_transactions(self) -> TransactionStage:
+        """A stage for a window read as a stream: validated batches wait in a DuckDB temp
+        table (which spills to disk under the memory limit) until the read is accepted, then
+        replace their months in one transaction. Python holds one batch at a time."""
+        return TransactionStage(self)
 
     def _replace_once(
-        self, months: list[dt.date], split: v.Split, *, reason: str, everything: bool, moves: bool
+        self,
+        months: list[dt.date],
+        src: str,
+        landed: int,
+        rejected: pl.DataFrame,
+        *,
+        reason: str,
+        everything: bool,
+        moves: bool,
     ) -> LoadResult:
         rid = self._rid()
-        result = LoadResult(
-            "transactions", landed=split.valid.height, rejected=split.rejected_count
-        )
+        result = LoadResult("transactions", landed=landed, rejected=rejected.height)
         timezone = self.get_meta("timezone")
         # Literal month lists and date ranges (not subqueries) let DuckDB skip row groups by
         # their min/max, so a one-month replace on a big ledger does not scan it all.
         in_months = _month_filter("month", months)
         in_raw_months = _date_ranges("booked_at", months)
-        with self._registered(split.valid) as src, self.transaction() as con:
+        with self.transaction() as con:
             con.execute(f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT} FROM {src}")
             differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in _TX_COMPARED)
             cols = "id, " + ", ".join(_TX_COMPARED) + ", month"
@@ -568,7 +602,7 @@ class Warehouse:
                     f"WHERE {in_months} UNION ALL SELECT * FROM _moved_tx"
                 )
             if con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] == 0:
-                row: tuple[Any, ...] = (split.valid.height, 0, 0, 0)  # new months: nothing to diff
+                row: tuple[Any, ...] = (landed, 0, 0, 0)  # new months: nothing to diff
             else:
                 row = con.execute(
                     f"""
@@ -602,11 +636,16 @@ class Warehouse:
                 f"INSERT INTO raw.transactions SELECT id::UUID, booked_at, ?, raw::JSON FROM {src}",
                 [rid],
             )
-            self._land_rejected("transactions", split.rejected)
+            self._land_rejected("transactions", rejected)
             # Month bookkeeping commits with the rows, so a stopped refresh knows what it read.
-            counts = split.valid.group_by(
-                pl.col("booked_at").dt.truncate("1mo").alias("month")
-            ).len("rows")
+            counts = pl.DataFrame(
+                con.execute(
+                    f"SELECT date_trunc('month', booked_at)::DATE AS month, count(*) AS rows "
+                    f"FROM {src} GROUP BY 1"
+                ).fetchall(),
+                schema={"month": pl.Date, "rows": pl.Int64},
+                orient="row",
+            )
             per_month = (
                 pl.DataFrame({"month": pl.Series(months, dtype=pl.Date)})
                 .join(counts, on="month", how="left")
@@ -1102,6 +1141,106 @@ class Warehouse:
     def schema_version(self) -> int:
         """The migration version of this file."""
         return current_version(self.con)
+
+
+class TransactionStage:
+    """Validated rows of a window read as a stream, held in a DuckDB temp table until commit.
+
+    ``add`` each batch as it arrives, ``reset`` when the read is voided (the window changed
+    under the reader), ``commit(months)`` once it is accepted: the months are then replaced in
+    one transaction, exactly as ``replace_months`` would with the whole frame. Nothing reaches
+    ``core`` before ``commit``; a failure leaves the months as they were.
+    """
+
+    _counter = 0
+
+    def __init__(self, warehouse: Warehouse) -> None:
+        TransactionStage._counter += 1
+        self.warehouse = warehouse
+        self.table = f"_stage_tx_{TransactionStage._counter}"
+        self.rows = 0
+        self._created = False
+        self._rejected: list[pl.DataFrame] = []
+        self._template: pl.DataFrame | None = None
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Validate a batch and stage its valid rows (rejected ones wait for the commit)."""
+        split = self.warehouse._split("transactions", frame)
+        if self._template is None:
+            self._template = split.valid.head(0)
+        if split.rejected.height:
+            self._rejected.append(split.rejected)
+        if split.valid.height == 0:
+            return
+        con = self.warehouse.con
+        with self.warehouse._registered(split.valid) as src:
+            if self._created:
+                con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM {src}")
+            else:
+                con.execute(f"CREATE OR REPLACE TEMP TABLE {self.table} AS SELECT * FROM {src}")
+                self._created = True
+        self.rows += split.valid.height
+
+    def reset(self) -> None:
+        """Drop everything staged (the pass it came from was voided)."""
+        if self._created:
+            self.warehouse.con.execute(f"DELETE FROM {self.table}")
+        self.rows = 0
+        self._rejected.clear()
+
+    def booked_range(self) -> tuple[dt.date, dt.date] | None:
+        """Oldest and newest booked_at staged (None when nothing is)."""
+        if not self.rows:
+            return None
+        lo, hi = self.warehouse.con.execute(
+            f"SELECT min(booked_at), max(booked_at) FROM {self.table}"
+        ).fetchall()[0]
+        return lo, hi
+
+    def commit(self, months: Iterable[MonthLike], *, reason: str = "re-read") -> LoadResult:
+        """Replace these months with the staged rows, in one transaction (as replace_months)."""
+        wh = self.warehouse
+        month_list = sorted({month_start(m) for m in months})
+        if not month_list:
+            raise ValueError("commit needs at least one month")
+        rejected = (
+            pl.concat(self._rejected, how="diagonal_relaxed")
+            if self._rejected
+            else pl.DataFrame(schema={"record": pl.Utf8, "reason": pl.Utf8})
+        )
+        if not self._created:
+            if self._template is None:
+                raise ValueError("nothing was added to the stage, not even an empty batch")
+            return wh._replace_transactions(
+                month_list, v.Split(self._template, rejected), reason=reason, everything=False
+            )
+        in_months = _month_filter("date_trunc('month', booked_at)::DATE", month_list)
+        outside = wh.con.execute(
+            f"SELECT DISTINCT date_trunc('month', booked_at)::DATE FROM {self.table} "
+            f"WHERE NOT ({in_months})"
+        ).fetchall()
+        if outside:
+            raise MonthBoundsError(
+                f"rows dated in {sorted(month_key(r[0]) for r in outside)} were staged for "
+                f"{[month_key(d) for d in month_list]}; nothing was changed"
+            )
+        result = wh._replace_from(
+            month_list, self.table, self.rows, rejected, reason=reason, everything=False
+        )
+        self.reset()
+        return result
+
+    def close(self) -> None:
+        if self._created:
+            with contextlib.suppress(duckdb.Error):
+                self.warehouse.con.execute(f"DROP TABLE IF EXISTS {self.table}")
+            self._created = False
+
+    def __enter__(self) -> TransactionStage:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class MonthBatch:
