@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import duckdb
 import polars as pl
 import pytest
@@ -103,3 +105,24 @@ def test_an_empty_window_empties_its_months(wh: Warehouse) -> None:
     assert result.deleted > 0
     months = wh.query("SELECT DISTINCT month::VARCHAR AS m FROM core.transactions ORDER BY 1")
     assert months["m"].to_list() == ["2024-01-01", "2024-03-01"]
+
+
+def test_a_row_moved_from_another_month_is_moved(wh: Warehouse) -> None:
+    april = transactions(5, months=["2024-04"], seed=7)
+    wh.replace_months(["2024-04"], april)
+    moved = april.head(1).with_columns(pl.lit(dt.date(2024, 2, 10)).alias("booked_at"))
+    with wh.stage_transactions() as stage:
+        stage.add(transactions(10, months=MONTHS, seed=8))
+        stage.add(moved)
+        result = stage.commit(MONTHS)
+    assert result.moved_from == ["2024-04"]
+    assert (result.inserted, result.updated, result.deleted) == (10, 1, 0)
+    moved_id = moved["id"][0]
+    rows = wh.con.execute(
+        "SELECT booked_at FROM core.transactions WHERE id = ?::UUID", [moved_id]
+    ).fetchall()
+    assert rows == [(dt.date(2024, 2, 10),)]
+    raws = wh.con.execute(
+        "SELECT count(*) FROM raw.transactions WHERE id = ?::UUID", [moved_id]
+    ).fetchall()
+    assert raws == [(1,)]

