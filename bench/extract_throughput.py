@@ -141,41 +141,18 @@ def child(args: argparse.Namespace) -> None:
 
 
 def serve(size: int, keys: Path) -> subprocess.Popen[bytes]:
-    port = _free_port()
-    cmd = [
-        "uv",
-        "run",
-        "--frozen",
-        "centsync",
-        "sandbox",
-        "serve",
+    from centsync.sandbox.server import free_port, spawn_serve
+
+    return spawn_serve(
+        keys,
         "--port",
-        str(port),
-        "--keys-out",
-        str(keys),
+        str(free_port()),
         "--transactions",
         str(size),
         "--no-rate-limit",
         "--years",
         "3",
-    ]
-    proc = subprocess.Popen(cmd, cwd=ROOT, start_new_session=True, stdout=subprocess.DEVNULL)
-    deadline = time.monotonic() + 900
-    while not keys.exists():
-        if proc.poll() is not None:
-            raise SystemExit(f"the sandbox server exited with {proc.returncode}")
-        if time.monotonic() > deadline:
-            raise SystemExit("the sandbox server did not start in time")
-        time.sleep(0.2)
-    return proc
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    )
 
 
 def run_client(name: str, keys: Path) -> dict[str, object]:

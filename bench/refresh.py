@@ -22,37 +22,23 @@ from pathlib import Path
 
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh import RefreshOptions, run_refresh
-from centsync.sandbox.server import free_port
+from centsync.sandbox.server import free_port, spawn_serve
 
 
 def one(n: int, years: int) -> None:
     tmp = Path(tempfile.mkdtemp())
     keys_file = tmp / "keys.json"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "centsync.pipelines.cli",
-            "sandbox",
-            "serve",
-            "--port",
-            str(free_port()),
-            "--no-rate-limit",
-            "--transactions",
-            str(n),
-            "--years",
-            str(years),
-            "--keys-out",
-            str(keys_file),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    proc = spawn_serve(
+        keys_file,
+        "--port",
+        str(free_port()),
+        "--no-rate-limit",
+        "--transactions",
+        str(n),
+        "--years",
+        str(years),
     )
     try:
-        while not keys_file.exists():
-            if proc.poll() is not None:
-                sys.exit("the sandbox exited before serving")
-            time.sleep(0.2)
         keys = json.loads(keys_file.read_text())
         wh = tmp / "centsync.duckdb"
         floor = math.ceil(n / 200)

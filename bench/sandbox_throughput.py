@@ -16,12 +16,12 @@ import os
 import random
 import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
+
+from centsync.sandbox.server import spawn_serve
 
 
 async def _worker(
@@ -90,30 +90,17 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp())
     keys_file = tmp / "keys.json"
     t0 = time.perf_counter()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "centsync.pipelines.cli",
-            "sandbox",
-            "serve",
-            "--port",
-            str(args.port),
-            "--no-rate-limit",
-            "--transactions",
-            str(args.transactions),
-            "--years",
-            str(args.years),
-            "--keys-out",
-            str(keys_file),
-        ],
-        stdout=subprocess.DEVNULL,
+    proc = spawn_serve(
+        keys_file,
+        "--port",
+        str(args.port),
+        "--no-rate-limit",
+        "--transactions",
+        str(args.transactions),
+        "--years",
+        str(args.years),
     )
     try:
-        while not keys_file.exists():
-            if proc.poll() is not None:
-                sys.exit("the sandbox exited before serving")
-            time.sleep(0.1)
         startup = time.perf_counter() - t0
         keys = json.loads(keys_file.read_text())
         base, key = keys["base_url"], keys["read_only"]

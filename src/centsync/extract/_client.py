@@ -744,10 +744,8 @@ class AsyncApiClient:
                         await self._read_window(half, filters, raw, verify, parent or window, slots)
                     )
                 return out
-        if not parts:
-            frame = frame_from_chunks([], TRANSACTION_WIRE, raw=raw)
-        else:
-            frame = parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)
+        # an accepted pass always yields rows (an empty window yields one empty batch)
+        frame = parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=False)
         return [TransactionBatch(frame, report)]
 
     async def _stream_window(

@@ -145,11 +145,6 @@ class WindowCheck:
             return f"server summary {want} differs from rows read {got}"
         return None
 
-    def finish(self, frame: pl.DataFrame) -> str | None:
-        """``add`` and ``done`` for a whole pass in one frame."""
-        self.add(frame)
-        return self.done()
-
     @staticmethod
     def verify(frame: pl.DataFrame, summary: TransactionsSummary) -> str | None:
         """The server's summary against one frame holding the whole window."""

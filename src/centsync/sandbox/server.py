@@ -8,6 +8,9 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -113,3 +116,41 @@ def serve(
         task.cancel()
 
     uvloop.run(main())
+
+
+def spawn_serve(keys_out: Path, *options: str, timeout: float = 900.0) -> subprocess.Popen[bytes]:
+    """Start ``centsync sandbox serve --keys-out KEYS OPTIONS...`` as its own process (in its
+    own session, so ``os.killpg(proc.pid, SIGTERM)`` stops it) and return once it serves.
+
+    For benchmarks, which need the server on its own core: the keys file appears only once the
+    server accepts connections. Raises ``RuntimeError`` if it exits or is not up in time.
+    """
+    # stderr to a file, not a pipe: a long run's log lines must never block the server (the
+    # child keeps its own descriptor once ours is closed)
+    with tempfile.TemporaryFile() as errors:
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "centsync.pipelines.cli",
+                "sandbox",
+                "serve",
+                "--keys-out",
+                str(keys_out),
+                *options,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while not keys_out.exists():
+            if proc.poll() is not None:
+                errors.seek(0)
+                err = errors.read().decode(errors="replace")[-2000:]
+                raise RuntimeError(f"the sandbox server exited with {proc.returncode}: {err}")
+            if time.monotonic() > deadline:
+                os.killpg(proc.pid, signal.SIGTERM)
+                raise RuntimeError(f"the sandbox server did not serve within {timeout:.0f} s")
+            time.sleep(0.1)
+    return proc
