@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from dataclasses import asdict, dataclass, field
@@ -11,6 +12,7 @@ import polars as pl
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 
 
+@functools.lru_cache(maxsize=4096)
 def endpoint_name(method: str, path: str) -> str:
     """``GET /v1/transactions/{id}`` for ``GET /v1/transactions/<uuid>``: one row per endpoint."""
     return f"{method.upper()} {_UUID.sub('{id}', path.split('?', 1)[0])}"
@@ -45,8 +47,10 @@ class RequestStats:
             return stats
 
     def add(self, endpoint: str, **counts: float) -> None:
-        stats = self.get(endpoint)
         with self._lock:
+            stats = self.endpoints.get(endpoint)
+            if stats is None:
+                stats = self.endpoints[endpoint] = EndpointStats()
             for name, value in counts.items():
                 setattr(stats, name, getattr(stats, name) + value)
 
