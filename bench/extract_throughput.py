@@ -63,6 +63,7 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
             rows = 0
             writer: pq.ParquetWriter | None = None
             out = Path(tempfile.mkdtemp()) / "transactions.parquet"
+
             def keep(frame: pl.DataFrame) -> int:
                 nonlocal writer
                 table = frame.to_arrow()

@@ -134,7 +134,7 @@ class _BearerAuth(httpx.Auth):
 
     def headers(self, base: Mapping[str, str]) -> dict[str, str]:
         """``base`` plus the key's header (for requests sent below the client)."""
-        return {**base, "Authorization": self._header}
+        return {**base, "authorization": self._header}
 
     def __repr__(self) -> str:
         return "_BearerAuth(<hidden>)"
@@ -282,7 +282,8 @@ class AsyncApiClient:
         if self._owns_http:
             self._http._cookies = _NoCookies()  # no public switch for this in httpx 0.28
             self._direct = self._http._transport_for_url(httpx.URL(self._prefix + "/"))
-            self._default_headers = dict(self._http.headers)
+            # lower-case names, so a call's own header replaces the default of the same name
+            self._default_headers = {k.lower(): v for k, v in self._http.headers.items()}
             self._timeouts = self._http.timeout.as_dict()
         self.max_attempts = max_attempts
         self.backoff_initial = backoff_initial
@@ -401,7 +402,9 @@ class AsyncApiClient:
         request = httpx.Request(
             method,
             url,
-            headers=self._auth.headers({**self._default_headers, **headers}),
+            headers=self._auth.headers(
+                {**self._default_headers, **{k.lower(): v for k, v in headers.items()}}
+            ),
             content=content,
             extensions={"timeout": self._timeouts},
         )

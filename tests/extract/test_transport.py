@@ -1,0 +1,143 @@
+"""How requests leave the client: the direct transport path, the first attempt outside the
+retry machinery, and whole bodies over the aiohttp network layer."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+
+from centsync.extract import AsyncApiClient, InternalError, NotFound
+
+from .conftest import FAST, run
+
+KEY = "sk_test_transport_0123456789abcdef"
+BASE = "http://api.test"
+
+
+def recording(
+    answers: list[httpx.Response] | None = None,
+) -> tuple[httpx.MockTransport, list[httpx.Request]]:
+    """A transport that records every request and gives the answers in turn (200 {} after)."""
+    seen: list[httpx.Request] = []
+    queue = list(answers or [])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return queue.pop(0) if queue else httpx.Response(200, json={})
+
+    return httpx.MockTransport(handler), seen
+
+
+def test_requests_carry_the_clients_defaults_the_key_and_its_timeout() -> None:
+    transport, seen = recording()
+
+    async def go() -> None:
+        async with AsyncApiClient(BASE, KEY, transport=transport, pacing=False, timeout=7.5) as c:
+            await c.request("GET", "/v1/settings", params={"a": "x y", "b": None})
+            await c.request("POST", "/v1/transactions", json={"n": 1}, idempotency_key="evt-1")
+
+    run(go())
+    get, post = seen
+    for request in seen:
+        assert request.headers["authorization"] == f"Bearer {KEY}"
+        assert request.headers["user-agent"].startswith("python-httpx/")
+        assert "gzip" in request.headers["accept-encoding"]
+        assert request.headers["accept"] == "application/json"
+        assert request.extensions["timeout"] == dict.fromkeys(
+            ("connect", "read", "write", "pool"), 7.5
+        )
+    assert str(get.url) == f"{BASE}/v1/settings?a=x%20y"
+    assert post.headers["idempotency-key"] == "evt-1"
+    assert post.headers["content-type"] == "application/json"
+    assert json.loads(post.content) == {"n": 1}
+
+
+def test_a_callers_own_client_keeps_its_event_hooks() -> None:
+    transport, seen = recording()
+    hooked: list[str] = []
+
+    async def hook(request: httpx.Request) -> None:
+        hooked.append(request.url.path)
+
+    async def go() -> None:
+        http = httpx.AsyncClient(
+            base_url=BASE, transport=transport, event_hooks={"request": [hook]}
+        )
+        async with http, AsyncApiClient(BASE, KEY, http_client=http, pacing=False) as c:
+            await c.request("GET", "/v1/settings")
+
+    run(go())
+    assert hooked == ["/v1/settings"]
+    assert seen[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+@pytest.mark.parametrize(
+    ("statuses", "attempts", "ok"),
+    [
+        ([500, 502, 200], 3, True),  # the first failure goes on to tenacity, then succeeds
+        ([500, 500, 500, 500], 3, False),  # the attempt budget counts the first attempt
+        ([404], 1, False),  # a permanent error is never retried
+    ],
+)
+def test_retries_count_the_attempt_made_before_the_retry_machinery(
+    statuses: list[int], attempts: int, ok: bool
+) -> None:
+    def answer(status: int) -> httpx.Response:
+        if status == 200:
+            return httpx.Response(200, json={"ok": True})
+        code = "not_found" if status == 404 else "internal_error"
+        return httpx.Response(status, json={"error": {"code": code, "message": "no"}})
+
+    transport, seen = recording([answer(s) for s in statuses])
+
+    async def go() -> None:
+        async with AsyncApiClient(
+            BASE, KEY, transport=transport, pacing=False, max_attempts=3, **FAST
+        ) as c:
+            if ok:
+                response = await c.request("GET", "/v1/settings")
+                assert response.json() == {"ok": True}
+            else:
+                expected = InternalError if statuses[0] == 500 else NotFound
+                with pytest.raises(expected) as err:
+                    await c.request("GET", "/v1/settings")
+                assert err.value.status == statuses[attempts - 1]
+            stats = c.stats.snapshot()["GET /v1/settings"]
+            assert (stats["requests"], stats["retries"]) == (attempts, attempts - 1)
+
+    run(go())
+    assert len(seen) == attempts
+
+
+@pytest.mark.e2e
+def test_bodies_larger_than_the_read_size_arrive_whole_over_loopback() -> None:
+    from aiohttp import web
+
+    record = {"id": "x" * 36, "concept": "é" * 500}
+    body = json.dumps({"data": [record] * 9000, "total": 9000}).encode()
+    assert len(body) > 3 * (1 << 20)  # several of the transport's 1 MiB reads
+
+    async def handler(request: web.Request) -> web.Response:
+        assert request.headers["Authorization"] == f"Bearer {KEY}"
+        return web.Response(body=body, content_type="application/json")
+
+    async def go() -> None:
+        app = web.Application()
+        app.router.add_get("/v1/big", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with AsyncApiClient(f"http://127.0.0.1:{port}", KEY, pacing=False) as c:
+                for _ in range(3):
+                    response = await c.request("GET", "/v1/big")
+                    assert response.content == body
+                assert c.stats.snapshot()["GET /v1/big"]["bytes"] == 3 * len(body)
+        finally:
+            await runner.cleanup()
+
+    run(go())
