@@ -105,3 +105,26 @@ def test_raw_lines_keep_every_line_verbatim_even_with_separator_bytes() -> None:
     lines = [b'{"a":"x, \\"q\\" ;\\t"}', b'{"b":1}', b'{"c":"\x1f raw unit separator"}']
     assert raw_lines(b"\n".join(lines)).to_list() == [x.decode() for x in lines]
     assert raw_lines(b"\n".join(lines[:2])).to_list() == [x.decode() for x in lines[:2]]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-21T18:59:59.123Z", "2026-11-21 18:59:59.123000+00:00"),
+        ("2026-11-21T18:59:59Z", "2026-11-21 18:59:59+00:00"),  # no fraction
+        ("2026-11-21T20:59:59.5+02:00", "2026-11-21 18:59:59.500000+00:00"),  # an offset
+        ("2026-11-21T13:59:59.123-05:00", "2026-11-21 18:59:59.123000+00:00"),
+        ("2026-11-21 18:59:59", "2026-11-21 18:59:59+00:00"),  # not RFC 3339: inferred, UTC
+    ],
+)
+def test_timestamps_in_any_iso_form_become_utc_instants(text: str, expected: str) -> None:
+    body = page([{**RECORD, "created_at": text, "updated_at": None}])
+    frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
+    assert str(frame["created_at"][0]) == expected
+    assert frame["updated_at"][0] is None
+
+
+def test_an_unreadable_timestamp_is_a_format_error() -> None:
+    body = page([{**RECORD, "created_at": "yesterday"}])
+    with pytest.raises(ResponseFormatError):
+        frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
