@@ -24,6 +24,7 @@ from typing import Any
 import polars as pl
 import psutil
 
+from centsync.extract import TRANSACTION_SCHEMA
 from centsync.warehouse import Warehouse, split_valid
 
 
@@ -81,18 +82,7 @@ def synthetic(n: int, months: int, *, start: dt.date = dt.date(2016, 1, 1)) -> p
         .otherwise((pl.col("_i").hash(6) % 300_000).cast(pl.Int64) + 1),
         created_at=pl.col("booked_at").cast(pl.Datetime("ms")).dt.replace_time_zone("UTC"),
     ).with_columns(updated_at=pl.col("created_at"))
-    cols = [
-        "id",
-        "account_id",
-        "concept",
-        "amount",
-        "booked_at",
-        "type",
-        "category_id",
-        "expense_goal_id",
-        "created_at",
-        "updated_at",
-    ]
+    cols = [c for c in TRANSACTION_SCHEMA if c != "raw"]  # the extract client's columns
     frame = frame.select(cols)
     raw = frame.select(
         pl.struct(

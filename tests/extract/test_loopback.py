@@ -5,9 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,7 +12,7 @@ import pytest
 
 from centsync.extract import ApiClient, AsyncApiClient, InsufficientScope
 from centsync.sandbox import Sandbox
-from centsync.sandbox.server import free_port, run_in_thread
+from centsync.sandbox.server import free_port, run_in_thread, spawn_serve
 
 from .conftest import FAST, Admin, comparable, make_sandbox, run, state_frame
 
@@ -84,32 +81,17 @@ def test_blocking_facade_reads_and_writes_over_loopback(served: tuple[Sandbox, s
 
 def test_cli_served_sandbox_via_keys_file(tmp_path: Path) -> None:
     keys = tmp_path / "keys.json"
-    port = free_port()
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "centsync.pipelines.cli",
-            "sandbox",
-            "serve",
-            "--port",
-            str(port),
-            "--keys-out",
-            str(keys),
-            "--transactions",
-            "2000",
-            "--no-rate-limit",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
+    # the same CLI process the benchmarks start: it writes the keys file once it serves
+    proc = spawn_serve(
+        keys,
+        "--port",
+        str(free_port()),
+        "--transactions",
+        "2000",
+        "--no-rate-limit",
+        timeout=60,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not keys.exists():
-            assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
         info = json.loads(keys.read_text())
         with ApiClient(info["base_url"], info["read_only"]) as c:
             frame, reports = c.read_all_transactions()

@@ -39,13 +39,6 @@ class RequestStats:
     endpoints: dict[str, EndpointStats] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
-    def get(self, endpoint: str) -> EndpointStats:
-        with self._lock:
-            stats = self.endpoints.get(endpoint)
-            if stats is None:
-                stats = self.endpoints[endpoint] = EndpointStats()
-            return stats
-
     def add(self, endpoint: str, **counts: float) -> None:
         with self._lock:
             stats = self.endpoints.get(endpoint)

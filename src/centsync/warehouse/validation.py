@@ -427,6 +427,10 @@ def _count() -> list[pa.Check]:
     return [pa.Check.ge(0, error="negative count")]
 
 
+def _group_by() -> list[pa.Check]:
+    return [pa.Check.isin(["category", "merchant", "month"], error="not category/merchant/month")]
+
+
 SERVER_TRANSACTIONS_SUMMARY = _entity(
     "server.transactions_summary",
     [
@@ -461,12 +465,7 @@ SERVER_SPENDING = _entity(
         ColumnSpec("count", "int"),
     ],
     key=None,
-    checks={
-        "group_by": [
-            pa.Check.isin(["category", "merchant", "month"], error="not category/merchant/month")
-        ],
-        "count": _count(),
-    },
+    checks={"group_by": _group_by(), "count": _count()},
 )
 
 SERVER_ACCOUNTS_SUMMARY = _entity(
@@ -496,14 +495,6 @@ SERVER_NET_WORTH = _entity(
     checks={"assets": [pa.Check.ge(0)], "liabilities": [pa.Check.ge(0)]},
 )
 
-for _spec in (
-    SERVER_TRANSACTIONS_SUMMARY,
-    SERVER_SPENDING,
-    SERVER_ACCOUNTS_SUMMARY,
-    SERVER_NET_WORTH,
-):
-    ENTITIES[_spec.entity] = _spec
-
 SERVER_SPENDING_TOTALS = _entity(
     "server.spending_totals",
     [
@@ -515,10 +506,14 @@ SERVER_SPENDING_TOTALS = _entity(
         ColumnSpec("row_count", "int"),
     ],
     key=None,
-    checks={
-        "group_by": [
-            pa.Check.isin(["category", "merchant", "month"], error="not category/merchant/month")
-        ]
-    },
+    checks={"group_by": _group_by()},
 )
-ENTITIES[SERVER_SPENDING_TOTALS.entity] = SERVER_SPENDING_TOTALS
+
+for _spec in (
+    SERVER_TRANSACTIONS_SUMMARY,
+    SERVER_SPENDING,
+    SERVER_ACCOUNTS_SUMMARY,
+    SERVER_NET_WORTH,
+    SERVER_SPENDING_TOTALS,
+):
+    ENTITIES[_spec.entity] = _spec
