@@ -115,6 +115,7 @@ def test_raw_lines_keep_every_line_verbatim_even_with_separator_bytes() -> None:
         ("2026-11-21T20:59:59.5+02:00", "2026-11-21 18:59:59.500000+00:00"),  # an offset
         ("2026-11-21T13:59:59.123-05:00", "2026-11-21 18:59:59.123000+00:00"),
         ("2026-11-21 18:59:59", "2026-11-21 18:59:59+00:00"),  # not RFC 3339: inferred, UTC
+        ("2026-11-21T18:59:59.123456Z", "2026-11-21 18:59:59.123000+00:00"),  # finer than ms
     ],
 )
 def test_timestamps_in_any_iso_form_become_utc_instants(text: str, expected: str) -> None:
@@ -122,6 +123,17 @@ def test_timestamps_in_any_iso_form_become_utc_instants(text: str, expected: str
     frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
     assert str(frame["created_at"][0]) == expected
     assert frame["updated_at"][0] is None
+
+
+def test_a_column_mixing_timestamp_forms_reads_every_row() -> None:
+    texts = ["2026-11-21T18:59:59.123Z", "2026-11-21 18:59:59", "2026-11-21T20:59:59+02:00"]
+    body = page([{**RECORD, "created_at": t} for t in texts])
+    frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
+    assert [str(v) for v in frame["created_at"]] == [
+        "2026-11-21 18:59:59.123000+00:00",
+        "2026-11-21 18:59:59+00:00",
+        "2026-11-21 18:59:59+00:00",
+    ]
 
 
 def test_an_unreadable_timestamp_is_a_format_error() -> None:

@@ -18,12 +18,15 @@ from typing import Any
 
 import orjson
 import polars as pl
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from ._errors import ResponseFormatError
 
 _DATA_KEY = re.compile(rb'"data"\s*:\s*\[')
 
 TS = pl.Datetime("ms", "UTC")
+_ARROW_TS = pa.timestamp("ms", tz="UTC")
 
 # What the wire carries, per record type (dates and times arrive as text).
 TRANSACTION_WIRE: dict[str, pl.DataType] = {
@@ -223,13 +226,25 @@ def raw_lines(ndjson: bytes) -> pl.Series:
 
 
 def _timestamp(column: pl.Series) -> pl.Series:
-    """ISO 8601 text to Datetime(ms, UTC), any offset. ``%+`` (RFC 3339) parses the contract's
-    ``...T..:..:..mmmZ`` 40 % faster than the spelled-out format; other ISO forms (no
-    seconds, a space for ``T``) take Polars' inferring parser."""
+    """ISO 8601 text to Datetime(ms, UTC), any offset.
+
+    Arrow's ISO 8601 cast takes the contract's ``...T..:..:..mmmZ`` (and any offset) at about
+    a fifth of the CPU of Polars' ``%+`` (chrono): it is tried first. What it refuses (no
+    offset, a fraction finer than the millisecond, a stray space) goes to ``%+`` (RFC 3339),
+    and the values that refuses to Polars' inferring parser (no seconds, a space for ``T``);
+    a value none of them reads is an error."""
     try:
-        return column.str.strptime(TS, "%+", strict=True)
-    except pl.exceptions.InvalidOperationError:
-        return column.str.to_datetime(time_unit="ms", time_zone="UTC", strict=True)
+        parsed = pc.cast(column.to_arrow(), _ARROW_TS)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    else:
+        return pl.Series(column.name, parsed)
+    parsed = column.str.strptime(TS, "%+", strict=False)
+    unread = parsed.is_null() & column.is_not_null()
+    if not unread.any():
+        return parsed
+    rest = column.filter(unread).str.to_datetime(time_unit="ms", time_zone="UTC", strict=True)
+    return parsed.scatter(unread.arg_true(), rest)
 
 
 def frame_from_records(
