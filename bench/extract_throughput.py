@@ -66,7 +66,8 @@ def client_centsync(base_url: str, key: str, mode: str) -> dict[str, object]:
 
             def keep(frame: pl.DataFrame) -> int:
                 nonlocal writer
-                table = frame.to_arrow()
+                # Polars' string views as they are (the default conversion copies every string)
+                table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
                 if mode == "parquet":
                     if writer is None:
                         writer = pq.ParquetWriter(out, table.schema)
@@ -124,7 +125,7 @@ def client_naive(base_url: str, key: str) -> dict[str, object]:
                 break
             page += 1
     frame = pl.DataFrame(rows, infer_schema_length=None)  # nulls early on need a full scan
-    table = frame.to_arrow()
+    table = frame.to_arrow(compat_level=pl.CompatLevel.newest())
     return {
         "rows": table.num_rows,
         "seconds": time.perf_counter() - started,

@@ -3,7 +3,9 @@ retry machinery, and whole bodies over the aiohttp network layer."""
 
 from __future__ import annotations
 
+import gzip
 import json
+from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
@@ -52,6 +54,49 @@ def test_requests_carry_the_clients_defaults_the_key_and_its_timeout() -> None:
     assert post.headers["idempotency-key"] == "evt-1"
     assert post.headers["content-type"] == "application/json"
     assert json.loads(post.content) == {"n": 1}
+
+
+@pytest.mark.parametrize("base", [BASE, f"{BASE}/api/", "http://127.0.0.1:8080"])
+def test_request_urls_are_what_httpx_would_parse_from_the_string(base: str) -> None:
+    """The client sets each request's query on a once-parsed base URL: the result must be the
+    URL httpx makes of the whole string, for any value."""
+    transport, seen = recording()
+    values = ["x y", "a&b=c", "ü€", "50%", "a+b", "/../?#", "", "2026-11-21"]
+
+    async def go() -> None:
+        async with AsyncApiClient(base, KEY, transport=transport, pacing=False) as c:
+            for value in values:
+                await c.request("GET", "/v1/transactions", params={"search": value, "page": "2"})
+            await c.request("GET", "/v1/transactions/a b%2F..")
+
+    run(go())
+    prefix = base.rstrip("/")
+    for request, value in zip(seen, values, strict=False):
+        text = f"{prefix}/v1/transactions?" + urlencode(
+            {"search": value, "page": "2"}, quote_via=quote
+        )
+        assert request.url == httpx.URL(text)
+        assert str(request.url) == str(httpx.URL(text))
+    assert seen[-1].url == httpx.URL(f"{prefix}/v1/transactions/a b%2F..")
+
+
+def test_each_write_carries_its_own_idempotency_key() -> None:
+    transport, seen = recording()
+
+    async def go() -> None:
+        async with AsyncApiClient(BASE, KEY, transport=transport, pacing=False) as c:
+            for key in ("evt-1", "evt-2", None, "evt-3"):
+                await c.request("POST", "/v1/transactions", json={"n": 1}, idempotency_key=key)
+            await c.request("GET", "/v1/settings")
+
+    run(go())
+    assert [r.headers.get("idempotency-key") for r in seen] == [
+        "evt-1",
+        "evt-2",
+        None,
+        "evt-3",
+        None,
+    ]
 
 
 def test_a_callers_own_client_keeps_its_event_hooks() -> None:
@@ -137,6 +182,41 @@ def test_bodies_larger_than_the_read_size_arrive_whole_over_loopback() -> None:
                     response = await c.request("GET", "/v1/big")
                     assert response.content == body
                 assert c.stats.snapshot()["GET /v1/big"]["bytes"] == 3 * len(body)
+        finally:
+            await runner.cleanup()
+
+    run(go())
+
+
+@pytest.mark.e2e
+def test_compressed_bodies_are_decoded_and_plain_ones_read_as_sent() -> None:
+    from aiohttp import web
+
+    body = json.dumps({"data": [{"id": str(i)} for i in range(2000)]}).encode()
+
+    async def handler(request: web.Request) -> web.Response:
+        if request.query.get("gzip"):
+            return web.Response(
+                body=gzip.compress(body),
+                headers={"Content-Encoding": "gzip", "Content-Type": "application/json"},
+            )
+        return web.Response(body=body, content_type="application/json")
+
+    async def go() -> None:
+        app = web.Application()
+        app.router.add_get("/v1/list", handler)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        try:
+            async with AsyncApiClient(f"http://127.0.0.1:{port}", KEY, pacing=False) as c:
+                plain = await c.request("GET", "/v1/list")
+                packed = await c.request("GET", "/v1/list", params={"gzip": "1"})
+            assert plain.content == packed.content == body
+            assert plain.is_closed and packed.is_closed
+            assert packed.headers["content-encoding"] == "gzip"
         finally:
             await runner.cleanup()
 

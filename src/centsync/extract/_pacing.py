@@ -24,8 +24,12 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from aiolimiter import AsyncLimiter
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("centsync.extract")
 
@@ -195,6 +199,19 @@ def _set_level(bucket: AsyncLimiter, level: float) -> None:
     except RuntimeError:  # no running loop yet: the level is all there is to set
         pass
     bucket._level = level
+
+
+_HEADER_BYTES = frozenset(h.encode() for h in _HEADERS)
+
+
+def rate_limit_headers(headers: httpx.Headers) -> dict[str, str]:
+    """The rate-limit headers of a response, in one pass (an ``httpx.Headers`` lookup scans
+    every header, and ``release`` needs four)."""
+    return {
+        k.decode(): v.decode("latin-1")
+        for k, v in ((k.lower(), v) for k, v in headers.raw)
+        if k in _HEADER_BYTES
+    }
 
 
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:
