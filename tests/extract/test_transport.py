@@ -3,8 +3,11 @@ retry machinery, and whole bodies over the aiohttp network layer."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -156,6 +159,22 @@ def test_retries_count_the_attempt_made_before_the_retry_machinery(
     assert len(seen) == attempts
 
 
+@contextlib.asynccontextmanager
+async def serving(path: str, handler: Any) -> AsyncIterator[str]:
+    """An aiohttp web server on a free loopback port answering GET ``path``; yields its URL."""
+    from aiohttp import web
+
+    app = web.Application()
+    app.router.add_get(path, handler)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}"
+    finally:
+        await runner.cleanup()
+
+
 @pytest.mark.e2e
 def test_bodies_larger_than_the_read_size_arrive_whole_over_loopback() -> None:
     from aiohttp import web
@@ -169,21 +188,11 @@ def test_bodies_larger_than_the_read_size_arrive_whole_over_loopback() -> None:
         return web.Response(body=body, content_type="application/json")
 
     async def go() -> None:
-        app = web.Application()
-        app.router.add_get("/v1/big", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        try:
-            async with AsyncApiClient(f"http://127.0.0.1:{port}", KEY, pacing=False) as c:
-                for _ in range(3):
-                    response = await c.request("GET", "/v1/big")
-                    assert response.content == body
-                assert c.stats.snapshot()["GET /v1/big"]["bytes"] == 3 * len(body)
-        finally:
-            await runner.cleanup()
+        async with serving("/v1/big", handler) as url, AsyncApiClient(url, KEY, pacing=False) as c:
+            for _ in range(3):
+                response = await c.request("GET", "/v1/big")
+                assert response.content == body
+            assert c.stats.snapshot()["GET /v1/big"]["bytes"] == 3 * len(body)
 
     run(go())
 
@@ -203,21 +212,11 @@ def test_compressed_bodies_are_decoded_and_plain_ones_read_as_sent() -> None:
         return web.Response(body=body, content_type="application/json")
 
     async def go() -> None:
-        app = web.Application()
-        app.router.add_get("/v1/list", handler)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        try:
-            async with AsyncApiClient(f"http://127.0.0.1:{port}", KEY, pacing=False) as c:
-                plain = await c.request("GET", "/v1/list")
-                packed = await c.request("GET", "/v1/list", params={"gzip": "1"})
-            assert plain.content == packed.content == body
-            assert plain.is_closed and packed.is_closed
-            assert packed.headers["content-encoding"] == "gzip"
-        finally:
-            await runner.cleanup()
+        async with serving("/v1/list", handler) as url, AsyncApiClient(url, KEY, pacing=False) as c:
+            plain = await c.request("GET", "/v1/list")
+            packed = await c.request("GET", "/v1/list", params={"gzip": "1"})
+        assert plain.content == packed.content == body
+        assert plain.is_closed and packed.is_closed
+        assert packed.headers["content-encoding"] == "gzip"
 
     run(go())
