@@ -220,3 +220,17 @@ def test_compressed_bodies_are_decoded_and_plain_ones_read_as_sent() -> None:
         assert packed.headers["content-encoding"] == "gzip"
 
     run(go())
+
+
+def test_request_urls_are_parsed_from_strings_where_httpx_keeps_no_parse(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("centsync.extract._client._FAST_URL", False)
+    transport, seen = recording()
+
+    async def go() -> None:
+        async with AsyncApiClient(BASE, KEY, transport=transport, pacing=False) as c:
+            await c.request("GET", "/v1/transactions", params={"search": "a b", "page": "2"})
+
+    run(go())
+    assert seen[0].url == httpx.URL(f"{BASE}/v1/transactions?search=a%20b&page=2")

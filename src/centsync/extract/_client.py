@@ -495,12 +495,12 @@ class AsyncApiClient:
         loop's time in a bulk read. Each path is parsed by httpx once; a request's URL is that
         parse with its query set (our own encoding, which httpx would keep as it is).
         """
-        ref = self._paths.get(path)
-        if ref is None:
+        ref = self._paths.get(path) if _FAST_URL else None
+        if ref is None and _FAST_URL:
             if len(self._paths) >= 256:
                 self._paths.clear()
             ref = self._paths[path] = httpx.URL(self._prefix + path)._uri_reference
-        if not _FAST_URL or ref.query is not None:
+        if ref is None or ref.query is not None:
             return httpx.URL(self._prefix + path + ("" if query is None else "?" + query))
         url = httpx.URL.__new__(httpx.URL)
         url._uri_reference = ref._replace(query=query)
