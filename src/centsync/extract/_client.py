@@ -63,7 +63,7 @@ from ._models import (
     Transaction,
     TransactionsSummary,
 )
-from ._pacing import Allowance, Pacer, has_rate_limit_headers, rate_limit_headers
+from ._pacing import Allowance, Pacer, has_rate_limit_headers
 from ._paging import (
     PAGE_LIMIT,
     Tally,
@@ -340,7 +340,7 @@ class AsyncApiClient:
         # each window: its page requests plus the summary fetched alongside
         limits = httpx.Limits(max_connections=max(4, concurrency * (REQUESTS_PER_WINDOW + 1)))
         self._http = http_client or httpx.AsyncClient(
-            base_url=str(self.base_url).rstrip("/"),
+            base_url=self._prefix,
             transport=transport or network_transport(limits),
             timeout=timeout,
             limits=limits,
@@ -468,7 +468,7 @@ class AsyncApiClient:
             log.info("%s %s: transport error %s", method, path, type(exc).__name__)
             raise TransportFailure(method, path, exc) from None
         finally:
-            self.pacer.release(None if response is None else rate_limit_headers(response.headers))
+            self.pacer.release(None if response is None else response.headers)
         self.stats.add(endpoint, bytes=len(response.content))
         log.debug(
             "%s %s -> %d (%.0f ms, %d bytes)",
@@ -495,16 +495,17 @@ class AsyncApiClient:
         loop's time in a bulk read. Each path is parsed by httpx once; a request's URL is that
         parse with its query set (our own encoding, which httpx would keep as it is).
         """
-        ref = self._paths.get(path) if _FAST_URL else None
-        if ref is None and _FAST_URL:
-            if len(self._paths) >= 256:
-                self._paths.clear()
-            ref = self._paths[path] = httpx.URL(self._prefix + path)._uri_reference
-        if ref is None or ref.query is not None:
-            return httpx.URL(self._prefix + path + ("" if query is None else "?" + query))
-        url = httpx.URL.__new__(httpx.URL)
-        url._uri_reference = ref._replace(query=query)
-        return url
+        if _FAST_URL:
+            ref = self._paths.get(path)
+            if ref is None:
+                if len(self._paths) >= 256:
+                    self._paths.clear()
+                ref = self._paths[path] = httpx.URL(self._prefix + path)._uri_reference
+            if ref.query is None:
+                url = httpx.URL.__new__(httpx.URL)
+                url._uri_reference = ref._replace(query=query)
+                return url
+        return httpx.URL(self._prefix + path + ("" if query is None else "?" + query))
 
     def _request_headers(self, headers: Mapping[str, str]) -> httpx.Headers:
         """The client's defaults, the call's headers and the key, as httpx headers (built once

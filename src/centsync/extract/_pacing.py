@@ -24,12 +24,8 @@ import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from aiolimiter import AsyncLimiter
-
-if TYPE_CHECKING:
-    import httpx
 
 log = logging.getLogger("centsync.extract")
 
@@ -153,7 +149,8 @@ class Pacer:
         self._in_flight = max(0, self._in_flight - 1)
         if not self.enabled or headers is None or self.allowance is None:
             return
-        minute_limit, minute, hour_limit, hour = (_int(headers.get(h)) for h in _HEADERS)
+        found = rate_limit_headers(headers)
+        minute_limit, minute, hour_limit, hour = (_int(found.get(h)) for h in _HEADERS)
         if minute is None and hour is None:
             if self.headers_seen:
                 log.info("no rate-limit headers: pacing blind, within the allowance of /v1/me")
@@ -204,14 +201,16 @@ def _set_level(bucket: AsyncLimiter, level: float) -> None:
 _HEADER_BYTES = frozenset(h.encode() for h in _HEADERS)
 
 
-def rate_limit_headers(headers: httpx.Headers) -> dict[str, str]:
-    """The rate-limit headers of a response, in one pass (an ``httpx.Headers`` lookup scans
-    every header, and ``release`` needs four)."""
-    return {
-        k.decode(): v.decode("latin-1")
-        for k, v in ((k.lower(), v) for k, v in headers.raw)
-        if k in _HEADER_BYTES
-    }
+def rate_limit_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The rate-limit headers of a response, lower-cased, in one pass (an ``httpx.Headers``
+    lookup scans every header, and ``release`` needs four)."""
+    if hasattr(headers, "raw"):  # httpx.Headers: its raw bytes, without decoding them all
+        return {
+            k.decode(): v.decode("latin-1")
+            for k, v in ((k.lower(), v) for k, v in headers.raw)
+            if k in _HEADER_BYTES
+        }
+    return {k.lower(): v for k, v in headers.items() if k.lower() in _HEADERS}
 
 
 def has_rate_limit_headers(headers: Mapping[str, str]) -> bool:

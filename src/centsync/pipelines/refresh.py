@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import orjson
@@ -24,7 +24,6 @@ from centsync.extract import ApiClient, WindowRows, WindowStream, WindowVoid
 from centsync.warehouse import Warehouse
 
 log = logging.getLogger("centsync.refresh")
-T = TypeVar("T")
 
 Mode = Literal["auto", "full", "hot"]
 PAGE = 200
@@ -226,7 +225,7 @@ class Refresher:
             (before.count, before.income, before.expense, before.transfer),
             (after.count, after.income, after.expense, after.transfer),
         }
-        local = self._local_fingerprint(None, dt.date(2999, 12, 31))[0]
+        local = self._local_totals(None, dt.date(2999, 12, 31))
         if server != {local}:
             log.info("the ledger changed while it was read: checking every year's fingerprint")
             self.summary.reason += "; changed during the read, repaired by fingerprints"
@@ -322,10 +321,8 @@ class Refresher:
         )
         return (summ.count, summ.income, summ.expense, summ.transfer), cats
 
-    def _local_fingerprint(
-        self, lo: dt.date | None, hi: dt.date
-    ) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
-        lo_ = lo or EPOCH
+    def _local_totals(self, lo: dt.date | None, hi: dt.date) -> tuple[int, ...]:
+        """Count and sums per type of the local rows booked in ``lo``..``hi``."""
         row = self.wh.query(
             """
             SELECT count(*)::BIGINT,
@@ -334,16 +331,21 @@ class Refresher:
                    coalesce(sum(amount) FILTER (WHERE type = 'transfer'), 0)::BIGINT
             FROM core.transactions WHERE booked_at BETWEEN ? AND ?
             """,
-            [lo_, hi],
+            [lo or EPOCH, hi],
         ).row(0)
+        return tuple(int(v) for v in row)
+
+    def _local_fingerprint(
+        self, lo: dt.date | None, hi: dt.date
+    ) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
         cats = self.wh.query(
             """
             SELECT category_id::VARCHAR AS key, sum(amount)::BIGINT AS amount, count(*)::BIGINT AS count
             FROM core.transactions WHERE type = 'expense' AND booked_at BETWEEN ? AND ? GROUP BY 1
             """,
-            [lo_, hi],
+            [lo or EPOCH, hi],
         )
-        return tuple(int(v) for v in row), frozenset(cats.iter_rows())
+        return self._local_totals(lo, hi), frozenset(cats.iter_rows())
 
     def _read(
         self,
@@ -390,7 +392,7 @@ class Refresher:
                 stream = open_stream(windows[i + 1]) if i + 1 < len(windows) else None
                 try:
                     lo, hi = planned[i] if planned is not None else window
-                    months = self._window_months(lo, hi, stage.booked_range())
+                    months = self._window_months(lo, hi, stage.booked_range)
                     result = stage.commit(months, reason=reason) if months else None
                 except BaseException:
                     if stream is not None:
@@ -418,10 +420,17 @@ class Refresher:
                 self._published = time.monotonic()
 
     def _window_months(
-        self, lo: dt.date | None, hi: dt.date | None, booked: tuple[dt.date, dt.date] | None
+        self,
+        lo: dt.date | None,
+        hi: dt.date | None,
+        booked: Callable[[], tuple[dt.date, dt.date] | None],
     ) -> list[str]:
-        """Every month a window covers: its bounds, and for open ends the rows and local months."""
-        dates: list[dt.date] = list(booked) if booked is not None else []
+        """Every month a window covers: its bounds, and for open ends the rows read (``booked``
+        gives their date range) and the local months."""
+        if lo is not None and hi is not None:
+            return [m.strftime("%Y-%m") for m in _months_between(lo, hi)]
+        seen = booked()
+        dates: list[dt.date] = list(seen) if seen is not None else []
         local = [_parse_month(m) for m in self.wh.months_present()]
         if lo is None:
             lo = min([*dates, *[m for m in local if hi is None or m <= hi]], default=None)

@@ -388,7 +388,7 @@ class SandboxApp:
             {
                 "account_id": key.owner,
                 "scopes": key.scopes,
-                "key": {"id": key.id, "expires_at": _iso(key.expires_ms)},
+                "key": {"id": key.id, "expires_at": iso_ms(key.expires_ms)},
                 "rate_limit": {
                     "minute_limit": ml,
                     "minute_remaining": mr,
@@ -606,7 +606,7 @@ class SandboxApp:
                 "assets": summ["assets"],
                 "liabilities": summ["liabilities"],
                 "total": summ["net_worth"],
-                "as_of": _iso(self.s.now_ms),
+                "as_of": iso_ms(self.s.now_ms),
             }
         )
 
@@ -670,7 +670,7 @@ class SandboxApp:
         return ok(self.s.dump())
 
     async def sb_clock(self, req: Request) -> Response:
-        return ok({"now": _iso(self.s.now_ms), "timezone": self.s.timezone})
+        return ok({"now": iso_ms(self.s.now_ms), "timezone": self.s.timezone})
 
     async def sb_advance(self, req: Request) -> Response:
         body = object_body(req.json(), {"hours", "days", "minutes", "seconds"})
@@ -686,7 +686,7 @@ class SandboxApp:
                 raise invalid(f"`{name}` must be a non-negative number.", name, "invalid")
             ms += v * unit
         self.s.advance(int(ms))
-        return ok({"now": _iso(self.s.now_ms)})
+        return ok({"now": iso_ms(self.s.now_ms)})
 
     async def sb_settings(self, req: Request) -> Response:
         body = object_body(req.json(), {"timezone"})
@@ -880,7 +880,3 @@ async def _read_body(receive: Receive) -> bytes:
         if not msg.get("more_body"):
             break
     return b"".join(chunks)
-
-
-def _iso(ms: int) -> str:
-    return iso_ms(ms)
