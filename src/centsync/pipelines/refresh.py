@@ -508,7 +508,12 @@ def run_refresh(
             st.rows_rejected,
         )
         summary.refresh_id = wh.refresh_id or ""
-        wh.finish_refresh(requests=spent, months_checked=summary.months_checked)
+        wh.finish_refresh(
+            requests=spent,
+            months_checked=summary.months_checked,
+            # an incremental refresh that turned full (the timezone changed, nothing local)
+            mode="full" if summary.mode == "full" else None,
+        )
     return summary
 
 
