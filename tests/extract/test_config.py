@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import httpx
 import pytest
-
 from centsync.extract import (
     ApiError,
     AsyncApiClient,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import orjson
 import pytest
-
 from centsync.extract import (
     IdempotencyKeyReused,
     InsufficientScope,

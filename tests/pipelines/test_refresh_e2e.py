@@ -15,12 +15,12 @@ from typing import Any
 import duckdb
 import httpx
 import pytest
-from click.testing import CliRunner
-from tests.conftest import make_sandbox
-
 from centsync.pipelines.cli import main
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
+from click.testing import CliRunner
+
+from helpers import make_sandbox
 
 
 class Env:
@@ -239,5 +239,5 @@ def test_definitions_load() -> None:
 def test_root_dagster_yaml_is_the_packaged_one() -> None:
     root = Path(__file__).resolve().parents[2]
     assert (root / "dagster.yaml").read_text() == (
-        root / "src/centsync/pipelines/dagster.yaml"
+        root / "pipelines/dagster.yaml"
     ).read_text()

@@ -7,9 +7,9 @@ from typing import Any
 
 import httpx
 import pytest
-from tests.conftest import Api, make_sandbox
-
 from centsync.sandbox import Sandbox
+
+from helpers import Api, make_sandbox
 
 
 def _body(api: Api, **kw: Any) -> dict[str, Any]:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.conftest import Api
+
+from helpers import Api
 
 UNKNOWN = "00000000-0000-4000-8000-000000000000"
 

@@ -7,7 +7,7 @@ from collections import defaultdict
 from datetime import date
 from typing import Any
 
-from tests.conftest import Api, make_sandbox
+from helpers import Api, make_sandbox
 
 UUID_FIELDS = ("id", "account_id")
 

@@ -12,7 +12,6 @@ import time
 from pathlib import Path
 
 import httpx
-
 from centsync.sandbox.server import free_port
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
-
 from centsync.warehouse import Warehouse, current_version, migrate
 from centsync.warehouse.migrate import available
 

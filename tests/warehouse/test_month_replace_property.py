@@ -5,10 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
+from centsync.warehouse import Warehouse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from centsync.warehouse import Warehouse
 
 from .builders import transactions
 

@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from centsync.warehouse import (
     NoWarehouseError,
     RefreshInProgressError,

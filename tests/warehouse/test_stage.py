@@ -7,7 +7,6 @@ import datetime as dt
 import duckdb
 import polars as pl
 import pytest
-
 from centsync.warehouse import MonthBoundsError, Warehouse
 
 from .builders import transactions

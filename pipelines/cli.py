@@ -305,16 +305,11 @@ def ui(port: int) -> None:
     home = dagster_home()
     click.echo(f"Dagster UI on http://127.0.0.1:{port} (DAGSTER_HOME={home}); Ctrl-C stops it.")
     with embedded_api():
-        cmd = [
-            sys.executable,
-            "-m",
-            "dagster",
-            "dev",
-            "-m",
-            "centsync.pipelines.definitions",
-            "-p",
-            str(port),
-        ]
+        # The project root's pyproject.toml ([tool.dg.project]) names the definitions; an
+        # installed centsync has none, so the module is named where no pyproject is found.
+        cmd = [sys.executable, "-m", "dagster", "dev", "-p", str(port)]
+        if not (Path.cwd() / "pyproject.toml").exists():
+            cmd += ["-m", "centsync.pipelines.definitions"]
         raise SystemExit(subprocess.call(cmd))
 
 
