@@ -31,6 +31,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh import RefreshOptions, run_refresh
 from centsync.sandbox.server import free_port, spawn_serve

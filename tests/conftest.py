@@ -6,10 +6,10 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from centsync.sandbox import Sandbox
-from centsync.sandbox.server import run_in_thread
 from starlette.testclient import TestClient
 
+from centsync.sandbox import Sandbox
+from centsync.sandbox.server import run_in_thread
 from helpers import Api, make_sandbox
 
 

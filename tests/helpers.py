@@ -6,8 +6,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 import httpx
-from centsync.sandbox import Sandbox, SandboxConfig
 from starlette.testclient import TestClient
+
+from centsync.sandbox import Sandbox, SandboxConfig
 
 # A fixed simulated "now", so every test sees the same household.
 START = datetime(2026, 11, 15, 12, 0, tzinfo=UTC)

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import httpx
 import polars as pl
 import pytest
+
 from centsync.extract import AsyncApiClient
 from centsync.sandbox import Sandbox, SandboxConfig
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import httpx
 import pytest
+
 from centsync.extract import (
     ApiError,
     AsyncApiClient,

@@ -7,6 +7,7 @@ import time
 
 import polars as pl
 import pytest
+
 from centsync.extract import DriftError, ExtractError, NotFound, ServiceUnavailable
 
 from .conftest import Env, comparable, run, state_frame
@@ -185,6 +186,7 @@ def test_key_never_appears_in_logs_exceptions_or_reprs(
 
 def test_summary_check_flags_a_changed_amount_with_the_same_ids() -> None:
     import orjson
+
     from centsync.extract._frames import TRANSACTION_WIRE, frame_from_records
     from centsync.extract._models import TransactionsSummary
     from centsync.extract._paging import WindowCheck

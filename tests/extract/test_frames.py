@@ -5,10 +5,11 @@ from __future__ import annotations
 import orjson
 import polars as pl
 import pytest
-from centsync.extract import TRANSACTION_SCHEMA, ResponseFormatError
-from centsync.extract._frames import TRANSACTION_WIRE, cut_page, frame_from_chunks
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from centsync.extract import TRANSACTION_SCHEMA, ResponseFormatError
+from centsync.extract._frames import TRANSACTION_WIRE, cut_page, frame_from_chunks
 
 RECORD = {
     "id": "0ac7ba49-b043-4e18-a21b-7cf79e000001",

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from centsync.extract import ApiClient, AsyncApiClient, InsufficientScope
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import free_port, run_in_thread, spawn_serve

@@ -7,6 +7,7 @@ import math
 import time
 
 import pytest
+
 from centsync.extract import Allowance, Pacer
 from centsync.extract._pacing import safe_bucket
 

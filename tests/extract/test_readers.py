@@ -7,6 +7,7 @@ import datetime as dt
 import orjson
 import polars as pl
 import pytest
+
 from centsync.extract import (
     ACCOUNT_SCHEMA,
     CONNECTION_SCHEMA,

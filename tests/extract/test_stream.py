@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 import polars as pl
 import pytest
+
 from centsync.extract import ApiClient, WindowDone, WindowRows, WindowVoid
 from centsync.sandbox.server import run_in_thread
 

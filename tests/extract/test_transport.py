@@ -12,6 +12,7 @@ from urllib.parse import quote, urlencode
 
 import httpx
 import pytest
+
 from centsync.extract import AsyncApiClient, InternalError, NotFound
 
 from .conftest import FAST, run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+
 from centsync.extract import (
     IdempotencyKeyReused,
     InsufficientScope,

@@ -15,11 +15,11 @@ from typing import Any
 import duckdb
 import httpx
 import pytest
+from click.testing import CliRunner
+
 from centsync.pipelines.cli import main
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
-from click.testing import CliRunner
-
 from helpers import make_sandbox
 
 
@@ -225,19 +225,3 @@ def test_the_key_never_reaches_the_warehouse_or_the_dagster_instance(env: Env) -
     for path in env.tmp.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
-
-
-def test_definitions_load() -> None:
-    from centsync.pipelines.definitions import defs
-
-    defs.validate_loadable(defs)
-    names = {s.name for s in defs.schedules}  # type: ignore[union-attr]
-    assert names == {"hourly_hot_window", "nightly_fingerprints", "weekly_full"}
-    assert defs.resolve_job_def("refresh_job") is not None
-
-
-def test_root_dagster_yaml_is_the_packaged_one() -> None:
-    root = Path(__file__).resolve().parents[2]
-    assert (root / "dagster.yaml").read_text() == (
-        root / "pipelines/dagster.yaml"
-    ).read_text()

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 import pytest
-from centsync.sandbox import Sandbox
 
+from centsync.sandbox import Sandbox
 from helpers import Api, make_sandbox
 
 

@@ -27,9 +27,6 @@ import httpx
 import orjson
 import pytest
 import schemathesis
-from centsync.sandbox import Sandbox, SandboxConfig
-from centsync.sandbox import app as app_module
-from centsync.sandbox.openapi import openapi_document
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
 from schemathesis.config import HealthCheck
@@ -43,6 +40,10 @@ from schemathesis.specs.openapi.checks import (
     response_schema_conformance,
     status_code_conformance,
 )
+
+from centsync.sandbox import Sandbox, SandboxConfig
+from centsync.sandbox import app as app_module
+from centsync.sandbox.openapi import openapi_document
 
 START = datetime(2026, 3, 2, 9, tzinfo=UTC)
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE")

@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import httpx
+
 from centsync.sandbox.server import free_port
 
 

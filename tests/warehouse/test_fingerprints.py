@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import polars as pl
+
 from centsync.warehouse import Warehouse, category_hash
 
 from .builders import transactions

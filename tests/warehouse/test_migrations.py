@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import duckdb
+
 from centsync.warehouse import Warehouse, current_version, migrate
 from centsync.warehouse.migrate import available
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import polars as pl
-from centsync.warehouse import Warehouse
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from centsync.warehouse import Warehouse
 
 from .builders import transactions
 

@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+
 from centsync.warehouse import (
     NoWarehouseError,
     RefreshInProgressError,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 
 import polars as pl
+
 from centsync.warehouse import Warehouse
 
 from .builders import accounts, uid, with_raw

@@ -7,6 +7,7 @@ import datetime as dt
 import duckdb
 import polars as pl
 import pytest
+
 from centsync.warehouse import MonthBoundsError, Warehouse
 
 from .builders import transactions

@@ -6,6 +6,7 @@ import datetime as dt
 
 import polars as pl
 import pytest
+
 from centsync.warehouse import MonthBoundsError, Warehouse
 
 from .builders import transactions, with_raw

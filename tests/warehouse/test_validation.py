@@ -6,6 +6,7 @@ import datetime as dt
 
 import polars as pl
 import pytest
+
 from centsync.warehouse import FrameShapeError, split_valid
 
 from .builders import transactions, with_raw

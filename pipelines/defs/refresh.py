@@ -1,0 +1,207 @@
+"""The refresh as assets: one per endpoint it reads, and a monthly asset for backfills."""
+
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import dagster as dg
+from tqdm import tqdm
+
+from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.pipelines.refresh import (
+    RefreshOptions,
+    RefreshSummary,
+    parse_month_range,
+    run_refresh,
+)
+
+OWNERS = ["team:centsync"]
+PARTITIONS_START = os.environ.get("CENTSYNC_PARTITIONS_START", "2015-01-01")
+
+
+class RefreshConfig(dg.Config):
+    mode: str = "auto"  # auto (fingerprint-checked), full, hot (hot window only)
+    months: str = ""  # "2024-01..2024-06": force-read these months
+    hot_months: int = 2
+
+
+# One spec per GET endpoint the refresh reads: each shows in the UI with what the run landed.
+ENDPOINT_ASSETS: dict[str, tuple[str, str, str]] = {
+    "me": (
+        "identity",
+        "GET /v1/me",
+        "Key identity, scopes, allowance and expiry (checked every refresh).",
+    ),
+    "settings": (
+        "snapshots",
+        "GET /v1/settings",
+        "core.settings: timezone and currency; a timezone change makes the refresh full.",
+    ),
+    "accounts": (
+        "snapshots",
+        "GET /v1/accounts",
+        "core.accounts and history.accounts (one row per refresh).",
+    ),
+    "connections": (
+        "snapshots",
+        "GET /v1/connections",
+        "core.connections and history.connections.",
+    ),
+    "sync_status": (
+        "snapshots",
+        "GET /v1/sync/status",
+        "core.sync_status and history.sync_status.",
+    ),
+    "transactions": (
+        "ledger",
+        "GET /v1/transactions",
+        "core.transactions and raw.transactions: exactly the server's ledger.",
+    ),
+    "transactions_summary": (
+        "server_aggregates",
+        "GET /v1/transactions/summary",
+        "server.transactions_summary: per-year/month fingerprints and totals.",
+    ),
+    "accounts_summary": (
+        "server_aggregates",
+        "GET /v1/accounts/summary",
+        "server.accounts_summary.",
+    ),
+    "net_worth": (
+        "server_aggregates",
+        "GET /v1/analytics/net-worth",
+        "server.net_worth and history.net_worth.",
+    ),
+    "spending": (
+        "server_aggregates",
+        "GET /v1/analytics/spending",
+        "server.spending by category, merchant and month.",
+    ),
+}
+
+
+def _specs() -> list[dg.AssetSpec]:
+    return [
+        dg.AssetSpec(
+            key,
+            group_name=group,
+            description=f"{desc} Source: {endpoint}.",
+            owners=OWNERS,
+            kinds={"duckdb", "python"},
+            metadata={"endpoint": endpoint},
+        )
+        for key, (group, endpoint, desc) in ENDPOINT_ASSETS.items()
+    ]
+
+
+def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
+    endpoint = ENDPOINT_ASSETS[key][1]
+    md: dict[str, Any] = {
+        "requests": summary.requests.get(endpoint, 0),
+        "refresh_id": summary.refresh_id,
+    }
+    if key == "transactions":
+        md.update(
+            {
+                "rows": summary.transactions,
+                "rows_changed": summary.rows_changed,
+                "rows_rejected": summary.rows_rejected,
+                "mode": f"{summary.mode} ({summary.reason})",
+                "months_checked": summary.months_checked,
+                "months_reread": len(summary.months_reread),
+                "requests_total": summary.requests_total,
+                "requests_floor": summary.floor,
+                "rereads": summary.rereads,
+                "preview": dg.MetadataValue.md(_markdown(summary)),
+            }
+        )
+    return md
+
+
+def _markdown(summary: RefreshSummary) -> str:
+    lines = ["| months | rows | changed | reason |", "| - | - | - | - |"]
+    for r in summary.months_reread[:50]:
+        lines.append(f"| {r['from']}..{r['to']} | {r['rows']} | {r['changed']} | {r['reason']} |")
+    lines.append("")
+    lines.append("| endpoint | requests |")
+    lines.append("| - | - |")
+    for k, v in sorted(summary.requests.items()):
+        lines.append(f"| {k} | {v} |")
+    return "\n".join(lines)
+
+
+def _run(
+    context: dg.AssetExecutionContext,
+    api: ApiResource,
+    warehouse: WarehouseResource,
+    options: RefreshOptions,
+) -> Iterator[dg.MaterializeResult]:
+    show = sys.stderr.isatty() or bool(os.environ.get("CENTSYNC_PROGRESS"))
+    with (
+        tqdm(desc="transactions", unit=" rows", disable=not show, file=sys.stderr) as bar,
+        api.client() as client,
+    ):
+
+        def progress(months: str, rows: int) -> None:
+            # rows as batches land (negative when a window is read again); months as each commits
+            bar.update(rows)
+            if months:
+                bar.set_postfix_str(f"months {months}")
+
+        options.progress = progress
+        summary = run_refresh(client, warehouse.resolved(), options)
+    for w in summary.warnings:
+        context.log.warning(w)
+    context.log.info(
+        f"refresh {summary.refresh_id}: {summary.mode} ({summary.reason}); {summary.transactions} transactions, "
+        f"{summary.rows_changed} rows changed, {summary.requests_total} requests (floor {summary.floor})"
+    )
+    for key in ENDPOINT_ASSETS:
+        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key))
+
+
+@dg.multi_asset(specs=_specs(), name="refresh", can_subset=False)
+def refresh_assets(
+    context: dg.AssetExecutionContext,
+    config: RefreshConfig,
+    api: ApiResource,
+    warehouse: WarehouseResource,
+) -> Iterator[dg.MaterializeResult]:
+    """One refresh: snapshots, reconcile-then-repair of the ledger, the server's aggregates."""
+    months = parse_month_range(config.months) if config.months else None
+    mode = config.mode if config.mode in ("auto", "full", "hot") else "auto"
+    yield from _run(
+        context,
+        api,
+        warehouse,
+        RefreshOptions(mode=mode, months=months, hot_months=config.hot_months),
+    )  # type: ignore[arg-type]
+
+
+monthly = dg.MonthlyPartitionsDefinition(start_date=PARTITIONS_START, end_offset=1)
+
+
+@dg.asset(
+    partitions_def=monthly,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    group_name="ledger",
+    owners=OWNERS,
+    kinds={"duckdb", "python"},
+    description="Force-read a range of months of GET /v1/transactions (a backfill covers many in one run).",
+)
+def transactions_by_month(
+    context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    keys = context.partition_key_range
+    first, last = keys.start[:7], keys.end[:7]
+    with api.client() as client:
+        summary = run_refresh(client, warehouse.resolved(), RefreshOptions(months=(first, last)))
+    return dg.MaterializeResult(
+        metadata={
+            "months": f"{first}..{last}",
+            "rows": sum(r["rows"] for r in summary.months_reread),
+            "rows_changed": summary.rows_changed,
+            "requests_total": summary.requests_total,
+        }
+    )
