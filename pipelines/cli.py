@@ -14,6 +14,9 @@ from typing import Any
 
 import click
 
+# Exit codes: 0 ok, 1 a reconciliation difference nobody can explain.
+EXIT_DIFFER = 1
+
 
 @click.group()
 @click.version_option(package_name="centsync")
@@ -178,6 +181,30 @@ def dagster_home() -> Path:
     return home
 
 
+def run_job(name: str, asset: str) -> dict[str, Any]:
+    """Run a job of the definitions in process, recorded in the instance; `asset`'s metadata."""
+    from dagster import DagsterInstance
+
+    from centsync.pipelines.definitions import defs
+
+    dagster_home()
+    result = defs.resolve_job_def(name).execute_in_process(
+        instance=DagsterInstance.get(),
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
+    if not result.success:
+        failure = next((e for e in result.all_events if e.is_failure), None)
+        message = failure.message if failure is not None else "the run failed"
+        raise click.ClickException(f"{name} failed (Dagster run {result.run_id}): {message}")
+    meta: dict[str, Any] = {"run_id": result.run_id}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat is not None and mat.asset_key.to_user_string() == asset:
+            meta.update({k: getattr(v, "value", v) for k, v in mat.metadata.items()})
+    return meta
+
+
 def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
     """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
     from dagster import DagsterInstance
@@ -194,17 +221,18 @@ def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
         "loggers": {"console": {"config": {"log_level": "WARNING"}}},
     }
     result = job.execute_in_process(run_config=config, instance=instance, raise_on_error=False)
-    if not result.success:
+    meta: dict[str, Any] = {"run_id": result.run_id}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat is not None and mat.asset_key.to_user_string() in ("transactions", "recon/results"):
+            meta.update({k: getattr(v, "value", v) for k, v in mat.metadata.items()})
+    if not result.success and not meta.get("verdict"):
         failure = next((e for e in result.all_events if e.is_failure), None)
         message = failure.message if failure is not None else "the run failed"
         raise click.ClickException(f"refresh failed (Dagster run {result.run_id}): {message}")
-    for event in result.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        if mat is not None and mat.asset_key.to_user_string() == "transactions":
-            meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-            meta["run_id"] = result.run_id
-            return meta
-    return {"run_id": result.run_id}
+    # a run whose data landed but whose blocking reconciliation checks failed reports the
+    # verdict (exit 1), not a failure of the refresh itself
+    return meta
 
 
 @main.command()
@@ -229,9 +257,12 @@ def refresh(full: bool, hot: bool, months: str, as_json: bool) -> None:
         meta = run_refresh_job(mode, months)
     meta["seconds"] = round(time.monotonic() - started, 2)
     if as_json:
-        click.echo(json.dumps({k: v for k, v in meta.items() if k != "preview"}, default=str))
+        hidden = ("preview", "differences_table")
+        click.echo(json.dumps({k: v for k, v in meta.items() if k not in hidden}, default=str))
     else:
         _print_summary(meta)
+    if meta.get("verdict") == "differ":
+        raise SystemExit(EXIT_DIFFER)
 
 
 def _print_summary(meta: dict[str, Any]) -> None:
@@ -244,38 +275,85 @@ def _print_summary(meta: dict[str, Any]) -> None:
         f"months checked {meta.get('months_checked', 0)}, windows re-read {meta.get('months_reread', 0)}, drift re-reads {meta.get('rereads', 0)}.\n"
         f"Warehouse: {default_path()}   Dagster run: {meta.get('run_id')}"
     )
+    if meta.get("verdict"):
+        _print_verdict(
+            meta["verdict"],
+            checked=meta.get("recon_checked", 0),
+            explained=meta.get("recon_explained", 0),
+            differ=meta.get("recon_differ", 0),
+            differences=meta.get("differences") or [],
+        )
+
+
+VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
+VERDICT_WORDS = {
+    "agree": "every number agrees with the service's own, to the cent",
+    "explained": "every difference from the service's own numbers is explained",
+    "differ": "differences from the service's own numbers are not explained",
+}
+
+
+def _print_verdict(
+    verdict: str,
+    *,
+    checked: int,
+    explained: int,
+    differ: int,
+    differences: list[dict[str, Any]],
+    limit: int = 10,
+) -> None:
+    """The verdict first, in words and colour, then the differences narrowest first."""
+    head = click.style(f"Reconciliation: {verdict.upper()}", fg=VERDICT_COLOUR[verdict], bold=True)
+    click.echo(
+        f"{head}: {VERDICT_WORDS[verdict]} ({checked} checks, {explained} explained, {differ} differ)."
+    )
+    if not differences:
+        return
+    click.echo(
+        f"  {'status':<9} {'check':<22} {'scope':<28} {'local':>14} {'server':>14} {'difference':>12}"
+    )
+    for d in differences[:limit]:
+        click.echo(
+            f"  {d['status']:<9} {d['check']:<22} {str(d['scope'])[:28]:<28} "
+            f"{_cents(d['local_cents']):>14} {_cents(d['server_cents']):>14} {_cents(d['difference_cents']):>12}"
+        )
+        if d.get("explanation"):
+            click.echo(f"            {d['explanation']}")
+    if len(differences) > limit:
+        click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
 
 
 EXAMPLE_QUERIES = [
     (
         "Spending by category, last 12 months",
-        """SELECT coalesce(c.name, 'Uncategorized') AS category, count(*) AS n, sum(t.amount) AS cents
-        FROM core.transactions t LEFT JOIN core.categories c ON c.id = t.category_id
-        WHERE t.type = 'expense' AND t.booked_at >= current_date - INTERVAL 12 MONTH
-        GROUP BY 1 ORDER BY sum(t.amount) LIMIT 6""",
+        """SELECT category_name, sum(transactions) AS n, sum(amount_cents) AS cents
+        FROM marts.spending_by_month_category
+        WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY 3 LIMIT 6""",
     ),
     (
-        "Net flow per month (last 6)",
-        """SELECT strftime(booked_at, '%Y-%m') AS month, coalesce(sum(amount) FILTER (WHERE type = 'income'), 0) AS income_cents,
-               coalesce(sum(amount) FILTER (WHERE type = 'expense'), 0) AS spending_cents
-        FROM core.transactions GROUP BY 1 ORDER BY 1 DESC LIMIT 6""",
+        "Cash flow per month (last 6)",
+        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents
+        FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
     ),
     (
-        "Accounts now",
-        "SELECT name, type, balance AS balance_cents FROM core.accounts ORDER BY balance DESC",
+        "Net worth, first of the month (last 6)",
+        """SELECT date, assets_cents, liabilities_cents, net_worth_cents FROM marts.net_worth_daily
+        WHERE day(date) = 1 ORDER BY date DESC LIMIT 6""",
     ),
 ]
 
 
 @main.command()
 def demo() -> None:
-    """The main job on the embedded sandbox: a full refresh, then what you can ask the warehouse."""
+    """The main job on the embedded sandbox: a full refresh, marts, reconciliation, queries."""
     from centsync.warehouse import connect_readonly, default_path
 
     started = time.monotonic()
     with embedded_api():
         meta = run_refresh_job("full")
     meta["seconds"] = round(time.monotonic() - started, 2)
+    verdict = meta.pop("verdict", None)
     _print_summary(meta)
     path = default_path()
     click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
@@ -294,6 +372,103 @@ def demo() -> None:
                 click.echo("  " + " | ".join(str(v) for v in r))
     finally:
         con.close()
+    if verdict:
+        click.echo()
+        _print_verdict(
+            verdict,
+            checked=meta.get("recon_checked", 0),
+            explained=meta.get("recon_explained", 0),
+            differ=meta.get("recon_differ", 0),
+            differences=meta.get("differences") or [],
+        )
+        if verdict == "differ":
+            raise SystemExit(EXIT_DIFFER)
+
+
+@main.command("reconcile")
+@click.option("--live", is_flag=True, help="Compare with the service's aggregates fetched now.")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+def reconcile_command(live: bool, as_json: bool) -> None:
+    """Rebuild the marts and prove them against the service's own numbers, to the cent.
+
+    Without --live it compares with the aggregates the latest refresh landed (no request).
+    Exit 0 when everything agrees or every difference is explained, 1 otherwise.
+
+    Example: centsync reconcile --json | jq .verdict
+    """
+    from centsync.warehouse import connect_readonly, default_path
+
+    started = time.monotonic()
+    if live:
+        with embedded_api():
+            meta = run_job("reconcile_live_job", "recon/results")
+    else:
+        meta = run_job("reconcile_job", "recon/results")
+    con = connect_readonly(default_path())
+    try:
+        results = con.execute(
+            """
+            SELECT "check", scope, subject, label, from_date::VARCHAR AS from_date,
+                   to_date::VARCHAR AS to_date,
+                   local_cents, server_cents, difference_cents, local_count, server_count,
+                   status, explanation
+            FROM recon.results WHERE recon_id = ? AND status <> 'agree'
+            ORDER BY CASE status WHEN 'differ' THEN 0 ELSE 1 END,
+                     coalesce(to_date - from_date, 1000000), "check", scope
+            """,
+            [meta["recon_id"]],
+        )
+        cols = [d[0] for d in results.description]
+        differences = [dict(zip(cols, r, strict=True)) for r in results.fetchall()]
+        rows = con.execute(
+            "SELECT entity, id::VARCHAR AS id, kind, month::VARCHAR AS month, "
+            "category_id::VARCHAR AS category_id, fields, "
+            '"local"::VARCHAR AS local, server::VARCHAR AS server, source FROM recon.row_differences '
+            "WHERE recon_id = ? ORDER BY month, id",
+            [meta["recon_id"]],
+        )
+        rcols = [d[0] for d in rows.description]
+        row_differences = [dict(zip(rcols, r, strict=True)) for r in rows.fetchall()]
+    finally:
+        con.close()
+    verdict = str(meta["verdict"])
+    if as_json:
+        click.echo(
+            json.dumps(
+                {
+                    "verdict": verdict,
+                    "refresh_id": meta.get("refresh_id"),
+                    "recon_id": meta["recon_id"],
+                    "source": meta.get("source"),
+                    "checked": meta.get("recon_checked", 0),
+                    "explained": meta.get("recon_explained", 0),
+                    "differ": meta.get("recon_differ", 0),
+                    "seconds": round(time.monotonic() - started, 2),
+                    "differences": differences,
+                    "row_differences": row_differences,
+                },
+                default=str,
+            )
+        )
+    else:
+        _print_verdict(
+            verdict,
+            checked=meta.get("recon_checked", 0),
+            explained=meta.get("recon_explained", 0),
+            differ=meta.get("recon_differ", 0),
+            differences=differences,
+            limit=25,
+        )
+        for r in row_differences[:10]:
+            click.echo(
+                f"  row {r['kind']:<11} {r['entity']:<12} {r['id']}  month {r['month'] or '-'}"
+                + (f"  fields {r['fields']}" if r["fields"] else "")
+            )
+        click.echo(
+            f"Reconciliation {meta['recon_id']} of refresh {meta.get('refresh_id')}; Dagster run {meta['run_id']}"
+        )
+    if verdict == "differ":
+        raise SystemExit(EXIT_DIFFER)
 
 
 @main.command()
@@ -313,10 +488,17 @@ def ui(port: int) -> None:
         raise SystemExit(subprocess.call(cmd))
 
 
-def _money(cents: int) -> str:
+def _cents(cents: int | None) -> str:
+    """Cents as a decimal amount with its sign (the currency is the warehouse's)."""
+    if cents is None:
+        return ""
     sign = "-" if cents < 0 else ""
     whole, frac = divmod(abs(cents), 100)
-    return f"{sign}{whole:,}.{frac:02d} EUR"
+    return f"{sign}{whole:,}.{frac:02d}"
+
+
+def _money(cents: int) -> str:
+    return f"{_cents(cents)} EUR"
 
 
 if __name__ == "__main__":

@@ -9,13 +9,18 @@ loader needs a pyproject.toml, which an installed wheel does not have.
 
 import dagster as dg
 
-from centsync.pipelines.defs import bank_sync, checks, jobs, refresh, schedules
+from centsync.pipelines.defs import bank_sync, checks, jobs, reconcile, refresh, schedules
 from centsync.pipelines.defs.resources import resources
 
 defs = dg.Definitions(
     assets=[refresh.refresh_assets, refresh.transactions_by_month, bank_sync.bank_sync],
     asset_checks=[checks.no_rejected_rows],
-    jobs=[jobs.refresh_job, jobs.bank_sync_job],
+    jobs=[
+        jobs.refresh_job,
+        jobs.bank_sync_job,
+        reconcile.reconcile_job,
+        reconcile.reconcile_live_job,
+    ],
     schedules=schedules.schedules,
     sensors=[bank_sync.bank_sync_finished],
     resources=resources(),

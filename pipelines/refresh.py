@@ -21,6 +21,7 @@ import orjson
 import polars as pl
 
 from centsync.extract import ApiClient, WindowRows, WindowStream, WindowVoid
+from centsync.pipelines.reconcile import reconcile
 from centsync.warehouse import Warehouse
 
 log = logging.getLogger("centsync.refresh")
@@ -53,6 +54,7 @@ class RefreshOptions:
     # (months, rows): rows after each batch staged (negative when a window is voided),
     # then the window's months ("YYYY-MM..YYYY-MM") with 0 once it is committed
     progress: Callable[[str, int], None] | None = None
+    reconcile: bool = True  # rebuild the marts and reconcile them before publishing
 
 
 @dataclass
@@ -76,6 +78,19 @@ class RefreshSummary:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     timezone: str = ""
+    # marts and reconciliation (pipelines/reconcile.py), once the ledger and aggregates landed
+    verdict: str = ""  # agree, explained or differ
+    recon_id: str = ""
+    recon_checked: int = 0
+    recon_explained: int = 0
+    recon_differ: int = 0
+    recon_seconds: float = 0.0
+    marts: dict[str, int] = field(default_factory=dict)
+    # the first differences, narrowest first
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    # per reconciliation check (spending.month, accounts.by_type, ...): checked, explained,
+    # differ and its first differences
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -508,6 +523,9 @@ def run_refresh(
             st.rows_rejected,
         )
         summary.refresh_id = wh.refresh_id or ""
+        if options.reconcile:
+            # before publishing: the marts and their proof land with the data they describe
+            _reconcile(client, wh, summary)
         wh.finish_refresh(
             requests=spent,
             months_checked=summary.months_checked,
@@ -515,6 +533,44 @@ def run_refresh(
             mode="full" if summary.mode == "full" else None,
         )
     return summary
+
+
+def _reconcile(client: ApiClient, wh: Warehouse, summary: RefreshSummary) -> None:
+    before = _snapshot_counts(client)
+    outcome = reconcile(wh.con, source="refresh", client=client, refresh_id=wh.refresh_id)
+    for endpoint, n in _spent(client, before).items():  # confirmation requests, if any
+        summary.requests[endpoint] = summary.requests.get(endpoint, 0) + n
+        summary.requests_total += n
+    counts = outcome.counts()
+    summary.verdict = outcome.verdict
+    summary.recon_id = outcome.recon_id
+    summary.recon_checked = outcome.results.height
+    summary.recon_explained, summary.recon_differ = counts["explained"], counts["differ"]
+    summary.recon_seconds = outcome.seconds
+    summary.marts = outcome.marts
+    summary.differences = _short(outcome.differences.head(10))
+    for (check,), part in outcome.results.group_by("check", maintain_order=True):
+        summary.checks[str(check)] = {
+            "checked": part.height,
+            "explained": part.filter(pl.col("status") == "explained").height,
+            "differ": part.filter(pl.col("status") == "differ").height,
+            "first": _short(outcome.differences.filter(pl.col("check") == check).head(5)),
+        }
+
+
+def _short(differences: pl.DataFrame) -> list[dict[str, Any]]:
+    return [{k: v for k, v in d.items() if k in DIFFERENCE_FIELDS} for d in differences.to_dicts()]
+
+
+DIFFERENCE_FIELDS = (
+    "check",
+    "scope",
+    "local_cents",
+    "server_cents",
+    "difference_cents",
+    "status",
+    "explanation",
+)
 
 
 def _snapshot_counts(client: ApiClient) -> dict[str, int]:

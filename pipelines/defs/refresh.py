@@ -8,6 +8,7 @@ from typing import Any
 import dagster as dg
 from tqdm import tqdm
 
+from centsync.pipelines.defs import marts
 from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
 from centsync.pipelines.refresh import (
     RefreshOptions,
@@ -136,7 +137,7 @@ def _run(
     api: ApiResource,
     warehouse: WarehouseResource,
     options: RefreshOptions,
-) -> Iterator[dg.MaterializeResult]:
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     show = sys.stderr.isatty() or bool(os.environ.get("CENTSYNC_PROGRESS"))
     with (
         tqdm(desc="transactions", unit=" rows", disable=not show, file=sys.stderr) as bar,
@@ -157,18 +158,31 @@ def _run(
         f"refresh {summary.refresh_id}: {summary.mode} ({summary.reason}); {summary.transactions} transactions, "
         f"{summary.rows_changed} rows changed, {summary.requests_total} requests (floor {summary.floor})"
     )
+    if summary.verdict:
+        context.log.info(
+            f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
+            f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
+        )
     for key in ENDPOINT_ASSETS:
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key))
+    yield from marts.materializations(summary)
+    yield from marts.check_results(summary)
 
 
-@dg.multi_asset(specs=_specs(), name="refresh", can_subset=False)
+@dg.multi_asset(
+    specs=_specs() + marts.specs(),
+    check_specs=marts.check_specs(),
+    name="refresh",
+    can_subset=False,
+)
 def refresh_assets(
     context: dg.AssetExecutionContext,
     config: RefreshConfig,
     api: ApiResource,
     warehouse: WarehouseResource,
-) -> Iterator[dg.MaterializeResult]:
-    """One refresh: snapshots, reconcile-then-repair of the ledger, the server's aggregates."""
+) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
+    """One refresh: snapshots, reconcile-then-repair of the ledger, the server's aggregates,
+    then the marts and their reconciliation against those aggregates."""
     months = parse_month_range(config.months) if config.months else None
     mode = config.mode if config.mode in ("auto", "full", "hot") else "auto"
     yield from _run(

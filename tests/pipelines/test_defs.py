@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import dagster as dg
+
 from centsync.pipelines.definitions import defs
+from centsync.pipelines.defs.marts import MARTS
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -29,7 +32,17 @@ def test_definitions_load_with_jobs_schedules_sensor_and_check() -> None:
     assert defs.resolve_job_def("refresh_job") is not None
     assert defs.resolve_job_def("bank_sync_job") is not None
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
-    assert keys == ENDPOINT_ASSETS | {"bank_sync", "transactions_by_month"}
+    marts = {f"marts/{m}" for m in MARTS}
+    assert keys == ENDPOINT_ASSETS | marts | {"bank_sync", "transactions_by_month", "recon/results"}
+    # lineage: endpoints -> marts -> reconciliation
+    graph = defs.resolve_asset_graph()
+    parents = {k.to_user_string() for k in graph.get(dg.AssetKey(["recon", "results"])).parent_keys}
+    assert marts | {"spending", "accounts_summary", "net_worth", "transactions_summary"} <= parents
+    spend = graph.get(dg.AssetKey(["marts", "spending_by_month_category"])).parent_keys
+    assert {k.to_user_string() for k in spend} == {"transactions", "spending"}
+    checks = {(k.asset_key.to_user_string(), k.name) for k in graph.asset_check_keys}
+    assert {(m, "reconciles_with_service") for m in marts} <= checks
+    assert {"reconcile_job", "reconcile_live_job"} <= {j.name for j in defs.jobs}  # type: ignore[union-attr]
 
 
 def test_root_dagster_yaml_is_the_packaged_one() -> None:

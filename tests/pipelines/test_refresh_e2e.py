@@ -2,100 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import duckdb
-import httpx
-import pytest
 from click.testing import CliRunner
 
 from centsync.pipelines.cli import main
-from centsync.sandbox import Sandbox
-from centsync.sandbox.server import run_in_thread
-from helpers import make_sandbox
 
-
-class Env:
-    """One sandbox on loopback plus a warehouse and Dagster instance in a temp folder."""
-
-    def __init__(
-        self, sb: Sandbox, base_url: str, tmp: Path, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        self.sb, self.base_url, self.tmp = sb, base_url, tmp
-        self.warehouse = tmp / "wh" / "centsync.duckdb"
-        self.env = {
-            "CENTSYNC_API_BASE_URL": base_url,
-            "CENTSYNC_API_KEY": sb.keys["read_only"],
-            "CENTSYNC_WAREHOUSE": str(self.warehouse),
-            "DAGSTER_HOME": str(tmp / "dagster"),
-        }
-        for k, v in self.env.items():
-            monkeypatch.setenv(k, v)
-
-    def refresh(self, *args: str) -> dict[str, Any]:
-        result = CliRunner().invoke(main, ["refresh", "--json", *args], catch_exceptions=False)
-        assert result.exit_code == 0, result.output
-        return json.loads(result.stdout.strip().splitlines()[-1])
-
-    def admin(self, method: str, path: str, body: Any = None) -> Any:
-        with httpx.Client(
-            base_url=self.base_url,
-            headers={"Authorization": f"Bearer {self.sb.keys['admin_token']}"},
-        ) as c:
-            r = c.request(method, path, json=body)
-            assert r.status_code < 300, r.text
-            return r.json()
-
-    def assert_exact(self) -> None:
-        """Every core table equals the server's dumped state, row for row."""
-        state = self.sb.state()
-        con = duckdb.connect(str(self.warehouse), read_only=True)
-        try:
-            rows = con.execute(
-                "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), type, "
-                "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
-            ).fetchall()
-            accounts = con.execute(
-                "SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts ORDER BY id"
-            ).fetchall()
-            raw_n = con.execute("SELECT count(*) FROM raw.transactions").fetchone()
-        finally:
-            con.close()
-        want = sorted(
-            (
-                t["id"],
-                t["account_id"],
-                t["concept"],
-                t["amount"],
-                t["booked_at"],
-                t["type"],
-                t["category_id"],
-                t["expense_goal_id"],
-            )
-            for t in state["transactions"]
-        )
-        assert len(rows) == len(want)
-        assert rows == want
-        assert raw_n == (len(want),)
-        assert accounts == sorted(
-            (a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"])
-            for a in state["accounts"]
-        )
-
-
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
-    sb = make_sandbox(rate_limit=False)
-    with run_in_thread(sb) as base_url:
-        yield Env(sb, base_url, tmp_path, monkeypatch)
+from .conftest import Env
 
 
 def _budget(env: Env, meta: dict[str, Any]) -> int:

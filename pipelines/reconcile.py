@@ -1,0 +1,320 @@
+"""Marts and reconciliation: rebuild `marts.*` from `core`, prove them against the service.
+
+Plain Python over the warehouse and transform layers (and the client for `--live` and for the
+few confirmation requests a refresh may spend), so the refresh, `centsync reconcile` and the
+tests run the same code. See docs/reconciliation.md for the rules.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import itertools
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+from zoneinfo import ZoneInfo
+
+import duckdb
+import polars as pl
+
+from centsync.extract import ApiClient
+from centsync.transform import marts as mart_rules
+from centsync.transform import reconcile as rules
+from centsync.warehouse import marts as store
+
+Source = Literal["refresh", "offline", "live"]
+# Confirmation requests a reconciliation may spend on differing months (one summary each).
+CONFIRM_MONTHS = 12
+
+
+@dataclass
+class Outcome:
+    """One reconciliation: its verdict, every comparison and the rows behind the differences."""
+
+    recon_id: str
+    refresh_id: str
+    source: Source
+    verdict: str
+    results: pl.DataFrame
+    row_differences: pl.DataFrame
+    marts: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    marts_seconds: float = 0.0
+
+    @property
+    def differences(self) -> pl.DataFrame:
+        """The comparisons that do not agree, unexplained first, narrowest scope first."""
+        return rules.narrowest_first(self.results)
+
+    def counts(self) -> dict[str, int]:
+        statuses = self.results["status"].value_counts()
+        got = dict(statuses.iter_rows())
+        return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ")}
+
+    def as_json(self) -> dict[str, Any]:
+        """The documented `centsync reconcile --json` object."""
+        diffs = self.differences.with_columns(
+            pl.col("from_date").cast(pl.String), pl.col("to_date").cast(pl.String)
+        )
+        return {
+            "verdict": self.verdict,
+            "refresh_id": self.refresh_id,
+            "recon_id": self.recon_id,
+            "source": self.source,
+            "checked": self.results.height,
+            **self.counts(),
+            "differences": diffs.to_dicts(),
+            "row_differences": self.row_differences.with_columns(
+                pl.col("month").cast(pl.String)
+            ).to_dicts(),
+        }
+
+
+def service_today(con: duckdb.DuckDBPyConnection, aggregates: store.ServerAggregates) -> dt.date:
+    """The service's today (net worth's as_of in the settings timezone), else the local date."""
+    return aggregates.today or dt.date.today()
+
+
+def rebuild_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> dict[str, int]:
+    """Rebuild every mart from `core` (validated by pandera) and replace them in one transaction."""
+    core = mart_rules.CoreFrames(
+        transactions=store.transactions(con).lazy(),
+        accounts=store.accounts(con).lazy(),
+        categories=store.categories(con).lazy(),
+        net_worth_history=store.net_worth_history(con).lazy(),
+        today=today,
+    )
+    return store.replace_marts(con, mart_rules.build(core))
+
+
+def fetch_aggregates(client: ApiClient, con: duckdb.DuckDBPyConnection) -> store.ServerAggregates:
+    """The service's aggregates now (`--live`): 6 requests, the same ranges a refresh asks."""
+    summary = client.accounts_summary()
+    nw = client.net_worth()
+    (tz,) = con.execute("SELECT any_value(timezone) FROM core.settings").fetchall()
+    zone = ZoneInfo(str(tz[0])) if tz[0] else dt.UTC
+    today = (nw.as_of or dt.datetime.now(dt.UTC)).astimezone(zone).date()
+    ((first, last),) = con.execute(
+        "SELECT min(booked_at), max(booked_at) FROM core.transactions"
+    ).fetchall()
+    lo = first or today
+    hi = max(last or today, today)
+    requests, rows = [], []
+    for group_by in ("category", "merchant", "month"):
+        sp = client.spending(lo, hi, group_by=group_by)
+        requests.append({"group_by": group_by, "from_date": lo, "to_date": hi})
+        rows.append(
+            sp.rows.select("key", "label", "amount", "count").with_columns(
+                group_by=pl.lit(group_by), from_date=pl.lit(lo), to_date=pl.lit(hi)
+            )
+        )
+    whole = client.transactions_summary()
+    return store.ServerAggregates(
+        refresh_id="live",
+        accounts_summary={
+            "assets": summary.assets,
+            "liabilities": summary.liabilities,
+            "net_worth": summary.net_worth,
+            "count": summary.count,
+        },
+        by_type=pl.DataFrame(
+            {"type": list(summary.by_type), "balance": list(summary.by_type.values())},
+            schema={"type": pl.String, "balance": pl.Int64},
+        ),
+        net_worth={"assets": nw.assets, "liabilities": nw.liabilities, "total": nw.total},
+        spending_requests=pl.DataFrame(requests),
+        spending_rows=pl.concat(rows, how="diagonal_relaxed"),
+        summaries=pl.DataFrame(
+            [
+                {
+                    "scope": "all",
+                    "from_date": None,
+                    "to_date": None,
+                    "count": whole.count,
+                    "income": whole.income,
+                    "expense": whole.expense,
+                    "transfer": whole.transfer,
+                    "net": whole.net,
+                }
+            ],
+            schema_overrides={"from_date": pl.Date, "to_date": pl.Date},
+        ),
+        today=today,
+    )
+
+
+def compare(
+    con: duckdb.DuckDBPyConnection, aggregates: store.ServerAggregates, tx: pl.DataFrame
+) -> pl.DataFrame:
+    """Every comparison of the local copy with the aggregates, before explanations."""
+    accounts = store.accounts(con)
+    parts = [
+        rules.spending_checks(
+            tx.lazy(),
+            aggregates.spending_requests,
+            aggregates.spending_rows,
+            store.categories(con),
+        ),
+        rules.summary_checks(tx.lazy(), aggregates.summaries),
+        rules.account_checks(
+            accounts, aggregates.accounts_summary, aggregates.by_type, aggregates.net_worth
+        ),
+    ]
+    return rules.with_status(pl.concat(parts, how="vertical_relaxed"))
+
+
+def gather_evidence(
+    con: duckdb.DuckDBPyConnection,
+    results: pl.DataFrame,
+    tx: pl.DataFrame,
+    client: ApiClient | None,
+    refresh_id: str,
+) -> rules.Evidence:
+    """What it takes to explain the differences: each piece only when something differs."""
+    ev = rules.Evidence()
+    differ = results.filter(pl.col("status") == "differ")
+    if differ.is_empty():
+        return ev
+    if client is None:
+        ev.prior = store.explained_by_refresh(con, refresh_id)
+    tx_checks = differ.filter(
+        pl.col("check").str.starts_with("spending.")
+        | pl.col("check").str.starts_with("transactions.")
+    )
+    acc_checks = differ.filter(
+        pl.col("check").str.starts_with("accounts.") | pl.col("check").str.starts_with("net_worth.")
+    )
+    tampered = []
+    if tx_checks.height:
+        tampered.append(
+            rules.diff_rows(
+                tx,
+                store.received_transactions(con),
+                entity="transactions",
+                fields=rules.TX_FIELDS,
+                source="received",
+            )
+        )
+        ev.read_at = store.month_reads(con)
+        ev.rejected = store.rejected_transactions(con, refresh_id)
+        months = (
+            tx_checks.filter(pl.col("check") == "spending.month")["subject"]
+            .unique()
+            .sort()
+            .to_list()
+        )
+        if client is not None and months:
+            ev.confirmed = True
+            for month in months[:CONFIRM_MONTHS]:
+                lo = dt.date.fromisoformat(month + "-01")
+                hi = rules._month_end(lo)
+                now = client.transactions_summary(lo, hi)
+                local = tx.filter(pl.col("booked_at").is_between(lo, hi))
+                if (now.count, now.net) != (
+                    local.height,
+                    int(local["amount"].sum() or 0),
+                ) or now.expense != int(
+                    local.filter(pl.col("type") == "expense")["amount"].sum() or 0
+                ):
+                    ev.changed_on_server.add(month)
+    if acc_checks.height:
+        local_acc = store.accounts(con)
+        tampered.append(
+            rules.diff_rows(
+                local_acc,
+                store.received_accounts(con),
+                entity="accounts",
+                fields=rules.ACCOUNT_FIELDS,
+                source="received",
+            )
+        )
+        ev.accounts_gone = _hidden_accounts(local_acc, results)
+        if client is not None and not ev.accounts_gone:
+            now = client.accounts(raw=False)
+            seen = set(local_acc.select("id", "balance").iter_rows())
+            current = set(now.select(pl.col("id").cast(pl.String), "balance").iter_rows())
+            ev.accounts_moved = seen != current
+    if tampered:
+        ev.tampered = pl.concat(tampered, how="vertical_relaxed")
+    return ev
+
+
+def _hidden_accounts(accounts: pl.DataFrame, results: pl.DataFrame) -> dict[str, str]:
+    """Local accounts (at most two) whose absence on the service accounts for the difference."""
+    nw = results.filter(pl.col("check") == "accounts.net_worth")
+    if nw.is_empty():
+        return {}
+    row = nw.row(0, named=True)
+    missing = (row["local_count"] or 0) - (row["server_count"] or 0)
+    if not 0 < missing <= 2:
+        return {}
+    rows = list(accounts.select("id", "name", "balance").iter_rows())
+    for combo in itertools.combinations(rows, missing):
+        if sum(b for _, _, b in combo) == row["difference_cents"]:
+            return {i: n for i, n, _ in combo}
+    return {}
+
+
+def reconcile(
+    con: duckdb.DuckDBPyConnection,
+    *,
+    source: Source,
+    client: ApiClient | None = None,
+    refresh_id: str | None = None,
+    build_marts: bool = True,
+) -> Outcome:
+    """Rebuild the marts, compare with the service's aggregates, explain, record in `recon.*`.
+
+    `offline` and `refresh` compare with the aggregates the refresh landed (`refresh_id`, by
+    default the latest that succeeded); `live` fetches them now. A client, when given, may spend
+    a few requests confirming which months changed on the service.
+    """
+    started = time.perf_counter()
+    rid = refresh_id or store.latest_refresh(con)
+    if rid is None:
+        raise LookupError(
+            "the warehouse has no successful refresh yet: run `centsync refresh` first"
+        )
+    if source == "live":
+        if client is None:
+            raise ValueError("--live needs the service")
+        aggregates = fetch_aggregates(client, con)
+    else:
+        aggregates = store.server_aggregates(con, rid)
+    mart_rows: dict[str, int] = {}
+    marts_seconds = 0.0
+    if build_marts:
+        t0 = time.perf_counter()
+        mart_rows = rebuild_marts(con, service_today(con, aggregates))
+        marts_seconds = time.perf_counter() - t0
+    tx = store.transactions(con)
+    results = compare(con, aggregates, tx)
+    evidence = gather_evidence(con, results, tx, client, rid)
+    evidence.net_worth_read_first = source != "live"
+    results = rules.explain(results, evidence)
+    verdict = rules.verdict(results)
+    outcome = Outcome(
+        recon_id=f"recon-{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%S}-{uuid.uuid4().hex[:6]}",
+        refresh_id=rid,
+        source=source,
+        verdict=verdict,
+        results=results,
+        row_differences=evidence.tampered,
+        marts=mart_rows,
+        marts_seconds=marts_seconds,
+    )
+    outcome.seconds = time.perf_counter() - started
+    store.write_reconciliation(
+        con,
+        {
+            "recon_id": outcome.recon_id,
+            "refresh_id": rid,
+            "source": source,
+            "verdict": verdict,
+            "seconds": outcome.seconds,
+        },
+        results,
+        evidence.tampered,
+    )
+    return outcome

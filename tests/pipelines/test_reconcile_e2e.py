@@ -1,0 +1,190 @@
+"""Marts and reconciliation end to end: the CLI and Dagster runs against a sandbox on loopback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import polars as pl
+
+from centsync.extract import ApiClient
+from centsync.pipelines.refresh import RefreshOptions, run_refresh
+from centsync.transform.marts import MART_NAMES
+
+from .conftest import Env
+
+
+def _differences(report: dict[str, Any], status: str = "differ") -> dict[tuple[str, str], int]:
+    return {
+        (d["check"], d["scope"]): d["difference_cents"]
+        for d in report["differences"]
+        if d["status"] == status
+    }
+
+
+def test_a_refresh_builds_every_mart_and_everything_agrees(env: Env) -> None:
+    meta = env.refresh()
+    assert meta["verdict"] == "agree" and meta["recon_differ"] == 0
+    assert meta["recon_checked"] > 50
+    for name in MART_NAMES:
+        (n,) = env.sql(f"SELECT count(*) FROM marts.{name}")[0]
+        assert n > 0, name
+    # the marts are the ledger's numbers: spending per month equals the server's own
+    state = env.sb.state()
+    want: dict[str, int] = {}
+    for t in state["transactions"]:
+        if t["type"] == "expense":
+            want[t["booked_at"][:7]] = want.get(t["booked_at"][:7], 0) + t["amount"]
+    got = dict(
+        env.sql(
+            "SELECT strftime(month, '%Y-%m'), sum(amount_cents) FROM marts.spending_by_month_category GROUP BY 1"
+        )
+    )
+    assert got == want
+    # today's reconstructed net worth is the accounts' net worth
+    (nw,) = env.sql("SELECT net_worth_cents FROM marts.net_worth_daily ORDER BY date DESC LIMIT 1")[
+        0
+    ]
+    assert nw == sum(a["balance"] for a in state["accounts"])
+    code, report = env.reconcile()
+    assert code == 0 and report["verdict"] == "agree" and report["differences"] == []
+    assert report["checked"] == meta["recon_checked"]
+    (runs,) = env.sql("SELECT count(*) FROM recon.runs")[0]
+    assert runs == 2
+
+
+def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(env: Env) -> None:
+    env.refresh()
+    old = env.sql(
+        """
+        SELECT id::VARCHAR, strftime(month, '%Y-%m'), amount, category_id::VARCHAR, type
+        FROM core.transactions WHERE type = 'expense' AND category_id IS NOT NULL
+          AND month < DATE '2026-01-01' ORDER BY booked_at, id
+        """
+    )
+    changed, deleted, moved = old[0], old[40], old[80]
+    assert len({changed[1], deleted[1], moved[1]}) == 3  # three different months
+    other = next(r[3] for r in old if r[3] != moved[3])
+    env.sql("UPDATE core.transactions SET amount = amount - 1234 WHERE id = ?", [changed[0]])
+    env.sql("DELETE FROM core.transactions WHERE id = ?", [deleted[0]])
+    env.sql("UPDATE core.transactions SET category_id = ? WHERE id = ?", [other, moved[0]])
+    (account, acc_type) = env.sql(
+        "SELECT id::VARCHAR, type FROM core.accounts ORDER BY id LIMIT 1"
+    )[0]
+    env.sql("UPDATE core.accounts SET balance = balance + 500 WHERE id = ?", [account])
+
+    code, report = env.reconcile()
+    assert code == 1 and report["verdict"] == "differ"
+    diffs = _differences(report)
+    # the month of each changed amount, with the right difference; the recategorised month
+    # keeps its sum, so it shows only in the categories
+    assert diffs[("spending.month", changed[1])] == -1234
+    assert diffs[("spending.month", deleted[1])] == -deleted[2]
+    assert ("spending.month", moved[1]) not in diffs
+    cats = {scope: d for (check, scope), d in diffs.items() if check == "spending.category"}
+    assert len(cats) >= 2  # the category the row left and the one it joined
+    assert diffs[("accounts.by_type", acc_type)] == 500
+    assert diffs[("accounts.net_worth", "all")] == 500
+    assert diffs[("net_worth.total", "all")] == 500
+    rows = {(r["entity"], r["id"]): r for r in report["row_differences"]}
+    assert rows[("transactions", changed[0])]["kind"] == "different"
+    assert rows[("transactions", changed[0])]["fields"] == "amount"
+    assert rows[("transactions", deleted[0])]["kind"] == "only_server"
+    assert rows[("transactions", moved[0])]["fields"] == "category_id"
+    assert rows[("accounts", account)]["fields"] == "balance"
+    assert len(rows) == 4
+    assert all(d["explanation"] for d in report["differences"])
+
+    meta = env.refresh()  # the fingerprints see the changed months; snapshots replace accounts
+    assert meta["verdict"] == "agree", meta
+    env.assert_exact()
+    code, report = env.reconcile()
+    assert code == 0 and report["verdict"] == "agree"
+
+
+class _ChangesTheServerBeforeItsAggregates(ApiClient):
+    """A client whose first accounts-summary request comes after a server-side edit: the
+    transactions were read before the edit, the aggregates after it."""
+
+    def __init__(self, *args: Any, edit: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._edit = edit
+
+    def accounts_summary(self) -> Any:
+        if self._edit is not None:
+            self._edit()
+            self._edit = None
+        return super().accounts_summary()
+
+
+def test_a_server_change_between_the_read_and_the_aggregates_is_explained(
+    env: Env, tmp_path: Path
+) -> None:
+    env.refresh()
+    state = env.sb.state()
+    t = next(
+        t for t in state["transactions"] if t["type"] == "expense" and t["booked_at"] < "2025-06-01"
+    )
+
+    def edit() -> None:
+        env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"amount": t["amount"] - 999})
+
+    with _ChangesTheServerBeforeItsAggregates(
+        env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=edit
+    ) as client:
+        summary = run_refresh(client, str(env.warehouse), RefreshOptions(mode="full"))
+    assert summary.verdict == "explained", summary.differences
+    explained = [d for d in summary.differences if d["status"] == "explained"]
+    assert any(
+        d["check"] == "spending.month" and d["scope"] == t["booked_at"][:7] for d in explained
+    )
+    assert all("changed" in d["explanation"] for d in explained)
+    # offline, the same verdict: the local rows are what the service sent
+    code, report = env.reconcile()
+    unexplained = [d for d in report["differences"] if d["status"] == "differ"]
+    assert code == 0 and report["verdict"] == "explained", unexplained
+    assert not report["row_differences"]
+    # live: the service's numbers now, still explained (the warehouse is behind, not wrong)
+    code, report = env.reconcile("--live")
+    assert code == 0 and report["verdict"] == "explained"
+    # the next refresh re-reads the month and everything agrees
+    meta = env.refresh()
+    assert meta["verdict"] == "agree"
+    env.assert_exact()
+
+
+def test_reconciliation_runs_are_dagster_runs_with_check_results(env: Env) -> None:
+    env.refresh()
+    env.sql(
+        "UPDATE core.transactions SET amount = amount + 1 WHERE id = "
+        "(SELECT id FROM core.transactions WHERE type = 'expense' ORDER BY id LIMIT 1)"
+    )
+    code, report = env.reconcile()
+    assert code == 1
+    from dagster import DagsterInstance
+
+    instance = DagsterInstance.get()
+    runs = instance.get_runs()
+    assert {r.job_name for r in runs} >= {"refresh_job", "reconcile_job"}
+    refresh_run = next(r for r in runs if r.job_name == "refresh_job")
+    checks = instance.get_records_for_run(refresh_run.run_id).records
+    evaluations = [
+        r.event_log_entry.dagster_event
+        for r in checks
+        if r.event_log_entry.dagster_event
+        and r.event_log_entry.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
+    ]
+    assert len(evaluations) >= len(MART_NAMES)
+    con = duckdb.connect(str(env.warehouse), read_only=True)
+    try:
+        latest = pl.from_arrow(
+            con.sql(
+                "SELECT verdict, source FROM recon.runs ORDER BY ran_at DESC LIMIT 1"
+            ).to_arrow_table()
+        )
+    finally:
+        con.close()
+    assert isinstance(latest, pl.DataFrame)
+    assert latest.row(0) == ("differ", "offline")
+    assert report["recon_id"].startswith("recon-")

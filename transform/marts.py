@@ -1,0 +1,153 @@
+"""All marts from the core frames, each validated by its pandera schema before it is written.
+
+The table names and columns are the analysts' contract (docs/data-dictionary.md): money
+columns end in `_cents` and keep the service's sign (negative = money out).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+
+import pandera.polars as pa
+import polars as pl
+
+from centsync.transform import balances, spending
+
+MAX_CENTS = 10**18  # an Int64 sum; a single amount is bounded by the API at 10^12
+
+
+def _cents(nullable: bool = False) -> pa.Column:
+    return pa.Column(pl.Int64, pa.Check.in_range(-MAX_CENTS, MAX_CENTS), nullable=nullable)
+
+
+def _count() -> pa.Column:
+    return pa.Column(pl.Int64, pa.Check.ge(0))
+
+
+def _month() -> pa.Column:
+    first_day = pa.Check(
+        lambda data: data.lazyframe.select(pl.col(data.key).dt.day() == 1),
+        error="not a month's first day",
+    )
+    return pa.Column(pl.Date, first_day)
+
+
+def _schema(name: str, columns: dict[str, pa.Column], unique: list[str]) -> pa.DataFrameSchema:
+    return pa.DataFrameSchema(columns, strict=True, name=name, unique=unique)
+
+
+SCHEMAS: dict[str, pa.DataFrameSchema] = {
+    "spending_by_month_category": _schema(
+        "spending_by_month_category",
+        {
+            "month": _month(),
+            "category_id": pa.Column(pl.String, nullable=True),
+            "category_name": pa.Column(pl.String),
+            "amount_cents": _cents(),
+            "transactions": _count(),
+        },
+        ["month", "category_id"],
+    ),
+    "spending_by_month_merchant": _schema(
+        "spending_by_month_merchant",
+        {
+            "month": _month(),
+            "merchant": pa.Column(pl.String),
+            "amount_cents": _cents(),
+            "transactions": _count(),
+        },
+        ["month", "merchant"],
+    ),
+    "cash_flow_by_month": _schema(
+        "cash_flow_by_month",
+        {
+            "month": _month(),
+            "income_cents": _cents(),
+            "spending_cents": _cents(),
+            "net_cents": _cents(),
+            "transfers_cents": _cents(),
+        },
+        ["month"],
+    ),
+    "transactions_by_month_type": _schema(
+        "transactions_by_month_type",
+        {
+            "month": _month(),
+            "type": pa.Column(pl.String, pa.Check.isin(["expense", "income", "transfer"])),
+            "amount_cents": _cents(),
+            "transactions": _count(),
+        },
+        ["month", "type"],
+    ),
+    "balance_daily": _schema(
+        "balance_daily",
+        {
+            "account_id": pa.Column(pl.String),
+            "account_name": pa.Column(pl.String),
+            "account_type": pa.Column(pl.String),
+            "date": pa.Column(pl.Date),
+            "balance_cents": _cents(),
+        },
+        ["account_id", "date"],
+    ),
+    "net_worth_daily": _schema(
+        "net_worth_daily",
+        {
+            "date": pa.Column(pl.Date),
+            "assets_cents": _cents(),
+            "liabilities_cents": pa.Column(pl.Int64, pa.Check.ge(0)),
+            "net_worth_cents": _cents(),
+        },
+        ["date"],
+    ),
+    "net_worth_snapshots": _schema(
+        "net_worth_snapshots",
+        {
+            "refresh_id": pa.Column(pl.String),
+            "snapshot_at": pa.Column(pl.Datetime("us", "UTC")),
+            "currency": pa.Column(pl.String, nullable=True),
+            "assets_cents": _cents(),
+            "liabilities_cents": pa.Column(pl.Int64, pa.Check.ge(0)),
+            "net_worth_cents": _cents(),
+            "account_count": _count(),
+        },
+        ["refresh_id"],
+    ),
+}
+MART_NAMES = tuple(SCHEMAS)
+
+
+@dataclass(frozen=True)
+class CoreFrames:
+    """The inputs of the marts, as read from the warehouse."""
+
+    transactions: pl.LazyFrame  # id, account_id, concept, amount, booked_at, type, category_id
+    accounts: pl.LazyFrame  # id, name, type, balance
+    categories: pl.LazyFrame  # id, name
+    net_worth_history: pl.LazyFrame  # history.net_worth
+    today: dt.date  # the service's today, in the settings timezone
+
+
+def build(core: CoreFrames) -> dict[str, pl.DataFrame]:
+    """Every mart, collected and validated (pandera raises on a broken rule)."""
+    tx = core.transactions
+    by_type = spending.transactions_by_month_type(tx)
+    balance = balances.balance_daily(core.accounts, tx, core.today)
+    lazy = {
+        "spending_by_month_category": spending.spending_by_month_category(tx, core.categories),
+        "spending_by_month_merchant": spending.spending_by_month_merchant(tx),
+        "cash_flow_by_month": spending.cash_flow_by_month(by_type),
+        "transactions_by_month_type": by_type,
+        "balance_daily": balance,
+        "net_worth_daily": balances.net_worth_daily(balance),
+        "net_worth_snapshots": balances.net_worth_snapshots(core.net_worth_history),
+    }
+    counts = {"transactions", "account_count"}
+    # one plan: Polars shares the common subplans (the ledger scan, the balances)
+    collected = pl.collect_all(list(lazy.values()))
+    out: dict[str, pl.DataFrame] = {}
+    for (name, _), frame in zip(lazy.items(), collected, strict=True):
+        frame = frame.with_columns(pl.col(c).cast(pl.Int64) for c in frame.columns if c in counts)
+        out[name] = SCHEMAS[name].validate(frame)
+    return out

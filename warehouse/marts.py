@@ -1,0 +1,294 @@
+"""Reads for the marts and reconciliation, and their writes (`marts.*`, `recon.*`).
+
+Frames cross this boundary: the warehouse reads `core`, `history`, `server` and `raw` into
+Polars frames for `transform`, and writes what comes back, each write in one transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import duckdb
+import polars as pl
+
+MART_TABLES = (
+    "spending_by_month_category",
+    "spending_by_month_merchant",
+    "cash_flow_by_month",
+    "transactions_by_month_type",
+    "balance_daily",
+    "net_worth_daily",
+    "net_worth_snapshots",
+)
+
+
+def _arrow(frame: pl.DataFrame) -> object:
+    return frame.to_arrow(compat_level=pl.CompatLevel.newest())
+
+
+def _first(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
+    """The first row, reading the result to its end (DuckDB 2 refuses new work otherwise)."""
+    rows = con.execute(sql, params).fetchall()
+    return rows[0] if rows else None
+
+
+def _frame(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> pl.DataFrame:
+    result = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
+    assert isinstance(result, pl.DataFrame)
+    return result
+
+
+def transactions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """core.transactions with the columns the marts need (ids as text)."""
+    return _frame(
+        con,
+        """
+        SELECT id::VARCHAR AS id, account_id::VARCHAR AS account_id, concept, amount, booked_at,
+               type, category_id::VARCHAR AS category_id
+        FROM core.transactions
+        """,
+    )
+
+
+def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """core.accounts: id, name, type, balance."""
+    return _frame(
+        con, "SELECT id::VARCHAR AS id, name, type, balance FROM core.accounts ORDER BY id"
+    )
+
+
+def categories(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """core.categories: id, name (names learnt from spending labels)."""
+    return _frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
+
+
+def net_worth_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """history.net_worth, one row per refresh."""
+    return _frame(
+        con,
+        """
+        SELECT refresh_id, snapshot_at, currency, assets, liabilities, net_worth, account_count
+        FROM history.net_worth ORDER BY snapshot_at
+        """,
+    ).with_columns(pl.col("snapshot_at").dt.convert_time_zone("UTC"))
+
+
+@dataclass(frozen=True)
+class ServerAggregates:
+    """What the service itself computed, as landed by one refresh (or fetched live)."""
+
+    refresh_id: str
+    accounts_summary: dict[str, int] | None
+    by_type: pl.DataFrame  # type, balance
+    net_worth: dict[str, int] | None
+    spending_requests: pl.DataFrame  # group_by, from_date, to_date
+    spending_rows: pl.DataFrame  # group_by, from_date, to_date, key, label, amount, count
+    summaries: pl.DataFrame  # scope, from_date, to_date, count, income, expense, transfer, net
+    today: dt.date | None  # the service's today (net worth's as_of in the settings timezone)
+
+
+def latest_refresh(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The newest refresh that succeeded (None before the first)."""
+    row = _first(
+        con,
+        "SELECT refresh_id FROM ops.refreshes WHERE status = 'succeeded' "
+        "ORDER BY started_at DESC LIMIT 1",
+        [],
+    )
+    return None if row is None else str(row[0])
+
+
+def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> ServerAggregates:
+    """The `server.*` rows one refresh landed."""
+    acc = _first(
+        con,
+        "SELECT assets, liabilities, net_worth, count FROM server.accounts_summary WHERE refresh_id = ?",
+        [refresh_id],
+    )
+    nw = _first(
+        con,
+        """
+        SELECT n.assets, n.liabilities, n.total,
+               CAST(timezone(coalesce(s.timezone, 'UTC'), n.as_of) AS DATE)
+        FROM server.net_worth n LEFT JOIN history.settings s USING (refresh_id)
+        WHERE n.refresh_id = ?
+        """,
+        [refresh_id],
+    )
+    return ServerAggregates(
+        refresh_id=refresh_id,
+        accounts_summary=None
+        if acc is None
+        else dict(zip(("assets", "liabilities", "net_worth", "count"), map(int, acc), strict=True)),
+        by_type=_frame(
+            con,
+            "SELECT type, balance FROM server.accounts_summary_by_type WHERE refresh_id = ?",
+            [refresh_id],
+        ),
+        net_worth=None
+        if nw is None
+        else dict(zip(("assets", "liabilities", "total"), map(int, nw[:3]), strict=True)),
+        spending_requests=_frame(
+            con,
+            """
+            SELECT group_by, from_date, to_date FROM server.spending_totals
+            WHERE refresh_id = ? ORDER BY fetched_at
+            """,
+            [refresh_id],
+        ),
+        spending_rows=_frame(
+            con,
+            """
+            SELECT group_by, from_date, to_date, key, label, amount, count FROM server.spending
+            WHERE refresh_id = ?
+            """,
+            [refresh_id],
+        ),
+        summaries=_frame(
+            con,
+            """
+            SELECT scope, from_date, to_date, count, income, expense, transfer, net
+            FROM server.transactions_summary WHERE refresh_id = ? ORDER BY fetched_at
+            """,
+            [refresh_id],
+        ),
+        today=None if nw is None or nw[3] is None else nw[3],
+    )
+
+
+def received_transactions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """raw.transactions as the service sent them, in the columns of `transactions()`."""
+    return _frame(
+        con,
+        """
+        SELECT raw->>'id' AS id, raw->>'account_id' AS account_id, raw->>'concept' AS concept,
+               CAST(raw->>'amount' AS BIGINT) AS amount, CAST(raw->>'booked_at' AS DATE) AS booked_at,
+               raw->>'type' AS type, raw->>'category_id' AS category_id
+        FROM raw.transactions
+        """,
+    )
+
+
+def received_accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """raw.accounts as the service sent them: id, name, type, balance."""
+    return _frame(
+        con,
+        """
+        SELECT raw->>'id' AS id, raw->>'name' AS name, raw->>'type' AS type,
+               CAST(raw->>'balance' AS BIGINT) AS balance
+        FROM raw.accounts ORDER BY id
+        """,
+    )
+
+
+def month_reads(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """When each month was last read from the service: {'YYYY-MM': 'refresh r at time'}."""
+    rows = con.execute(
+        """
+        SELECT strftime(month, '%Y-%m'), read_refresh, read_at FROM ops.month_state
+        WHERE read_at IS NOT NULL
+        """
+    ).fetchall()
+    return {m: f"read by refresh {r} at {t:%Y-%m-%d %H:%M:%S %Z}" for m, r, t in rows}
+
+
+def rejected_transactions(con: duckdb.DuckDBPyConnection, refresh_id: str) -> dict[str, int]:
+    """Transactions validation rejected in one refresh, per month ('' when undated)."""
+    rows = con.execute(
+        """
+        SELECT coalesce(strftime(try_cast(record->>'booked_at' AS DATE), '%Y-%m'), ''), count(*)
+        FROM raw.rejected_rows WHERE entity = 'transactions' AND refresh_id = ? GROUP BY 1
+        """,
+        [refresh_id],
+    ).fetchall()
+    return {str(m): int(n) for m, n in rows}
+
+
+def explained_by_refresh(
+    con: duckdb.DuckDBPyConnection, refresh_id: str
+) -> dict[tuple[str, str], tuple[int, str]]:
+    """What the refresh's own reconciliation explained: (check, scope) -> (difference, why)."""
+    rows = con.execute(
+        """
+        SELECT r."check", r.scope, r.difference_cents, r.explanation
+        FROM recon.results r JOIN recon.runs u USING (recon_id)
+        WHERE u.refresh_id = ? AND u.source = 'refresh' AND r.status = 'explained'
+        """,
+        [refresh_id],
+    ).fetchall()
+    return {(c, s): (int(d), str(e)) for c, s, d, e in rows}
+
+
+def replace_marts(
+    con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame]
+) -> dict[str, int]:
+    """Replace every mart with its new rows, all in one transaction; returns rows per mart."""
+    missing = set(MART_TABLES) - set(frames)
+    if missing:
+        raise ValueError(f"marts missing from the rebuild: {sorted(missing)}")
+    con.begin()
+    try:
+        for name in MART_TABLES:
+            frame = frames[name]
+            con.register("_mart", _arrow(frame))
+            try:
+                cols = ", ".join(f'"{c}"' for c in frame.columns)
+                con.execute(f"DELETE FROM marts.{name}")
+                con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
+            finally:
+                con.unregister("_mart")
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
+    return {name: frames[name].height for name in MART_TABLES}
+
+
+def write_reconciliation(
+    con: duckdb.DuckDBPyConnection,
+    run: Mapping[str, Any],
+    results: pl.DataFrame,
+    row_differences: pl.DataFrame,
+) -> None:
+    """Append one reconciliation (its run, results and row differences) in one transaction."""
+    recon_id = run["recon_id"]
+    con.begin()
+    try:
+        con.execute(
+            """
+            INSERT INTO recon.runs (recon_id, refresh_id, ran_at, source, verdict, checked, agree,
+                                    explained, differ, seconds)
+            VALUES (?, ?, now(), ?, ?, ?, ?, ?, ?, ?)
+            """,
+            [
+                recon_id,
+                run["refresh_id"],
+                run["source"],
+                run["verdict"],
+                results.height,
+                results.filter(pl.col("status") == "agree").height,
+                results.filter(pl.col("status") == "explained").height,
+                results.filter(pl.col("status") == "differ").height,
+                run.get("seconds"),
+            ],
+        )
+        res = results.with_columns(recon_id=pl.lit(recon_id), refresh_id=pl.lit(run["refresh_id"]))
+        con.register("_results", _arrow(res))
+        con.register("_rows", _arrow(row_differences.with_columns(recon_id=pl.lit(recon_id))))
+        try:
+            cols = ", ".join(f'"{c}"' for c in res.columns)
+            con.execute(f"INSERT INTO recon.results ({cols}) SELECT {cols} FROM _results")
+            rcols = ", ".join(f'"{c}"' for c in row_differences.columns) + ", recon_id"
+            con.execute(f"INSERT INTO recon.row_differences ({rcols}) SELECT {rcols} FROM _rows")
+        finally:
+            con.unregister("_results")
+            con.unregister("_rows")
+        con.commit()
+    except BaseException:
+        con.rollback()
+        raise
