@@ -187,10 +187,11 @@ def gather_evidence(
     )
     tampered = []
     if tx_checks.height:
+        local_rows, received_rows = store.differing_transactions(con)
         tampered.append(
             rules.diff_rows(
-                tx,
-                store.received_transactions(con),
+                local_rows,
+                received_rows,
                 entity="transactions",
                 fields=rules.TX_FIELDS,
                 source="received",
@@ -205,8 +206,8 @@ def gather_evidence(
             .to_list()
         )
         if client is not None and months:
-            ev.confirmed = True
             for month in months[:CONFIRM_MONTHS]:
+                ev.confirmed.add(month)
                 lo = dt.date.fromisoformat(month + "-01")
                 hi = rules._month_end(lo)
                 now = client.transactions_summary(lo, hi)
@@ -220,10 +221,11 @@ def gather_evidence(
                     ev.changed_on_server.add(month)
     if acc_checks.height:
         local_acc = store.accounts(con)
+        local_rows, received_rows = store.differing_accounts(con)
         tampered.append(
             rules.diff_rows(
-                local_acc,
-                store.received_accounts(con),
+                local_rows,
+                received_rows,
                 entity="accounts",
                 fields=rules.ACCOUNT_FIELDS,
                 source="received",

@@ -414,8 +414,8 @@ class Evidence:
     read_at: dict[str, str] = field(default_factory=dict)
     # months whose server fingerprint, fetched after the aggregates, differs from the local rows
     changed_on_server: set[str] = field(default_factory=set)
-    # whether the service's fingerprints were asked again (a refresh or --live)
-    confirmed: bool = False
+    # the months whose fingerprint the service was asked again (a refresh or --live)
+    confirmed: set[str] = field(default_factory=set)
     # rows of the ledger the service sent that validation rejected (raw.rejected_rows), by
     # month ('YYYY-MM', or '' when the row's date was unreadable)
     rejected: dict[str, int] = field(default_factory=dict)
@@ -488,7 +488,11 @@ def explain(results: pl.DataFrame, ev: Evidence) -> pl.DataFrame:
                     f"{sum(rejected.values())} rows the service sent were rejected by validation "
                     "(raw.rejected_rows): fix or report them, then refresh"
                 )
-            elif len(months) == 1 and ev.confirmed and months[0] not in ev.changed_on_server:
+            elif (
+                len(months) == 1
+                and months[0] in ev.confirmed
+                and months[0] not in ev.changed_on_server
+            ):
                 row["explanation"] = (
                     "the local rows are what the service sent and its month fingerprint agrees "
                     "with them, yet its aggregate differs"

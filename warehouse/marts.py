@@ -161,29 +161,81 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
     )
 
 
-def received_transactions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """raw.transactions as the service sent them, in the columns of `transactions()`."""
-    return _frame(
+# raw.transactions parsed once per row (from_json), about twice as fast as one ->> per field;
+# the rows there passed validation, so the types hold (else the per-field TRY_CASTs below)
+_RECEIVED_TX_FAST = """
+    SELECT unnest(from_json(raw, '{"id": "UUID", "account_id": "UUID", "concept": "VARCHAR",
+        "amount": "BIGINT", "booked_at": "DATE", "type": "VARCHAR", "category_id": "UUID"}'))
+    FROM raw.transactions
+"""
+_RECEIVED_TX_SAFE = """
+    SELECT TRY_CAST(raw->>'id' AS UUID) AS id, TRY_CAST(raw->>'account_id' AS UUID) AS account_id,
+           raw->>'concept' AS concept, TRY_CAST(raw->>'amount' AS BIGINT) AS amount,
+           TRY_CAST(raw->>'booked_at' AS DATE) AS booked_at, raw->>'type' AS type,
+           TRY_CAST(raw->>'category_id' AS UUID) AS category_id
+    FROM raw.transactions
+"""
+
+
+def differing_transactions(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The ledger rows whose local copy differs from what the service sent (raw.transactions).
+
+    Compared in DuckDB in one pass (ids as UUIDs), so only the differing rows reach Python:
+    (local side, received side), each in the columns of `transactions()`; a row only on one
+    side appears in one frame.
+    """
+    local = "SELECT id, account_id, concept, amount, booked_at, type, category_id FROM core.transactions"
+    fields = ("account_id", "concept", "amount", "booked_at", "type", "category_id")
+    ids = ("account_id", "category_id")
+    try:
+        return _differing(con, local, _RECEIVED_TX_FAST, fields, ids=ids)
+    except duckdb.Error:
+        return _differing(con, local, _RECEIVED_TX_SAFE, fields, ids=ids)
+
+
+def differing_accounts(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The accounts whose local copy differs from what the service sent (raw.accounts)."""
+    return _differing(
         con,
+        "SELECT id, name, type, balance FROM core.accounts",
         """
-        SELECT raw->>'id' AS id, raw->>'account_id' AS account_id, raw->>'concept' AS concept,
-               CAST(raw->>'amount' AS BIGINT) AS amount, CAST(raw->>'booked_at' AS DATE) AS booked_at,
-               raw->>'type' AS type, raw->>'category_id' AS category_id
-        FROM raw.transactions
+        SELECT TRY_CAST(raw->>'id' AS UUID) AS id, raw->>'name' AS name, raw->>'type' AS type,
+               TRY_CAST(raw->>'balance' AS BIGINT) AS balance
+        FROM raw.accounts
         """,
+        ("name", "type", "balance"),
+        ids=(),
     )
 
 
-def received_accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """raw.accounts as the service sent them: id, name, type, balance."""
-    return _frame(
+def _differing(
+    con: duckdb.DuckDBPyConnection,
+    local_sql: str,
+    received_sql: str,
+    fields: tuple[str, ...],
+    *,
+    ids: tuple[str, ...],
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    def out(side: str, f: str) -> str:
+        return f"{side}.{f}::VARCHAR" if f in ("id", *ids) else f"{side}.{f}"
+
+    differs = " OR ".join(f"l.{f} IS DISTINCT FROM r.{f}" for f in fields)
+    both = _frame(
         con,
-        """
-        SELECT raw->>'id' AS id, raw->>'name' AS name, raw->>'type' AS type,
-               CAST(raw->>'balance' AS BIGINT) AS balance
-        FROM raw.accounts ORDER BY id
+        f"""
+        WITH l AS ({local_sql}), r AS ({received_sql})
+        SELECT {", ".join(f"{out('l', f)} AS l_{f}" for f in ("id", *fields))},
+               {", ".join(f"{out('r', f)} AS r_{f}" for f in ("id", *fields))}
+        FROM l FULL JOIN r ON l.id = r.id
+        WHERE l.id IS NULL OR r.id IS NULL OR {differs}
         """,
     )
+
+    def side(prefix: str) -> pl.DataFrame:
+        cols = [pl.col(f"{prefix}_{f}").alias(f) for f in ("id", *fields)]
+        return both.filter(pl.col(f"{prefix}_id").is_not_null()).select(cols)
+
+    return side("l"), side("r")
 
 
 def month_reads(con: duckdb.DuckDBPyConnection) -> dict[str, str]:

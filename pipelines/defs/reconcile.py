@@ -13,6 +13,7 @@ from centsync.extract import ApiClient
 from centsync.pipelines.defs.marts import MARTS, RECON_KEY, mart_key
 from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
 from centsync.pipelines.reconcile import Outcome, reconcile
+from centsync.pipelines.refresh import DUCKDB_MEMORY
 from centsync.warehouse import Warehouse
 
 
@@ -20,6 +21,7 @@ def _reconcile(
     context: dg.OpExecutionContext, warehouse: WarehouseResource, client: ApiClient | None
 ) -> dict[str, Any]:
     with Warehouse.publishing(warehouse.resolved()) as wh:
+        wh.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")  # as a refresh: it spills
         outcome = reconcile(wh.con, source="live" if client else "offline", client=client)
     _record(context, outcome)
     return {"recon_id": outcome.recon_id, "verdict": outcome.verdict}

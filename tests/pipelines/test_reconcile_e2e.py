@@ -188,3 +188,24 @@ def test_reconciliation_runs_are_dagster_runs_with_check_results(env: Env) -> No
     assert isinstance(latest, pl.DataFrame)
     assert latest.row(0) == ("differ", "offline")
     assert report["recon_id"].startswith("recon-")
+
+
+def test_an_account_hidden_after_the_snapshot_is_explained_by_name(env: Env) -> None:
+    env.refresh()
+    state = env.sb.state()
+    account = min(state["accounts"], key=lambda a: abs(a["balance"]) if a["balance"] else 10**15)
+
+    def hide() -> None:
+        env.admin("PATCH", f"/_sandbox/accounts/{account['id']}", {"hidden": True})
+
+    with _ChangesTheServerBeforeItsAggregates(
+        env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=hide
+    ) as client:
+        summary = run_refresh(client, str(env.warehouse), RefreshOptions())
+    assert summary.verdict == "explained", [
+        (d["check"], d["scope"], d["status"], d["explanation"]) for d in summary.differences
+    ]
+    hidden = summary.checks["accounts.net_worth"]["first"]
+    assert hidden and account["name"] in hidden[0]["explanation"], hidden
+    meta = env.refresh()  # the account and its rows are gone from the next snapshot and ledger
+    assert meta["verdict"] == "agree"
