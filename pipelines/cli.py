@@ -2,26 +2,86 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import sys
 import time
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import click
 
-# Exit codes: 0 ok, 1 a reconciliation difference nobody can explain.
-EXIT_DIFFER = 1
+from centsync.pipelines import errors
+
+# `refresh --rebind` lets embedded_api start the sandbox for a warehouse bound elsewhere
+_REBIND: contextvars.ContextVar[bool] = contextvars.ContextVar("rebind", default=False)
+# the running command prints its failure as JSON (`--json`)
+_JSON: contextvars.ContextVar[bool] = contextvars.ContextVar("json", default=False)
+_DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("debug", default=False)
+# the command a Dagster run was started by (its `centsync/command` tag)
+_COMMAND: contextvars.ContextVar[str] = contextvars.ContextVar("command", default="")
+
+EXIT_DIFFER = errors.DIFFER
 
 
-@click.group()
+class Failed(click.ClickException):
+    """An expected failure: one short message, what to do, where the log is; its exit code."""
+
+    def __init__(self, failure: errors.Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+        self.exit_code = failure.code
+
+    def show(self, file: Any = None) -> None:
+        f = self.failure
+        log = None
+        with suppress(OSError):
+            log = errors.write_log(dagster_home(), f)
+        if _JSON.get():
+            click.echo(json.dumps(f.as_json(log)))
+        head = click.style(f"Error: {f.kind.headline}", fg="red", bold=True)
+        lines = [f"{head}: {f.message}"]
+        if f.kind.todo:
+            lines.append(f"  What to do: {f.kind.todo}")
+        where = f"  Full log: {log}" if log else ""
+        if f.run_id:
+            where += f" (Dagster run {f.run_id}; `centsync ui` shows it)"
+        if where:
+            lines.append(where)
+        if _DEBUG.get():
+            lines.append(f.detail)
+        click.echo("\n".join(lines), err=True)
+
+
+class CentsyncGroup(click.Group):
+    """Expected failures raised outside a run print like those of a run (`Failed`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        if ctx.protected_args:
+            _COMMAND.set(ctx.protected_args[0])
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except Exception as exc:
+            failure = errors.from_exception(exc)
+            if failure.code == 1 and failure.kind.headline == "unexpected error" and _DEBUG.get():
+                raise
+            raise Failed(failure) from None
+
+
+@click.group(cls=CentsyncGroup)
 @click.version_option(package_name="centsync")
-def main() -> None:
+@click.option(
+    "--debug", is_flag=True, help="Print the whole error chain (tracebacks) on a failure."
+)
+def main(debug: bool) -> None:
     """centsync: keep a personal-finance service's data in a local DuckDB warehouse."""
+    _DEBUG.set(debug)
     # Dagster flags beta parameters on every import; they are noise on a terminal.
     warnings.filterwarnings("ignore", module="dagster")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
@@ -134,9 +194,20 @@ def _tour() -> None:
             click.echo(f"  {row['label']:<16} {row['count']:>4} tx {_money(row['amount']):>12}")
 
 
+SANDBOX_SEED = 1
+
+
+def embedded_source(seed: int = SANDBOX_SEED) -> str:
+    """The stable name a warehouse fed by the embedded sandbox is bound to."""
+    return f"embedded-sandbox:seed={seed}"
+
+
 @contextmanager
-def embedded_api(seed: int = 1) -> Iterator[tuple[str, str]]:
-    """The API to use: CENTSYNC_API_BASE_URL and CENTSYNC_API_KEY, else an embedded sandbox."""
+def embedded_api(seed: int = SANDBOX_SEED) -> Iterator[tuple[str, str]]:
+    """The API to use: CENTSYNC_API_BASE_URL and CENTSYNC_API_KEY, else an embedded sandbox.
+
+    The embedded sandbox is never started for a warehouse bound to another source.
+    """
     base = os.environ.get("CENTSYNC_API_BASE_URL")
     if base:
         key = os.environ.get("CENTSYNC_API_KEY")
@@ -144,11 +215,27 @@ def embedded_api(seed: int = 1) -> Iterator[tuple[str, str]]:
             raise click.ClickException(
                 "CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too."
             )
+        os.environ.pop("CENTSYNC_SOURCE", None)
         yield base, key
         return
+    from centsync.pipelines import binding
     from centsync.sandbox import Sandbox, SandboxConfig
     from centsync.sandbox.server import run_in_thread
+    from centsync.warehouse import default_path
 
+    source = embedded_source(seed)
+    try:
+        binding.check(default_path().absolute(), source, None)
+    except binding.SourceMismatch as e:
+        if not _REBIND.get():
+            message = (
+                f"CENTSYNC_API_BASE_URL is not set, so the embedded sandbox would be used, but {e} "
+                f"To refresh it from its service, set CENTSYNC_API_BASE_URL={e.bound.base_url} "
+                "and its CENTSYNC_API_KEY."
+            )
+            raise Failed(
+                errors.Failure(errors.KINDS["SourceMismatch"], "SourceMismatch", message, message)
+            ) from None
     sb = Sandbox(SandboxConfig(seed=seed))
     with run_in_thread(sb) as base_url:
         click.echo(
@@ -156,9 +243,11 @@ def embedded_api(seed: int = 1) -> Iterator[tuple[str, str]]:
             err=True,
         )
         key = sb.keys["read_write"]
-        old = {k: os.environ.get(k) for k in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY")}
+        names = ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SOURCE")
+        old = {k: os.environ.get(k) for k in names}
         # Dagster resources read these through EnvVar when the run starts.
         os.environ["CENTSYNC_API_BASE_URL"], os.environ["CENTSYNC_API_KEY"] = base_url, key
+        os.environ["CENTSYNC_SOURCE"] = source
         try:
             yield base_url, key
         finally:
@@ -181,6 +270,16 @@ def dagster_home() -> Path:
     return home
 
 
+def _failure(result: Any) -> errors.Failure:
+    """The classified error of a failed in-process run."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            return errors.classify(event.event_specific_data.error, result.run_id)
+    failed = next((e for e in result.all_events if e.is_failure), None)
+    data = getattr(failed, "event_specific_data", None)
+    return errors.classify(getattr(data, "error", None), result.run_id)
+
+
 def run_job(name: str, asset: str) -> dict[str, Any]:
     """Run a job of the definitions in process, recorded in the instance; `asset`'s metadata."""
     from dagster import DagsterInstance
@@ -191,12 +290,15 @@ def run_job(name: str, asset: str) -> dict[str, Any]:
     result = defs.resolve_job_def(name).execute_in_process(
         instance=DagsterInstance.get(),
         raise_on_error=False,
-        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+        tags={"centsync/command": _COMMAND.get() or name},
+        run_config={
+            "loggers": {
+                "console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}
+            }
+        },
     )
     if not result.success:
-        failure = next((e for e in result.all_events if e.is_failure), None)
-        message = failure.message if failure is not None else "the run failed"
-        raise click.ClickException(f"{name} failed (Dagster run {result.run_id}): {message}")
+        raise Failed(_failure(result))
     meta: dict[str, Any] = {"run_id": result.run_id}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
@@ -205,7 +307,7 @@ def run_job(name: str, asset: str) -> dict[str, Any]:
     return meta
 
 
-def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
+def run_refresh_job(mode: str, months: str = "", *, rebind: bool = False) -> dict[str, Any]:
     """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
     from dagster import DagsterInstance
 
@@ -216,20 +318,22 @@ def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
     instance = DagsterInstance.get()
     job = defs.resolve_job_def("refresh_job")
     config = {
-        "ops": {"refresh": {"config": {"mode": mode, "months": months}}},
-        # The run's full event log is in the instance (and the UI); the terminal gets warnings.
-        "loggers": {"console": {"config": {"log_level": "WARNING"}}},
+        "ops": {"refresh": {"config": {"mode": mode, "months": months, "rebind": rebind}}},
+        # The run's full event log is in the instance (and the UI); the terminal gets the
+        # summary, its warnings, and a short message on a failure (tracebacks with --debug).
+        "loggers": {"console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}},
     }
-    result = job.execute_in_process(run_config=config, instance=instance, raise_on_error=False)
+    tags = {"centsync/command": _COMMAND.get(), "centsync/mode": mode}
+    result = job.execute_in_process(
+        run_config=config, instance=instance, raise_on_error=False, tags=tags
+    )
     meta: dict[str, Any] = {"run_id": result.run_id}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
         if mat is not None and mat.asset_key.to_user_string() in ("transactions", "recon/results"):
             meta.update({k: getattr(v, "value", v) for k, v in mat.metadata.items()})
     if not result.success and not meta.get("verdict"):
-        failure = next((e for e in result.all_events if e.is_failure), None)
-        message = failure.message if failure is not None else "the run failed"
-        raise click.ClickException(f"refresh failed (Dagster run {result.run_id}): {message}")
+        raise Failed(_failure(result))
     # a run whose data landed but whose blocking reconciliation checks failed reports the
     # verdict (exit 1), not a failure of the refresh itself
     return meta
@@ -240,29 +344,64 @@ def run_refresh_job(mode: str, months: str = "") -> dict[str, Any]:
 @click.option(
     "--hot", is_flag=True, help="Re-read only the hot window (what the hourly schedule does)."
 )
-@click.option("--months", default="", help="Force-read a month range, e.g. 2024-01..2024-06.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def refresh(full: bool, hot: bool, months: str, as_json: bool) -> None:
-    """Bring the warehouse exactly in step with the service, spending the fewest requests."""
+@click.option(
+    "--months",
+    default="",
+    help="Force-read months: 2024-03, 2024-01..2024-06, or 2024-01.. (to the current month).",
+)
+@click.option(
+    "--rebind",
+    is_flag=True,
+    help="The warehouse holds another source's data: keep it as a backup, start a new one.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> None:
+    """Bring the warehouse exactly in step with the service, spending the fewest requests.
+
+    Ends with the marts and their reconciliation against the service's own numbers.
+
+    Example: centsync refresh --months 2024-01..2024-03 --json | jq .rows
+    """
     from centsync.pipelines.refresh import parse_month_range
 
+    _JSON.set(as_json)
+    chosen = [
+        name for name, on in (("--full", full), ("--hot", hot), ("--months", bool(months))) if on
+    ]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} contradict each other: choose one.")
     if months:
         try:
-            parse_month_range(months)
+            first, last = parse_month_range(months)
         except ValueError as e:
             raise click.BadParameter(str(e), param_hint="--months") from None
+        months = f"{first}..{last}"
     mode = "full" if full else "hot" if hot else "auto"
     started = time.monotonic()
-    with embedded_api():
-        meta = run_refresh_job(mode, months)
-    meta["seconds"] = round(time.monotonic() - started, 2)
+    token = _REBIND.set(rebind)
+    try:
+        with embedded_api():
+            meta = run_refresh_job(mode, months, rebind=rebind)
+    finally:
+        _REBIND.reset(token)
+    report = dict(meta.get("report") or {})
+    report["run_id"] = meta.get("run_id")
+    report["warehouse"] = str(_warehouse_path())
+    report.setdefault("durations", {})["total_seconds"] = round(time.monotonic() - started, 2)
+    report["exit_code"] = EXIT_DIFFER if report.get("verdict") == "differ" else errors.OK
+    meta["seconds"] = report["durations"]["total_seconds"]
     if as_json:
-        hidden = ("preview", "differences_table")
-        click.echo(json.dumps({k: v for k, v in meta.items() if k not in hidden}, default=str))
+        click.echo(json.dumps(report, default=str))
     else:
         _print_summary(meta)
-    if meta.get("verdict") == "differ":
-        raise SystemExit(EXIT_DIFFER)
+    if report["exit_code"]:
+        raise SystemExit(report["exit_code"])
+
+
+def _warehouse_path() -> Path:
+    from centsync.warehouse import default_path
+
+    return default_path().absolute()
 
 
 def _print_summary(meta: dict[str, Any]) -> None:
@@ -273,8 +412,13 @@ def _print_summary(meta: dict[str, Any]) -> None:
         f"{meta.get('rows_changed', 0):,} rows changed, {meta.get('rows_rejected', 0)} rejected.\n"
         f"Requests: {meta.get('requests_total', 0)} (ceil(rows read / 200) = {meta.get('requests_floor', 0)}); "
         f"months checked {meta.get('months_checked', 0)}, windows re-read {meta.get('months_reread', 0)}, drift re-reads {meta.get('rereads', 0)}.\n"
-        f"Warehouse: {default_path()}   Dagster run: {meta.get('run_id')}"
+        f"Warehouse: {default_path().absolute()}   Dagster run: {meta.get('run_id')}"
     )
+    report = meta.get("report") or {}
+    if report.get("backup"):
+        click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
+    for warning in report.get("warnings") or []:
+        click.echo(click.style(f"Warning: {warning}", fg="yellow"))
     if meta.get("verdict"):
         _print_verdict(
             meta["verdict"],
@@ -396,6 +540,7 @@ def reconcile_command(live: bool, as_json: bool) -> None:
 
     Example: centsync reconcile --json | jq .verdict
     """
+    _JSON.set(as_json)
     from centsync.warehouse import connect_readonly, default_path
 
     started = time.monotonic()

@@ -14,15 +14,17 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
 import orjson
 import polars as pl
 
-from centsync.extract import ApiClient, WindowRows, WindowStream, WindowVoid
+from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
+from centsync.pipelines import binding
 from centsync.pipelines.reconcile import reconcile
-from centsync.warehouse import Warehouse
+from centsync.warehouse import Warehouse, default_path
 
 log = logging.getLogger("centsync.refresh")
 
@@ -55,6 +57,10 @@ class RefreshOptions:
     # then the window's months ("YYYY-MM..YYYY-MM") with 0 once it is committed
     progress: Callable[[str, int], None] | None = None
     reconcile: bool = True  # rebuild the marts and reconcile them before publishing
+    # the source the warehouse is bound to: the base URL, or a stable name for a service whose
+    # URL changes (the embedded sandbox); empty: the client's base URL
+    source: str = ""
+    rebind: bool = False  # a warehouse bound elsewhere is set aside (backup) instead of refused
 
 
 @dataclass
@@ -78,6 +84,10 @@ class RefreshSummary:
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     timezone: str = ""
+    owner: str = ""  # the account id of GET /v1/me: whose data the warehouse holds
+    source: str = ""  # the base URL (or the embedded sandbox's name) it is bound to
+    key_expires_at: str | None = None
+    backup: str | None = None  # where --rebind kept the old warehouse
     # marts and reconciliation (pipelines/reconcile.py), once the ledger and aggregates landed
     verdict: str = ""  # agree, explained or differ
     recon_id: str = ""
@@ -94,6 +104,49 @@ class RefreshSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def report(self) -> dict[str, Any]:
+        """The documented `centsync refresh --json` object (README, "refresh --json")."""
+        return {
+            "status": "differ" if self.verdict == "differ" else "ok",
+            "mode": self.mode,
+            "reason": self.reason,
+            "refresh_id": self.refresh_id,
+            "source": {"base_url": self.source, "owner": self.owner},
+            "rows": {
+                "total": self.transactions,
+                "changed": self.rows_changed,
+                "rejected": self.rows_rejected,
+                "landed": self.rows_landed,
+            },
+            "requests": {
+                "total": self.requests_total,
+                "floor": self.floor,
+                "retries": self.retries,
+                "by_endpoint": dict(sorted(self.requests.items())),
+            },
+            "months_checked": self.months_checked,
+            "months_reread": [
+                {k: r[k] for k in ("from", "to", "months", "rows", "changed", "reason")}
+                for r in self.months_reread
+            ],
+            "rereads": self.rereads,
+            "durations": {
+                "refresh_seconds": round(self.seconds, 3),
+                "reconcile_seconds": round(self.recon_seconds, 3),
+            },
+            "verdict": self.verdict or None,
+            "reconciliation": {
+                "recon_id": self.recon_id or None,
+                "checked": self.recon_checked,
+                "explained": self.recon_explained,
+                "differ": self.recon_differ,
+                "differences": self.differences,
+            },
+            "warnings": list(self.warnings),
+            "key_expires_at": self.key_expires_at,
+            "backup": self.backup,
+        }
 
 
 def _month(d: dt.date) -> dt.date:
@@ -120,24 +173,46 @@ def _month_end(m: dt.date) -> dt.date:
 def _parse_month(text: str) -> dt.date:
     try:
         y, m = text.strip().split("-")
+        if len(y) != 4 or len(m) != 2:
+            raise ValueError
         return dt.date(int(y), int(m), 1)
     except ValueError:
         raise ValueError(f"not a month: {text!r} (write YYYY-MM, e.g. 2024-01)") from None
 
 
-def parse_month_range(text: str) -> tuple[str, str]:
-    """`2024-01..2024-06` (or a single month) to a checked (first, last) pair."""
-    first, _, last = text.partition("..")
-    a, b = _parse_month(first), _parse_month(last or first)
+def parse_month_range(text: str, today: dt.date | None = None) -> tuple[str, str]:
+    """A checked (first, last) month pair from `YYYY-MM`, `YYYY-MM..YYYY-MM` or `YYYY-MM..`.
+
+    `YYYY-MM..` runs to the current month. `..YYYY-MM` is refused (an open start would mean
+    "since whenever"; say the first month). Months after the current one are refused.
+    """
+    now = _month(today or dt.date.today() + dt.timedelta(days=1))  # a day of timezone slack
+    first, sep, last = text.strip().partition("..")
+    if sep and not first.strip():
+        raise ValueError(f"{text!r} has no first month: write YYYY-MM..YYYY-MM (or YYYY-MM..)")
+    a = _parse_month(first)
+    b = _parse_month(last) if last.strip() else (now if sep else a)
     if a > b:
         raise ValueError(f"month range {text!r} ends before it starts")
+    if b > now:
+        raise ValueError(f"{b:%Y-%m} is in the future (the current month is {now:%Y-%m})")
     return a.strftime("%Y-%m"), b.strftime("%Y-%m")
 
 
 class Refresher:
     """Runs one refresh of `wh` (a working copy) from `client`."""
 
-    def __init__(self, client: ApiClient, wh: Warehouse, options: RefreshOptions) -> None:
+    def __init__(
+        self,
+        client: ApiClient,
+        wh: Warehouse,
+        options: RefreshOptions,
+        *,
+        me: Me | None = None,
+        source: str = "",
+    ) -> None:
+        self.me = me
+        self.source = source
         self.client = client
         self.wh = wh
         self.opt = options
@@ -151,7 +226,9 @@ class Refresher:
     def run(self) -> RefreshSummary:
         started = time.monotonic()
         c, wh, s = self.client, self.wh, self.summary
-        me = c.me()
+        me = self.me or c.me()
+        s.owner = me.account_id
+        s.key_expires_at = me.key_expires_at.isoformat() if me.key_expires_at else None
         if me.key_expires_at is not None:
             left = me.key_expires_at - dt.datetime.now(dt.UTC)
             if left < dt.timedelta(days=30):
@@ -161,6 +238,7 @@ class Refresher:
         settings = c.settings()
         sres = wh.snapshot_settings(orjson.loads(settings.raw))
         s.timezone = settings.timezone
+        self._bind(me.account_id, settings.currency, settings.timezone)
         nw = c.net_worth()
         wh.load_net_worth(orjson.loads(nw.raw))
         # "Today" is the service's, read off net worth's as_of, in the settings timezone.
@@ -197,6 +275,17 @@ class Refresher:
         self._aggregates(today)
         s.seconds = time.monotonic() - started
         return s
+
+    def _bind(self, account_id: str, currency: str, timezone: str) -> None:
+        """Record the warehouse's source (its first binding time is kept)."""
+        if not self.source:
+            return
+        first = self.wh.get_meta("source.bound_at")
+        for key, value in binding.meta(self.source, account_id, currency, timezone).items():
+            if key == "source.bound_at" and first:
+                continue
+            self.wh.set_meta(key, value)
+        self.wh.set_meta("key.expires_at", self.summary.key_expires_at)
 
     def _full(self, today: dt.date, hot_start: dt.date) -> None:
         """Read the whole ledger in a few big windows, then prove it against the server's totals.
@@ -504,13 +593,29 @@ def _contiguous(
 def run_refresh(
     client: ApiClient, warehouse_path: str | None, options: RefreshOptions
 ) -> RefreshSummary:
-    """Run one refresh into a working copy of the warehouse and publish it when it succeeds."""
+    """Run one refresh into a working copy of the warehouse and publish it when it succeeds.
+
+    Refuses (`binding.SourceMismatch`) before writing anything when the warehouse holds another
+    service's or owner's data, unless `options.rebind` sets the old file aside first.
+    """
     mode = "full" if options.mode == "full" else "incremental"
     before = _snapshot_counts(client)
+    published = Path(warehouse_path) if warehouse_path else default_path()
+    source = binding.normalise(options.source or str(client.async_client.base_url))
+    me = client.me()
+    backup = None
+    try:
+        binding.check(published, source, me.account_id)
+    except binding.SourceMismatch:
+        if not options.rebind:
+            raise
+        backup = binding.set_aside(published)
+        log.warning("rebinding: the old warehouse is kept as %s", backup)
     with Warehouse.refreshing(warehouse_path, mode=mode) as wh:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         wh.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
-        r = Refresher(client, wh, options)
+        r = Refresher(client, wh, options, me=me, source=source)
+        r.summary.source = source
         summary = r.run()
         spent = _spent(client, before)
         summary.requests = spent
@@ -523,6 +628,7 @@ def run_refresh(
             st.rows_rejected,
         )
         summary.refresh_id = wh.refresh_id or ""
+        summary.backup = str(backup) if backup else None
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe
             _reconcile(client, wh, summary)

@@ -25,6 +25,7 @@ class RefreshConfig(dg.Config):
     mode: str = "auto"  # auto (fingerprint-checked), full, hot (hot window only)
     months: str = ""  # "2024-01..2024-06": force-read these months
     hot_months: int = 2
+    rebind: bool = False  # a warehouse bound to another source is kept as a backup, not refused
 
 
 # One spec per GET endpoint the refresh reads: each shows in the UI with what the run landed.
@@ -115,6 +116,7 @@ def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
                 "requests_floor": summary.floor,
                 "rereads": summary.rereads,
                 "preview": dg.MetadataValue.md(_markdown(summary)),
+                "report": dg.MetadataValue.json(summary.report()),
             }
         )
     return md
@@ -189,7 +191,14 @@ def refresh_assets(
         context,
         api,
         warehouse,
-        RefreshOptions(mode=mode, months=months, hot_months=config.hot_months),
+        RefreshOptions(
+            mode=mode,
+            months=months,
+            hot_months=config.hot_months,
+            rebind=config.rebind,
+            # the embedded sandbox listens on a new port each time: the CLI names it
+            source=os.environ.get("CENTSYNC_SOURCE", ""),
+        ),
     )  # type: ignore[arg-type]
 
 

@@ -25,8 +25,8 @@ def _differences(report: dict[str, Any], status: str = "differ") -> dict[tuple[s
 
 def test_a_refresh_builds_every_mart_and_everything_agrees(env: Env) -> None:
     meta = env.refresh()
-    assert meta["verdict"] == "agree" and meta["recon_differ"] == 0
-    assert meta["recon_checked"] > 50
+    assert meta["verdict"] == "agree" and meta["reconciliation"]["differ"] == 0
+    assert meta["reconciliation"]["checked"] > 50
     for name in MART_NAMES:
         (n,) = env.sql(f"SELECT count(*) FROM marts.{name}")[0]
         assert n > 0, name
@@ -49,7 +49,7 @@ def test_a_refresh_builds_every_mart_and_everything_agrees(env: Env) -> None:
     assert nw == sum(a["balance"] for a in state["accounts"])
     code, report = env.reconcile()
     assert code == 0 and report["verdict"] == "agree" and report["differences"] == []
-    assert report["checked"] == meta["recon_checked"]
+    assert report["checked"] == meta["reconciliation"]["checked"]
     (runs,) = env.sql("SELECT count(*) FROM recon.runs")[0]
     assert runs == 2
 
