@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import os
 import sys
 import time
@@ -82,6 +83,14 @@ class CentsyncGroup(click.Group):
 def main(debug: bool) -> None:
     """centsync: keep a personal-finance service's data in a local DuckDB warehouse."""
     _DEBUG.set(debug)
+    # The client's own warnings (a rate-limit wait of 10 s or more) are lines of their own.
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("centsync: %(message)s"))
+    handler.setLevel(logging.DEBUG if debug else logging.WARNING)
+    root = logging.getLogger("centsync")
+    if not any(getattr(h, "_centsync_cli", False) for h in root.handlers):
+        handler._centsync_cli = True  # type: ignore[attr-defined]
+        root.addHandler(handler)
     # Dagster flags beta parameters on every import; they are noise on a terminal.
     warnings.filterwarnings("ignore", module="dagster")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
@@ -619,18 +628,116 @@ def reconcile_command(live: bool, as_json: bool) -> None:
 @main.command()
 @click.option("--port", default=3000, show_default=True, type=int)
 def ui(port: int) -> None:
-    """Start the Dagster UI (and its daemon) on this project's instance."""
+    """Start the Dagster UI (and its daemon) on this project's instance.
+
+    SIGINT and SIGTERM stop the webserver, the daemon and their code servers: nothing is left
+    running. Schedules start stopped: turn them on in the UI (Automation).
+    """
+    import signal
     import subprocess
 
     home = dagster_home()
     click.echo(f"Dagster UI on http://127.0.0.1:{port} (DAGSTER_HOME={home}); Ctrl-C stops it.")
     with embedded_api():
-        # The project root's pyproject.toml ([tool.dg.project]) names the definitions; an
-        # installed centsync has none, so the module is named where no pyproject is found.
         cmd = [sys.executable, "-m", "dagster", "dev", "-p", str(port)]
-        if not (Path.cwd() / "pyproject.toml").exists():
-            cmd += ["-m", "centsync.pipelines.definitions"]
-        raise SystemExit(subprocess.call(cmd))
+        cmd += ["-m", "centsync.pipelines.definitions"]
+        # its own process group: a stop reaches the webserver, the daemon and every code server
+        child = subprocess.Popen(cmd, start_new_session=True)
+        stopping: list[int] = []
+
+        def forward(signum: int, _frame: object) -> None:
+            stopping.append(signum)
+            with suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGINT)  # dagster dev shuts down cleanly on SIGINT
+
+        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            code = child.wait()
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+            _stop_group(child.pid)
+    if stopping:
+        raise SystemExit(errors.INTERRUPTED if stopping[0] == signal.SIGINT else 0)
+    raise SystemExit(code)
+
+
+def _stop_group(pgid: int, grace: float = 20.0) -> None:
+    """Make sure no process of the group outlives us: SIGTERM, then SIGKILL after a grace."""
+    import signal
+
+    deadline = time.monotonic() + grace
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+        deadline = time.monotonic() + 5
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+def status(as_json: bool) -> None:
+    """What the warehouse holds: its source, the last refresh, row counts, the verdict.
+
+    Reads the warehouse only (no request to the service).
+
+    Example: centsync status --json | jq .last_refresh
+    """
+    from centsync.pipelines.status import read_status
+
+    _JSON.set(as_json)
+    info = read_status(_warehouse_path())
+    if as_json:
+        click.echo(json.dumps(info, default=str))
+        return
+    src = info["source"] or {}
+    click.echo(f"Warehouse: {info['warehouse']} ({info['size_mb']} MB)")
+    click.echo(
+        f"Source:    {src.get('base_url') or 'not bound yet'}"
+        + (
+            f"  owner {src['account_id']}, {src.get('currency')}, {src.get('timezone')}"
+            if src.get("account_id")
+            else ""
+        )
+    )
+    last = info["last_refresh"]
+    if last:
+        click.echo(
+            f"Last refresh: {last['status']} {last['mode']} at {last['started_at']} "
+            f"({last['seconds']} s, {last['requests_total']} requests, {last['rows_changed']} rows changed)"
+            + (f"; error: {last['error']}" if last.get("error") else "")
+        )
+    rng = info["synced_range"]
+    if rng:
+        click.echo(
+            f"Transactions: {rng['transactions']:,} booked {rng['first']} .. {rng['last']} ({rng['months']} months)"
+        )
+    recon = info["reconciliation"]
+    if recon:
+        colour = VERDICT_COLOUR.get(recon["verdict"], "white")
+        click.echo(
+            "Reconciliation: "
+            + click.style(recon["verdict"].upper(), fg=colour, bold=True)
+            + f" at {recon['ran_at']} ({recon['checked']} checks, {recon['differ']} differ)"
+        )
+    click.echo(
+        "Outbox: "
+        + (
+            "nothing yet (write-back is not built)"
+            if info["outbox"] is None
+            else json.dumps(info["outbox"])
+        )
+    )
+    for warning in info["warnings"]:
+        click.echo(click.style(f"Warning: {warning}", fg="yellow"))
+    click.echo("Rows: " + ", ".join(f"{t} {n:,}" for t, n in info["tables"].items()))
 
 
 def _cents(cents: int | None) -> str:

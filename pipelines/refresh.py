@@ -56,6 +56,8 @@ class RefreshOptions:
     # (months, rows): rows after each batch staged (negative when a window is voided),
     # then the window's months ("YYYY-MM..YYYY-MM") with 0 once it is committed
     progress: Callable[[str, int], None] | None = None
+    # rows the refresh now expects to read in all (called as soon as a count is known)
+    expect: Callable[[int], None] | None = None
     reconcile: bool = True  # rebuild the marts and reconcile them before publishing
     # the source the warehouse is bound to: the base URL, or a stable name for a service whose
     # URL changes (the embedded sandbox); empty: the client's base URL
@@ -296,6 +298,8 @@ class Refresher:
         """
         before = self.client.transactions_summary()
         total = before.count
+        if self.opt.expect is not None:
+            self.opt.expect(total)
         if total == 0:
             self._replace_everything_with_nothing()
         elif total <= WINDOW_ROWS:
@@ -400,6 +404,8 @@ class Refresher:
                 continue
             count = server[0][0]
             months = _months_between(lo or first_local, hi)
+            if self.opt.expect is not None and math.ceil(count / PAGE) + 1 <= 2 * len(months):
+                self.opt.expect(count)
             # Drilling costs two requests a month; re-reading the year costs its pages.
             if math.ceil(count / PAGE) + 1 <= 2 * len(months):
                 self._read([(lo, hi)], reason=f"year {year} differs")

@@ -18,6 +18,81 @@ from centsync.pipelines.refresh import (
 )
 
 OWNERS = ["team:centsync"]
+# seconds between progress lines when stderr is not a terminal (a log, CI, cron)
+PROGRESS_LINE_EVERY = 10.0
+
+
+class _Lines:
+    """A file for tqdm that turns its carriage-return redraws into whole lines (for logs)."""
+
+    def __init__(self, out: Any) -> None:
+        self.out = out
+
+    def write(self, text: str) -> None:
+        line = text.replace("\r", "").strip()
+        if line:
+            self.out.write(line + "\n")
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+class _LazyBar:
+    """A progress bar that appears with the first rows (a refused refresh shows none)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.bar: Any = None
+        self.total = 0
+
+    def _get(self) -> Any:
+        if self.bar is None:
+            self.bar = _new_bar(enabled=self.enabled)
+            if self.total:
+                self.bar.total = self.total
+        return self.bar
+
+    def update(self, rows: int) -> None:
+        self._get().update(rows)
+
+    def set_postfix_str(self, text: str) -> None:
+        self._get().set_postfix_str(text)
+
+    def expect(self, rows: int) -> None:
+        self.total += rows
+        bar = self._get()
+        bar.total = self.total
+        bar.refresh()
+
+    def __enter__(self) -> "_LazyBar":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def progress_bar(*, enabled: bool) -> _LazyBar:
+    """Rows read, against the rows expected once known, with an ETA: a bar on a terminal,
+    a line every PROGRESS_LINE_EVERY seconds elsewhere."""
+    return _LazyBar(enabled)
+
+
+def _new_bar(*, enabled: bool) -> tqdm:  # type: ignore[type-arg]
+    if sys.stderr.isatty():
+        return tqdm(desc="transactions", unit=" rows", disable=not enabled, file=sys.stderr)
+    return tqdm(
+        desc="transactions",
+        unit=" rows",
+        disable=not enabled,
+        file=_Lines(sys.stderr),
+        mininterval=PROGRESS_LINE_EVERY,
+        maxinterval=PROGRESS_LINE_EVERY,
+        dynamic_ncols=False,
+        ncols=100,
+    )
+
+
 PARTITIONS_START = os.environ.get("CENTSYNC_PARTITIONS_START", "2015-01-01")
 
 
@@ -141,10 +216,7 @@ def _run(
     options: RefreshOptions,
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     show = sys.stderr.isatty() or bool(os.environ.get("CENTSYNC_PROGRESS"))
-    with (
-        tqdm(desc="transactions", unit=" rows", disable=not show, file=sys.stderr) as bar,
-        api.client() as client,
-    ):
+    with progress_bar(enabled=show) as bar, api.client() as client:
 
         def progress(months: str, rows: int) -> None:
             # rows as batches land (negative when a window is read again); months as each commits
@@ -152,7 +224,11 @@ def _run(
             if months:
                 bar.set_postfix_str(f"months {months}")
 
+        def expect(rows: int) -> None:
+            bar.expect(rows)
+
         options.progress = progress
+        options.expect = expect
         summary = run_refresh(client, warehouse.resolved(), options)
     for w in summary.warnings:
         context.log.warning(w)
