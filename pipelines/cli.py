@@ -23,8 +23,13 @@ _REBIND: contextvars.ContextVar[bool] = contextvars.ContextVar("rebind", default
 # the running command prints its failure as JSON (`--json`)
 _JSON: contextvars.ContextVar[bool] = contextvars.ContextVar("json", default=False)
 _DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("debug", default=False)
-# the command a Dagster run was started by (its `centsync/command` tag)
-_COMMAND: contextvars.ContextVar[str] = contextvars.ContextVar("command", default="")
+
+
+def _command() -> str:
+    """The running centsync command's name (a Dagster run's `centsync/command` tag)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name if ctx is not None and ctx.info_name else ""
+
 
 EXIT_DIFFER = errors.DIFFER
 
@@ -62,8 +67,6 @@ class CentsyncGroup(click.Group):
     """Expected failures raised outside a run print like those of a run (`Failed`)."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        if ctx.protected_args:
-            _COMMAND.set(ctx.protected_args[0])
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
@@ -299,7 +302,7 @@ def run_job(name: str, asset: str) -> dict[str, Any]:
     result = defs.resolve_job_def(name).execute_in_process(
         instance=DagsterInstance.get(),
         raise_on_error=False,
-        tags={"centsync/command": _COMMAND.get() or name},
+        tags={"centsync/command": _command() or name},
         run_config={
             "loggers": {
                 "console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}
@@ -332,7 +335,7 @@ def run_refresh_job(mode: str, months: str = "", *, rebind: bool = False) -> dic
         # summary, its warnings, and a short message on a failure (tracebacks with --debug).
         "loggers": {"console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}},
     }
-    tags = {"centsync/command": _COMMAND.get(), "centsync/mode": mode}
+    tags = {"centsync/command": _command(), "centsync/mode": mode}
     result = job.execute_in_process(
         run_config=config, instance=instance, raise_on_error=False, tags=tags
     )

@@ -1,0 +1,153 @@
+"""Safe operations through the CLI: the source binding, classified failures and their exit
+codes, flag validation, `status`, over a sandbox on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from centsync.pipelines import errors
+from centsync.sandbox.server import free_port, run_in_thread
+from helpers import make_sandbox
+
+from .conftest import Env
+
+
+def _short_error(out: str) -> None:
+    assert "Traceback" not in out
+    assert len([line for line in out.splitlines() if line.strip()]) <= 6, out
+
+
+def test_a_refresh_against_another_owner_refuses_before_writing(env: Env) -> None:
+    env.refresh()
+    before = env.warehouse.read_bytes()
+    other = make_sandbox(seed=99, rate_limit=False)  # another household: another owner
+    with run_in_thread(other) as other_url:
+        os.environ["CENTSYNC_API_BASE_URL"] = other_url
+        os.environ["CENTSYNC_API_KEY"] = other.keys["read_only"]
+        code, out = env.cli("refresh", "--json")
+        assert code == errors.WAREHOUSE
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["status"] == "failed" and report["error"]["class"] == "SourceMismatch"
+        message = report["error"]["message"]
+        assert env.sb.service.owner in message and other.service.owner in message
+        assert "--rebind" in message and "CENTSYNC_WAREHOUSE" in message
+        assert env.warehouse.read_bytes() == before  # nothing written, not even a failed row
+        # --rebind keeps the old file and starts a warehouse of the new owner
+        meta = env.refresh("--rebind")
+        assert meta["source"]["owner"] == other.service.owner
+        backups = list(env.warehouse.parent.glob("centsync.duckdb.bak-*"))
+        assert len(backups) == 1 and backups[0].read_bytes() == before
+        assert env.sql("SELECT value FROM ops.meta WHERE key = 'source.account_id'") == [
+            (other.service.owner,)
+        ]
+
+
+def test_a_refresh_against_another_service_refuses_and_the_sandbox_is_never_used(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.refresh()
+    before = env.warehouse.read_bytes()
+    # the same household served at another address is another service
+    with run_in_thread(env.sb) as second_url:
+        monkeypatch.setenv("CENTSYNC_API_BASE_URL", second_url)
+        code, _ = env.cli("refresh")
+        assert code == errors.WAREHOUSE
+    # no base URL: the embedded sandbox would replace a real warehouse; it is not even started
+    monkeypatch.delenv("CENTSYNC_API_BASE_URL")
+    monkeypatch.delenv("CENTSYNC_API_KEY")
+    result = subprocess.run(
+        [sys.executable, "-m", "centsync.pipelines.cli", "refresh"],
+        env={k: v for k, v in os.environ.items()},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == errors.WAREHOUSE
+    assert "embedded sandbox" in result.stderr and env.base_url in result.stderr
+    assert "started the embedded sandbox" not in result.stderr
+    _short_error(result.stderr)
+    assert env.warehouse.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("key_name", "code", "headline"),
+    [
+        ("expired", errors.AUTH, "expired"),
+        ("pfd_live_" + "x" * 40, errors.AUTH, "refused the API key"),
+    ],
+)
+def test_key_failures_exit_3_with_a_short_message(
+    env: Env, monkeypatch: pytest.MonkeyPatch, key_name: str, code: int, headline: str
+) -> None:
+    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys.get(key_name, key_name))
+    result = subprocess.run(
+        [sys.executable, "-m", "centsync.pipelines.cli", "refresh"],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == code, result.stderr
+    assert headline in result.stderr and "What to do" in result.stderr
+    _short_error(result.stderr)
+    assert env.sb.keys.get(key_name, key_name) not in result.stderr + result.stdout
+    log = Path(result.stderr.split("Full log: ")[1].split()[0])
+    assert (log.is_file() and "Traceback" in log.read_text()) or "Error" in log.read_text()
+
+
+def test_an_unreachable_service_exits_4(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CENTSYNC_API_BASE_URL", f"http://127.0.0.1:{free_port()}")
+    started = time.monotonic()
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.UNREACHABLE and report["exit_code"] == errors.UNREACHABLE
+    assert report["error"]["class"] == "TransportFailure"
+    assert time.monotonic() - started < 60
+
+
+def test_flags_that_make_no_sense_are_usage_errors(env: Env) -> None:
+    for args in (
+        ["refresh", "--full", "--hot"],
+        ["refresh", "--full", "--months", "2025-01"],
+        ["refresh", "--months", "2099-01"],
+        ["refresh", "--months", "..2025-01"],
+        ["refresh", "--months", "2025-1"],
+    ):
+        code, _ = env.cli(*args)
+        assert code == errors.USAGE, args
+
+
+def test_status_tells_the_source_the_last_refresh_and_the_verdict(env: Env) -> None:
+    env.refresh()
+    code, out = env.cli("status", "--json")
+    assert code == 0
+    status = json.loads(out)
+    assert status["source"]["account_id"] == env.sb.service.owner
+    assert status["source"]["base_url"] == env.base_url.rstrip("/")
+    assert status["last_refresh"]["status"] == "succeeded"
+    assert status["tables"]["core.transactions"] == len(env.sb.state()["transactions"])
+    assert status["reconciliation"]["verdict"] == "agree"
+    assert status["warehouse"] == str(env.warehouse.absolute())
+    code, out = env.cli("status")
+    assert code == 0 and "Reconciliation: AGREE" in out and env.sb.service.owner in out
+
+
+def test_status_without_a_warehouse_says_what_to_do(env: Env) -> None:
+    code, _ = env.cli("status")
+    assert code == errors.WAREHOUSE
+
+
+def test_cli_runs_are_tagged_with_their_command_and_mode(env: Env) -> None:
+    env.refresh("--hot")
+    from dagster import DagsterInstance
+
+    runs = DagsterInstance.get().get_runs()
+    tags = runs[0].tags
+    assert tags["centsync/command"] == "refresh" and tags["centsync/mode"] == "hot"
