@@ -1,0 +1,167 @@
+"""What every loader shares: load results, refresh counters, month keys and SQL fragments."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import uuid
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import orjson
+import polars as pl
+
+MonthLike = str | dt.date
+Mode = Literal["full", "incremental"]
+Period = Literal["month", "year"]
+
+# Columns of core.transactions compared to decide whether a re-read row changed.
+_TX_COMPARED = (
+    "account_id",
+    "concept",
+    "amount",
+    "booked_at",
+    "type",
+    "category_id",
+    "expense_goal_id",
+    "created_at",
+    "updated_at",
+)
+_TX_SELECT = """
+    id::UUID AS id, account_id::UUID AS account_id, concept, amount, booked_at,
+    date_trunc('month', booked_at)::DATE AS month, type, category_id::UUID AS category_id,
+    expense_goal_id::UUID AS expense_goal_id, created_at, updated_at
+"""
+
+
+def month_start(month: MonthLike) -> dt.date:
+    """The first day of a month given as 'YYYY-MM', a date, or a datetime."""
+    if isinstance(month, dt.date):
+        return month.replace(day=1)
+    try:
+        return dt.datetime.strptime(month, "%Y-%m").date()
+    except ValueError as exc:
+        raise ValueError(f"month must be 'YYYY-MM', got {month!r}") from exc
+
+
+def month_key(day: dt.date) -> str:
+    """'YYYY-MM' of a date: the form months take in this API (and the server's month keys)."""
+    return f"{day.year:04d}-{day.month:02d}"
+
+
+def new_refresh_id() -> str:
+    """A sortable, unique refresh id: UTC time then a random suffix."""
+    now = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{now}-{uuid.uuid4().hex[:8]}"
+
+
+def category_hash(rows: Iterable[tuple[str | None, int, int]]) -> str:
+    """A stable digest of per-category spending: (category_id or None, amount cents, count) rows.
+
+    Used on both sides: local rows from `local_category_spending`, server rows from the spending
+    endpoint grouped by category. Order-independent; an uncategorised key is None.
+    """
+    parts = sorted(
+        f"{(cid or '-').lower()}:{int(amount)}:{int(count)}" for cid, amount, count in rows
+    )
+    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
+
+
+@dataclass
+class LoadResult:
+    """What one load did: rows landed and rejected, and how the current state changed."""
+
+    entity: str
+    landed: int = 0
+    rejected: int = 0
+    inserted: int = 0
+    updated: int = 0
+    deleted: int = 0
+    moved_from: list[str] = field(default_factory=list)  # other months rows moved out of
+
+    @property
+    def changed(self) -> int:
+        """Rows added, altered or removed in the current state."""
+        return self.inserted + self.updated + self.deleted
+
+
+@dataclass
+class SettingsResult:
+    """The outcome of a settings snapshot: the timezone before and after."""
+
+    previous_timezone: str | None
+    timezone: str | None
+    rejected: int = 0
+
+    @property
+    def timezone_changed(self) -> bool:
+        """True when a known earlier timezone differs from the new one (every month is stale)."""
+        return (
+            self.previous_timezone is not None
+            and self.timezone is not None
+            and self.previous_timezone != self.timezone
+        )
+
+
+@dataclass
+class RefreshStats:
+    """Counters a refresh accumulates as it loads; written to ops.refreshes at the end."""
+
+    rows_landed: int = 0
+    rows_changed: int = 0
+    rows_rejected: int = 0
+    months_reread: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, result: LoadResult) -> None:
+        """Count one load."""
+        self.rows_landed += result.landed
+        self.rows_changed += result.changed
+        self.rows_rejected += result.rejected
+
+
+def _month_filter(column: str, months: Sequence[dt.date]) -> str:
+    """`column IN (DATE '...', ...)` over first-of-month dates (built from dates, never text)."""
+    literals = ", ".join(f"DATE '{m.isoformat()}'" for m in months)
+    return f"{column} IN ({literals})"
+
+
+def _date_ranges(column: str, months: Sequence[dt.date]) -> str:
+    """A predicate matching dates within any of the months, with consecutive months merged."""
+    ranges: list[tuple[dt.date, dt.date]] = []
+    for m in sorted(months):
+        end = (m + dt.timedelta(days=32)).replace(day=1)
+        if ranges and ranges[-1][1] == m:
+            ranges[-1] = (ranges[-1][0], end)
+        else:
+            ranges.append((m, end))
+    return (
+        "("
+        + " OR ".join(
+            f"({column} >= DATE '{a.isoformat()}' AND {column} < DATE '{b.isoformat()}')"
+            for a, b in ranges
+        )
+        + ")"
+    )
+
+
+def _frame(records: list[dict[str, Any]], columns: list[str]) -> pl.DataFrame:
+    """A frame from small dict records, every value as text or int as sent (validation types it)."""
+    data: dict[str, list[Any]] = {c: [r.get(c) for r in records] for c in columns}
+    schema: dict[str, pl.DataType] = {}
+    for c, values in data.items():
+        present = [x for x in values if x is not None]
+        if present and all(isinstance(x, int) and not isinstance(x, bool) for x in present):
+            schema[c] = pl.Int64()
+        else:
+            schema[c] = pl.String()
+            data[c] = [
+                None if x is None else (x if isinstance(x, str) else _text(x)) for x in values
+            ]
+    return pl.DataFrame(data, schema=schema)
+
+
+def _text(value: Any) -> str:
+    # Non-text values in a text-or-int column (a float amount, a bool) stay visible as JSON text
+    # so validation rejects them with the value in the reason.
+    return orjson.dumps(value).decode()

@@ -1,0 +1,360 @@
+"""The warehouse session: opening, the refresh's working copy and its atomic publish,
+one-transaction plumbing, and the refresh's own ops rows (ops.refreshes, ops.meta)."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Literal, Self
+
+import duckdb
+import orjson
+import polars as pl
+
+from centsync.warehouse import paths
+from centsync.warehouse import validation as v
+from centsync.warehouse.common import (
+    Mode,
+    RefreshStats,
+    new_refresh_id,
+)
+from centsync.warehouse.errors import WarehouseError
+from centsync.warehouse.migrate import migrate
+
+log = logging.getLogger("centsync.warehouse.store")
+
+
+class Session:
+    """A handle on one warehouse file: the connection, the refresh it belongs to, publishing."""
+
+    """A read-write handle on one DuckDB warehouse file (usually a refresh's working copy)."""
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, path: Path, *, read_only: bool = False):
+        self.con = con
+        self.path = path
+        self.read_only = read_only
+        self.refresh_id: str | None = None
+        self.stats = RefreshStats()
+        self._published_path: Path | None = None
+        self._counter = 0
+
+    # -- opening ------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Self:
+        """Open a warehouse file directly (migrating it unless read-only).
+
+        Writing the published file directly blocks analysts' read-only connections: refreshes
+        should use `Warehouse.refreshing` instead.
+        """
+        target = paths.resolve(path)
+        if read_only:
+            return cls(paths.connect_readonly(target), target, read_only=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        con = duckdb.connect(str(target))
+        migrate(con)
+        return cls(con, target)
+
+    @classmethod
+    @contextlib.contextmanager
+    def refreshing(
+        cls,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        mode: Mode = "incremental",
+        refresh_id: str | None = None,
+        record: bool = True,
+    ) -> Iterator[Self]:
+        """Run a refresh on a private working copy; publish it atomically on success.
+
+        On an exception the working copy is discarded and the published warehouse is left as it
+        was (plus a 'failed' row in ops.refreshes). Only one refresh runs at a time (a lock file);
+        copies left by a killed refresh are removed first. `record=False` is the same write
+        session without an ops.refreshes row (see `Warehouse.publishing`).
+        """
+        published = paths.resolve(path)
+        published.parent.mkdir(parents=True, exist_ok=True)
+        rid = refresh_id or new_refresh_id()
+        with paths.refresh_lock(published):
+            for stale in paths.stale_copies(published) + paths.stale_temporaries(published):
+                log.warning("removing %s left by an interrupted refresh", stale.name)
+                stale.unlink(missing_ok=True)
+            work = paths.working_path(published, rid)
+            if published.exists():
+                shutil.copyfile(published, work)
+            wh: Self | None = None
+            try:
+                con = duckdb.connect(str(work))
+                # Automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and
+                # again (a third of a month-by-month first sync); never checkpointing keeps every
+                # row in memory until the end (+700 MB at 1M rows). 64 MB measured best of both.
+                con.execute("SET checkpoint_threshold = '64MB'")
+                wh = cls(con, work)
+                wh._published_path = published
+                migrate(con)
+                if record:
+                    wh.start_refresh(mode=mode, refresh_id=rid)
+                else:
+                    wh.refresh_id = rid
+                yield wh
+                if record and wh.refresh_status() == "running":
+                    wh.finish_refresh()
+                wh.con.execute("CHECKPOINT")
+                wh.close()
+                paths.publish_file(work, published)
+            except BaseException as exc:
+                stats = wh.stats if wh is not None else RefreshStats()
+                if wh is not None:
+                    wh.close()
+                paths.remove(work)
+                if record:
+                    _record_failure(published, rid, mode, stats, exc)
+                raise
+
+    @classmethod
+    def publishing(
+        cls, path: str | os.PathLike[str] | None = None
+    ) -> contextlib.AbstractContextManager[Self]:
+        """A write session that is not a refresh (reconciliation results, marts, the outbox).
+
+        Same guarantees as `refreshing`: a private copy, published atomically on success,
+        discarded on an exception, one writer at a time; no ops.refreshes row.
+        """
+        return cls.refreshing(path, record=False)
+
+    def publish_progress(self) -> None:
+        """Publish the working copy as it stands, mid-refresh, so a stopped refresh resumes here.
+
+        Every load is one transaction, so the copy is consistent; its ops.refreshes row says
+        'running' until a later publish. For long first syncs under a rate limit.
+        """
+        if self._published_path is None:
+            raise WarehouseError("publish_progress only works inside Warehouse.refreshing")
+        self.con.execute("CHECKPOINT")
+        tmp = self._published_path.with_name(self._published_path.name + ".publishing")
+        shutil.copyfile(self.path, tmp)
+        paths.publish_file(tmp, self._published_path)
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        with contextlib.suppress(duckdb.Error):
+            self.con.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing -----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One DuckDB transaction: commit on success, roll back on any exception."""
+        self.con.begin()
+        try:
+            yield self.con
+            self.con.commit()
+        except BaseException:
+            self.con.rollback()
+            raise
+
+    @contextlib.contextmanager
+    def _registered(self, frame: pl.DataFrame) -> Iterator[str]:
+        """Expose a frame to SQL as an Arrow view (zero copy), for INSERT ... SELECT."""
+        self._counter += 1
+        name = f"_incoming_{self._counter}"
+        # Newest compat level keeps Polars' string views: no copy of every string on the way in.
+        self.con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+        try:
+            yield name
+        finally:
+            # Inside a failed transaction DuckDB refuses even this; the original error matters.
+            with contextlib.suppress(duckdb.TransactionException):
+                self.con.unregister(name)
+
+    def _rid(self) -> str:
+        if self.refresh_id is None:
+            raise WarehouseError("no refresh started: call start_refresh() (refreshing() does)")
+        return self.refresh_id
+
+    def _split(self, entity: str, frame: pl.DataFrame) -> v.Split:
+        """Validate a frame, also rejecting rows whose raw payload is not valid JSON."""
+        split = v.split_valid(entity, frame)
+        if split.valid.height == 0:
+            return split
+        with self._registered(split.valid.select("raw")) as name:
+            bad = self.con.execute(
+                f"SELECT DISTINCT raw FROM {name} WHERE NOT json_valid(raw)"
+            ).fetchall()
+        if not bad:
+            return split
+        bad_raw = [row[0] for row in bad]
+        is_bad = pl.col("raw").is_in(bad_raw)
+        rejected = pl.concat(
+            [
+                split.rejected,
+                split.valid.filter(is_bad).select(
+                    pl.col("raw").alias("record"), pl.lit("raw: not valid JSON").alias("reason")
+                ),
+            ]
+        )
+        return v.Split(split.valid.filter(~is_bad), rejected)
+
+    def _land_rejected(self, entity: str, rejected: pl.DataFrame) -> None:
+        """Store rejected rows with their reasons (inside the caller's transaction)."""
+        if rejected.height == 0:
+            return
+        with self._registered(rejected) as name:
+            self.con.execute(
+                f"""
+                INSERT INTO raw.rejected_rows
+                SELECT ?, ?, CASE WHEN json_valid(record) THEN record::JSON ELSE to_json(record) END,
+                       reason, now()
+                FROM {name}
+                """,
+                [self._rid(), entity],
+            )
+
+    def _one(self, sql: str, params: Sequence[Any] | None = None) -> tuple[Any, ...] | None:
+        """The first row of a query, reading the result to its end (DuckDB 2 refuses new work
+        on a connection while an execute() result is unfinished)."""
+        rows = self.con.execute(sql, params or []).fetchall()
+        return rows[0] if rows else None
+
+    def _df(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        self.con.complete()  # finish any caller's half-read execute() result first
+        result = pl.from_arrow(
+            self.con.sql(sql, params=list(params) if params else None).to_arrow_table()
+        )
+        assert isinstance(result, pl.DataFrame)
+        return result
+
+    def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
+        """Run SQL and return the result as a Polars frame."""
+        return self._df(sql, params)
+
+    # -- ops: refreshes, meta, month state -----------------------------------------------------
+
+    def start_refresh(self, *, mode: Mode = "incremental", refresh_id: str | None = None) -> str:
+        """Record a refresh as running; earlier refreshes still 'running' become 'interrupted'."""
+        if mode not in ("full", "incremental"):
+            raise ValueError(f"mode must be full or incremental, got {mode!r}")
+        rid = refresh_id or new_refresh_id()
+        with self.transaction() as con:
+            con.execute(
+                "UPDATE ops.refreshes SET status = 'interrupted', finished_at = coalesce(finished_at, now()) "
+                "WHERE status = 'running'"
+            )
+            con.execute(
+                "INSERT INTO ops.refreshes (refresh_id, started_at, status, mode) VALUES (?, now(), 'running', ?)",
+                [rid, mode],
+            )
+        self.refresh_id = rid
+        self.stats = RefreshStats()
+        return rid
+
+    def finish_refresh(
+        self,
+        status: Literal["succeeded", "failed"] = "succeeded",
+        *,
+        requests: Mapping[str, int] | None = None,
+        months_checked: int | None = None,
+        error: str | None = None,
+        mode: Mode | None = None,
+    ) -> None:
+        """Close the refresh's ops.refreshes row with its counters and requests per endpoint.
+
+        `mode` corrects the recorded mode (an incremental refresh that became full because the
+        timezone changed).
+        """
+        req = dict(requests) if requests is not None else None
+        with self.transaction() as con:
+            con.execute(
+                """
+                UPDATE ops.refreshes SET
+                    finished_at = now(), status = ?, rows_landed = ?, rows_changed = ?,
+                    rows_rejected = ?, requests = ?, requests_total = ?, months_checked = ?,
+                    months_reread = ?, error = ?, mode = coalesce(?, mode)
+                WHERE refresh_id = ?
+                """,
+                [
+                    status,
+                    self.stats.rows_landed,
+                    self.stats.rows_changed,
+                    self.stats.rows_rejected,
+                    orjson.dumps(req).decode() if req is not None else None,
+                    sum(req.values()) if req is not None else None,
+                    months_checked,
+                    orjson.dumps(self.stats.months_reread).decode(),
+                    error,
+                    mode,
+                    self._rid(),
+                ],
+            )
+
+    def refresh_status(self, refresh_id: str | None = None) -> str | None:
+        """The status recorded for a refresh (this one by default)."""
+        row = self._one(
+            "SELECT status FROM ops.refreshes WHERE refresh_id = ?", [refresh_id or self._rid()]
+        )
+        return str(row[0]) if row else None
+
+    def set_meta(self, key: str, value: str | None) -> None:
+        """Set one ops.meta key."""
+        with self.transaction() as con:
+            con.execute(
+                "INSERT OR REPLACE INTO ops.meta (key, value, updated_at) VALUES (?, ?, now())",
+                [key, value],
+            )
+
+    def get_meta(self, key: str) -> str | None:
+        """Read one ops.meta key (None when unset)."""
+        row = self._one("SELECT value FROM ops.meta WHERE key = ?", [key])
+        return None if row is None or row[0] is None else str(row[0])
+
+
+def _record_failure(
+    published: Path, refresh_id: str, mode: str, stats: RefreshStats, exc: BaseException
+) -> None:
+    """Best effort: add a 'failed' ops.refreshes row to the published warehouse (data untouched)."""
+    tmp = published.with_name(published.name + ".failing")
+    try:
+        paths.remove(tmp)
+        if published.exists():
+            shutil.copyfile(published, tmp)
+        con = duckdb.connect(str(tmp))
+        try:
+            migrate(con)
+            con.execute(
+                """
+                INSERT INTO ops.refreshes (refresh_id, started_at, finished_at, status, mode,
+                    rows_landed, rows_changed, rows_rejected, months_reread, error)
+                VALUES (?, now(), now(), ?, ?, ?, ?, ?, ?, ?)
+                ON CONFLICT (refresh_id) DO UPDATE SET finished_at = excluded.finished_at,
+                    status = excluded.status, rows_landed = excluded.rows_landed,
+                    rows_changed = excluded.rows_changed, rows_rejected = excluded.rows_rejected,
+                    months_reread = excluded.months_reread, error = excluded.error
+                """,
+                [
+                    refresh_id,
+                    "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                    mode,
+                    stats.rows_landed,
+                    stats.rows_changed,
+                    stats.rows_rejected,
+                    orjson.dumps(stats.months_reread).decode(),
+                    f"{type(exc).__name__}: {exc}"[:2000],
+                ],
+            )
+            con.execute("CHECKPOINT")
+        finally:
+            con.close()
+        paths.publish_file(tmp, published)
+    except Exception:  # the refresh's own error matters more than this record
+        log.exception("could not record the failed refresh %s", refresh_id)
+        paths.remove(tmp)

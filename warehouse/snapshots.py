@@ -1,0 +1,184 @@
+"""Snapshots: accounts, connections, sync status and settings into core.* and history.*."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import orjson
+import polars as pl
+
+from centsync.warehouse import validation as v
+from centsync.warehouse.common import (
+    LoadResult,
+    SettingsResult,
+)
+from centsync.warehouse.session import Session
+
+
+class Snapshots(Session):
+    """Current tables replaced whole, history appended, one row set per refresh."""
+
+    def _snapshot(
+        self,
+        entity: str,
+        frame: pl.DataFrame,
+        *,
+        key: str,
+        core_cols: str,
+        compared: Sequence[str],
+        history_cols: str,
+        extra: Iterable[str] = (),
+    ) -> LoadResult:
+        """Replace core.<entity> and raw.<entity> with the frame; append history.<entity>."""
+        rid = self._rid()
+        split = self._split(entity, frame)
+        result = LoadResult(entity, landed=split.valid.height, rejected=split.rejected_count)
+        with self._registered(split.valid) as src, self.transaction() as con:
+            con.execute(f"CREATE OR REPLACE TEMP VIEW _new_snap AS SELECT {core_cols} FROM {src}")
+            differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in compared)
+            row = con.execute(
+                f"""
+                SELECT count(*) FILTER (WHERE o.{key} IS NULL),
+                       count(*) FILTER (WHERE o.{key} IS NOT NULL AND ({differs})),
+                       (SELECT count(*) FROM core.{entity} oo ANTI JOIN _new_snap nn ON oo.{key} = nn.{key})
+                FROM _new_snap n LEFT JOIN core.{entity} o ON o.{key} = n.{key}
+                """
+            ).fetchall()[0]
+            assert row is not None
+            result.inserted, result.updated, result.deleted = int(row[0]), int(row[1]), int(row[2])
+            con.execute(f"DELETE FROM core.{entity}")
+            con.execute(f"INSERT INTO core.{entity} SELECT *, ? FROM _new_snap", [rid])
+            con.execute(f"DELETE FROM raw.{entity}")
+            con.execute(
+                f"INSERT INTO raw.{entity} SELECT {key}::UUID, ?, raw::JSON FROM {src}", [rid]
+            )
+            # Re-snapshotting within one refresh replaces that refresh's history rows: one per refresh.
+            con.execute(f"DELETE FROM history.{entity} WHERE refresh_id = ?", [rid])
+            con.execute(
+                f"INSERT INTO history.{entity} SELECT refresh_id, now(), {history_cols} FROM core.{entity}"
+            )
+            for sql in extra:
+                con.execute(sql, [rid])
+            self._land_rejected(entity, split.rejected)
+            con.execute("DROP VIEW IF EXISTS _new_snap")
+        self.stats.add(result)
+        return result
+
+    def snapshot_accounts(self, frame: pl.DataFrame) -> LoadResult:
+        """Land the accounts list: current table, raw, history, and this refresh's net worth."""
+        return self._snapshot(
+            "accounts",
+            frame,
+            key="id",
+            core_cols="id::UUID AS id, name, type, subtype, currency, balance, "
+            "connection_id::UUID AS connection_id, institution, updated_at",
+            compared=(
+                "name",
+                "type",
+                "subtype",
+                "currency",
+                "balance",
+                "connection_id",
+                "institution",
+                "updated_at",
+            ),
+            history_cols="id, name, type, subtype, currency, balance, connection_id, institution, updated_at",
+            extra=[
+                "DELETE FROM history.net_worth WHERE refresh_id = $1",
+                """
+                INSERT INTO history.net_worth
+                SELECT $1, now(), any_value(currency),
+                       coalesce(sum(balance) FILTER (WHERE balance > 0), 0)::BIGINT,
+                       coalesce(-sum(balance) FILTER (WHERE balance < 0), 0)::BIGINT,
+                       coalesce(sum(balance), 0)::BIGINT, count(*)
+                FROM core.accounts
+                """,
+            ],
+        )
+
+    def snapshot_connections(self, frame: pl.DataFrame) -> LoadResult:
+        """Land the connections list: current table, raw and history."""
+        return self._snapshot(
+            "connections",
+            frame,
+            key="id",
+            core_cols="id::UUID AS id, provider, institution, status, last_synced_at, "
+            "account_ids::UUID[] AS account_ids",
+            compared=("provider", "institution", "status", "last_synced_at", "account_ids"),
+            history_cols="id, provider, institution, status, last_synced_at, account_ids",
+        )
+
+    def snapshot_sync_status(self, frame: pl.DataFrame) -> LoadResult:
+        """Land the sync status list: current table, raw and history."""
+        return self._snapshot(
+            "sync_status",
+            frame,
+            key="connection_id",
+            core_cols="connection_id::UUID AS connection_id, provider, status, last_synced_at, next_sync_at",
+            compared=("provider", "status", "last_synced_at", "next_sync_at"),
+            history_cols="connection_id, provider, status, last_synced_at, next_sync_at",
+        )
+
+    def snapshot_settings(self, settings: Mapping[str, Any] | pl.DataFrame) -> SettingsResult:
+        """Land the settings (one row) and remember the timezone; says whether it changed."""
+        rid = self._rid()
+        if isinstance(settings, pl.DataFrame):
+            frame = settings
+        else:
+            frame = pl.DataFrame(
+                {
+                    **{
+                        k: [None if settings.get(k) is None else str(settings.get(k))]
+                        for k in ("timezone", "currency", "locale", "week_start")
+                    },
+                    "raw": [orjson.dumps(dict(settings)).decode()],
+                },
+                schema={
+                    "timezone": pl.String,
+                    "currency": pl.String,
+                    "locale": pl.String,
+                    "week_start": pl.String,
+                    "raw": pl.String,
+                },
+            )
+        previous = self.get_meta("timezone")
+        split = self._split("settings", frame.head(1))
+        if frame.height > 1:
+            split = v.Split(
+                split.valid,
+                pl.concat(
+                    [
+                        split.rejected,
+                        frame.slice(1).select(
+                            pl.col("raw").alias("record")
+                            if "raw" in frame.columns
+                            else pl.lit("{}").alias("record"),
+                            pl.lit("settings: more than one row").alias("reason"),
+                        ),
+                    ]
+                ),
+            )
+        with self.transaction() as con:
+            self._land_rejected("settings", split.rejected)
+            if split.valid.height:
+                with self._registered(split.valid) as src:
+                    con.execute("DELETE FROM core.settings")
+                    con.execute(
+                        f"INSERT INTO core.settings SELECT timezone, currency, locale, week_start, ? FROM {src}",
+                        [rid],
+                    )
+                    con.execute("DELETE FROM raw.settings")
+                    con.execute(f"INSERT INTO raw.settings SELECT ?, raw::JSON FROM {src}", [rid])
+                    con.execute("DELETE FROM history.settings WHERE refresh_id = ?", [rid])
+                    con.execute(
+                        f"INSERT INTO history.settings SELECT ?, now(), timezone, currency, locale, week_start FROM {src}",
+                        [rid],
+                    )
+                    con.execute(
+                        f"INSERT OR REPLACE INTO ops.meta SELECT 'timezone', timezone, now() FROM {src}"
+                    )
+        timezone = split.valid.get_column("timezone")[0] if split.valid.height else None
+        self.stats.rows_landed += split.valid.height
+        self.stats.rows_rejected += split.rejected_count
+        return SettingsResult(previous, timezone, rejected=split.rejected_count)
