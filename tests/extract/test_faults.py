@@ -25,7 +25,7 @@ def test_faulty_drifting_run_reads_exactly_the_server_state(
     env: Env, parse_batch_pages: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # small parse batches: a window's pages are parsed in several batches while it is read
-    monkeypatch.setattr("centsync.extract._client.PARSE_BATCH_PAGES", parse_batch_pages)
+    monkeypatch.setattr("centsync.extract._reader.PARSE_BATCH_PAGES", parse_batch_pages)
 
     async def go() -> None:
         admin = env.admin()

@@ -32,7 +32,7 @@ def _collect(events: list[Any]) -> tuple[pl.DataFrame, int]:
 def test_stream_voids_a_drifted_pass_and_ends_exact(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("centsync.extract._client.PARSE_BATCH_PAGES", 2)
+    monkeypatch.setattr("centsync.extract._reader.PARSE_BATCH_PAGES", 2)
 
     async def go() -> None:
         admin = env.admin()

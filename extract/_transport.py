@@ -1,0 +1,155 @@
+"""How requests travel: the network transport, the base URL check, the key's auth header,
+query encoding and the URL fast path (every httpx internal the client relies on is here)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import os
+from collections.abc import Generator, Mapping
+from functools import lru_cache
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+from httpx_aiohttp import AiohttpTransport
+from httpx_aiohttp.transport import AiohttpResponseStream
+
+from ._errors import (
+    ConfigurationError,
+    ResponseFormatError,
+)
+
+_IN_PROCESS = (httpx.ASGITransport, httpx.MockTransport, httpx.WSGITransport)
+
+
+# httpx keeps a parsed URL as ``URL._uri_reference``, a NamedTuple (httpx 0.28, pinned); where
+# that is not so, every URL is parsed from its string.
+_FAST_URL = isinstance(getattr(httpx.URL("http://a/"), "_uri_reference", None), tuple)
+
+
+@lru_cache(maxsize=4096)
+def _query_pair(name: str, value: str) -> str:
+    return quote(name, safe="") + "=" + quote(value, safe="")
+
+
+def _query(params: Mapping[str, str]) -> str:
+    """``params`` URL-encoded (what ``urlencode(params, quote_via=quote)`` gives, each
+    name=value pair encoded once: windows repeat their dates, reads their page numbers)."""
+    return "&".join([_query_pair(k, str(v)) for k, v in params.items()])
+
+
+def _encoded(headers: httpx.Headers) -> bool:
+    """Whether a response names a ``Content-Encoding`` (one pass over the raw headers)."""
+    return any(k.lower() == b"content-encoding" for k, _ in headers.raw)
+
+
+class _Secret:
+    """A value that no repr, str or vars() dump shows."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+    __str__ = __repr__
+
+
+class _NoCookies(httpx.Cookies):
+    """The API authenticates by key, never by cookie: skip httpx's per-response cookie parsing
+    (measured at about 6 % of a bulk read's CPU)."""
+
+    def extract_cookies(self, response: httpx.Response) -> None:
+        return None
+
+
+class _BearerAuth(httpx.Auth):
+    """Adds the key to each request; holds it where no repr or log line shows it."""
+
+    __slots__ = ("_header",)
+
+    def __init__(self, key: str) -> None:
+        self._header = f"Bearer {key}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
+
+    def headers(self, base: Mapping[str, str]) -> dict[str, str]:
+        """``base`` plus the key's header (for requests sent below the client)."""
+        return {**base, "authorization": self._header}
+
+    def __repr__(self) -> str:
+        return "_BearerAuth(<hidden>)"
+
+
+def network_transport(limits: httpx.Limits | None = None) -> httpx.AsyncBaseTransport:
+    """The default network layer under ``httpx.AsyncClient``: aiohttp's C-accelerated HTTP/1.1
+    (``httpx-aiohttp``). The client API stays httpx's; measured here it reads pages about twice
+    as fast as httpx's own httpcore transport (docs/benchmarks.md). Set
+    ``CENTSYNC_HTTP_TRANSPORT=httpcore`` to use httpx's own."""
+    limits = limits or httpx.Limits(max_connections=8)
+    choice = os.environ.get("CENTSYNC_HTTP_TRANSPORT", "aiohttp").strip().lower()
+    if choice == "httpcore":
+        return httpx.AsyncHTTPTransport(limits=limits)
+    if choice != "aiohttp":
+        raise ConfigurationError(
+            f"CENTSYNC_HTTP_TRANSPORT={choice!r} is not known; use 'aiohttp' or 'httpcore'"
+        )
+    # httpx-aiohttp hands a body to httpx in 16 KiB pieces, each through a chain of async
+    # generators; taking whatever has arrived, up to 1 MiB, at a time cut the instructions a
+    # 67 KB page request costs the client by 15-19 % (callgrind, docs/benchmarks.md)
+    AiohttpResponseStream.CHUNK_SIZE = max(AiohttpResponseStream.CHUNK_SIZE, 1 << 20)
+    return AiohttpTransport(limits=limits)
+
+
+def _is_loopback(host: str) -> bool:
+    if host in {"localhost", "localhost.localdomain"} or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_base_url(base_url: str, transport: object | None) -> httpx.URL:
+    """The base URL, refused when it would send the key in clear text over a network."""
+    url = httpx.URL(base_url)
+    if url.scheme == "https":
+        return url
+    if url.scheme != "http":
+        raise ConfigurationError(f"base URL must be https:// (got scheme {url.scheme!r})")
+    if _is_loopback(url.host) or isinstance(transport, _IN_PROCESS):
+        return url
+    raise ConfigurationError(
+        f"base URL {url.scheme}://{url.host} is not loopback: use https:// so the key is "
+        "never sent in clear text"
+    )
+
+
+def _date_param(value: dt.date | str | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat() if isinstance(value, dt.date) else str(value)
+
+
+def _as_date(value: dt.date | str | None) -> dt.date | None:
+    if value is None or isinstance(value, dt.date):
+        return value
+    return dt.date.fromisoformat(value)
+
+
+def _json(response: httpx.Response) -> Any:
+    try:
+        return orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        raise ResponseFormatError(
+            f"{response.request.method} {response.request.url.path}: body is not JSON"
+        ) from None
