@@ -1,14 +1,10 @@
-"""The emulated service's state and behaviour: keys, limits, idempotency, clock, syncs, data."""
+"""The emulated service's state and behaviour: clock, syncs, data (keys and limits in `access.py`, aggregates in `aggregates.py`)."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import math
 import random
 import secrets
-import string
-import time
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
@@ -16,8 +12,14 @@ from datetime import time as dtime
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import orjson
-
+from centsync.sandbox.access import (
+    IDEMPOTENCY_TTL_MS,
+    Access,
+    IdemEntry,
+    Key,
+    canonical,
+)
+from centsync.sandbox.aggregates import Aggregates
 from centsync.sandbox.errors import ApiError, invalid
 from centsync.sandbox.household import (
     AMOUNTS,
@@ -29,12 +31,10 @@ from centsync.sandbox.household import (
     Expense,
     generate,
 )
-from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Ledger, Tx, iso_ms
+from centsync.sandbox.ledger import EXPENSE, Ledger, Tx
 
 SYNC_EVERY_MS = 6 * HOUR_MS
 PENDING_MS = 3 * DAY_MS
-IDEMPOTENCY_TTL_MS = 24 * HOUR_MS
-_KEY_ALPHABET = string.ascii_letters + string.digits
 
 
 @dataclass
@@ -51,23 +51,6 @@ class SandboxConfig:
     hour_limit: int = 10_000
     providers: tuple[str, str] = ("bankfeed_eu", "openbank_uk")
     provider_quota: int = 4  # manual syncs per provider per rolling 24 hours
-
-
-@dataclass
-class Key:
-    id: str
-    owner: str
-    name: str
-    digest: bytes
-    scopes: list[str]
-    expires_ms: int
-    minute_limit: int
-    hour_limit: int
-    revoked: bool = False
-    minute_window: int = -1
-    minute_count: int = 0
-    hour_window: int = -1
-    hour_count: int = 0
 
 
 @dataclass
@@ -96,24 +79,7 @@ class Faults:
         }
 
 
-@dataclass
-class IdemEntry:
-    fingerprint: bytes
-    created_ms: int
-    done: bool = False
-    status: int = 0
-    body: bytes = b""
-
-
-def _new_key_value() -> str:
-    return "pfd_live_" + "".join(secrets.choice(_KEY_ALPHABET) for _ in range(40))
-
-
-def _digest(value: str) -> bytes:
-    return hashlib.sha256(value.encode()).digest()
-
-
-class Service:
+class Service(Access, Aggregates):
     """Everything the emulated service knows and does, independent of HTTP."""
 
     def __init__(self, config: SandboxConfig) -> None:
@@ -184,134 +150,6 @@ class Service:
         """The instant stored for a transaction given only a date: local noon, far from midnight."""
         dt = datetime.combine(d, dtime(12, 0), tzinfo=ZoneInfo(self.timezone))
         return int(dt.timestamp() * 1000)
-
-    # ---- keys and limits -------------------------------------------------------------------
-    def create_key(
-        self,
-        scopes: list[str],
-        name: str = "key",
-        expires_ms: int | None = None,
-        minute_limit: int | None = None,
-        hour_limit: int | None = None,
-    ) -> str:
-        value = _new_key_value()
-        self.keys.append(
-            Key(
-                id=str(uuid.uuid4()),
-                owner=self.owner,
-                name=name,
-                digest=_digest(value),
-                scopes=scopes,
-                expires_ms=expires_ms if expires_ms is not None else self.now_ms + 365 * DAY_MS,
-                minute_limit=minute_limit or self.config.minute_limit,
-                hour_limit=hour_limit or self.config.hour_limit,
-            )
-        )
-        return value
-
-    def authenticate(self, header: str | None) -> Key:
-        if not header or not header.startswith("Bearer "):
-            raise ApiError(401, "unauthenticated", "Send `Authorization: Bearer <API key>`.")
-        digest = _digest(header[7:].strip())
-        found = None
-        for k in self.keys:  # constant-time comparison against every stored hash
-            if hmac.compare_digest(k.digest, digest):
-                found = k
-        if found is None or found.revoked:
-            raise ApiError(401, "unauthenticated", "Unknown or revoked API key.")
-        if self.now_ms >= found.expires_ms:
-            raise ApiError(
-                401,
-                "key_expired",
-                f"This API key expired at {iso_ms(found.expires_ms)}; create a new one.",
-            )
-        return found
-
-    def limits(self, key: Key) -> tuple[int, int]:
-        if not self.config.rate_limit:
-            return 1_000_000_000, 1_000_000_000
-        return key.minute_limit, key.hour_limit
-
-    def count_request(self, key: Key) -> None:
-        """Count one request in the key's fixed wall-clock windows; 429 once a window is spent."""
-        now = time.time()
-        minute, hour = int(now // 60), int(now // 3600)
-        if key.minute_window != minute:
-            key.minute_window, key.minute_count = minute, 0
-        if key.hour_window != hour:
-            key.hour_window, key.hour_count = hour, 0
-        key.minute_count += 1
-        key.hour_count += 1
-        if self.faults.rate_limit_burst > 0:
-            self.faults.rate_limit_burst -= 1
-            raise ApiError(
-                429,
-                "rate_limited",
-                "Rate limit exceeded (injected burst).",
-                headers={"Retry-After": "1"},
-            )
-        mlim, hlim = self.limits(key)
-        if key.hour_count > hlim:
-            wait = math.ceil((hour + 1) * 3600 - now)
-            raise ApiError(
-                429,
-                "rate_limited",
-                f"Hourly allowance of {hlim} requests used up.",
-                headers={"Retry-After": str(max(1, wait))},
-            )
-        if key.minute_count > mlim:
-            wait = math.ceil((minute + 1) * 60 - now)
-            raise ApiError(
-                429,
-                "rate_limited",
-                f"Per-minute allowance of {mlim} requests used up.",
-                headers={"Retry-After": str(max(1, wait))},
-            )
-
-    def remaining(self, key: Key) -> tuple[int, int, int, int]:
-        now = time.time()
-        mlim, hlim = self.limits(key)
-        mc = key.minute_count if key.minute_window == int(now // 60) else 0
-        hc = key.hour_count if key.hour_window == int(now // 3600) else 0
-        return mlim, max(0, mlim - mc), hlim, max(0, hlim - hc)
-
-    # ---- idempotency -----------------------------------------------------------------------
-    def idem_begin(self, key: Key, idem: str, fingerprint: bytes) -> IdemEntry | None:
-        """None: go ahead (an in-progress entry is recorded). An entry: replay it."""
-        self._idem_expire()
-        ent = self.idempotency.get((key.owner, idem))
-        if ent is None:
-            self.idempotency[(key.owner, idem)] = IdemEntry(fingerprint, self.now_ms)
-            return None
-        if ent.fingerprint != fingerprint:
-            raise ApiError(
-                422,
-                "idempotency_key_reused",
-                "This Idempotency-Key was used with a different request; use a new key for a new request.",
-            )
-        if not ent.done:
-            raise ApiError(
-                409,
-                "idempotency_conflict",
-                "A request with this Idempotency-Key is still being processed; retry shortly.",
-                headers={"Retry-After": "1"},
-            )
-        return ent
-
-    def idem_end(self, key: Key, idem: str, status: int, body: bytes) -> None:
-        ent = self.idempotency.get((key.owner, idem))
-        if ent is None:
-            return
-        if 200 <= status < 300:
-            ent.done, ent.status, ent.body = True, status, body
-        else:  # only successes are kept: the key may be used again with a corrected body
-            del self.idempotency[(key.owner, idem)]
-
-    def _idem_expire(self) -> None:
-        cutoff = self.now_ms - IDEMPOTENCY_TTL_MS
-        stale = [k for k, e in self.idempotency.items() if e.done and e.created_ms < cutoff]
-        for k in stale:
-            del self.idempotency[k]
 
     # ---- reference data --------------------------------------------------------------------
     def visible_account(self, account_id: str) -> Account | None:
@@ -565,122 +403,6 @@ class Service:
             if e > s:
                 self.delete_transaction(self.ledger.rows[rng.randrange(s, e)])
 
-    # ---- aggregates ------------------------------------------------------------------------
-    def summary(
-        self, lo: int | None, hi: int | None, preds: tuple[tuple[str, object], ...]
-    ) -> dict[str, int]:
-        sums = {EXPENSE: 0, INCOME: 0, TRANSFER: 0}
-        count = 0
-        if not preds:
-            for _, st in self.ledger.day_range(lo, hi):
-                count += st.count
-                for k, v in st.sums.items():
-                    sums[k] += v
-        else:
-            sel = self.ledger.select(lo, hi, preds)
-            rows = self.ledger.rows[sel[0] : sel[1]] if isinstance(sel, tuple) else sel
-            for t in rows:
-                count += 1
-                sums[t.type] += t.amount
-        return {
-            "count": count,
-            "income": sums[INCOME],
-            "expense": sums[EXPENSE],
-            "transfer": sums[TRANSFER],
-            "net": sums[INCOME] + sums[EXPENSE] + sums[TRANSFER],
-        }
-
-    def spending(self, lo: int, hi: int, group_by: str) -> tuple[int, list[dict[str, Any]]]:
-        cells: dict[Any, list[int]] = {}
-        if group_by == "merchant":
-            for _, st in self.ledger.day_range(lo, hi):
-                for merchant, (amt, cnt) in st.spend_merchant.items():
-                    cell = cells.setdefault(merchant, [0, 0])
-                    cell[0] += amt
-                    cell[1] += cnt
-        else:
-            for day, st in self.ledger.day_range(lo, hi):
-                for cat, (amt, cnt) in st.spend_cat.items():
-                    key = cat if group_by == "category" else date.fromordinal(day).strftime("%Y-%m")
-                    cell = cells.setdefault(key, [0, 0])
-                    cell[0] += amt
-                    cell[1] += cnt
-        rows = []
-        for key, (amt, cnt) in cells.items():
-            if group_by == "category":
-                label = (
-                    self.categories.get(key, "Uncategorized")
-                    if key is not None
-                    else "Uncategorized"
-                )
-            else:
-                label = key
-            rows.append({"key": key, "label": label, "amount": amt, "count": cnt})
-        rows.sort(key=lambda r: (r["amount"], r["key"] or ""))
-        return sum(r["amount"] for r in rows), rows
-
-    def accounts_summary(self) -> dict[str, Any]:
-        assets = liabilities = 0
-        by_type: dict[str, int] = {}
-        accs = self.visible_accounts()
-        for a in accs:
-            if a.balance >= 0:
-                assets += a.balance
-            else:
-                liabilities -= a.balance
-            by_type[a.type] = by_type.get(a.type, 0) + a.balance
-        return {
-            "currency": self.currency,
-            "assets": assets,
-            "liabilities": liabilities,
-            "net_worth": assets - liabilities,
-            "count": len(accs),
-            "by_type": by_type,
-        }
-
-    # ---- the exact state, for comparison ---------------------------------------------------
-    def dump(self) -> dict[str, Any]:
-        return {
-            "now": iso_ms(self.now_ms),
-            "settings": self.settings(),
-            "accounts": [a.record(self.currency) for a in self.visible_accounts()],
-            "transactions": [t.record(notes=True) for t in self.ledger.rows],
-            "connections": self.connection_records(),
-            "sync_status": self.sync_status_records(),
-            "categories": [{"id": k, "name": v} for k, v in self.categories.items()],
-            "expenses": [
-                {"id": e.id, "name": e.name, "budget": e.budget, "balance": self.expense_balance(e)}
-                for e in self.expenses.values()
-            ],
-        }
-
-    def connection_records(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "id": c.id,
-                "provider": c.provider,
-                "institution": c.institution,
-                "status": c.status,
-                "last_synced_at": iso_ms(c.last_synced_ms),
-                "account_ids": [
-                    a for a in c.account_ids if a in self.accounts and not self.accounts[a].hidden
-                ],
-            }
-            for c in self.connections
-        ]
-
-    def sync_status_records(self) -> list[dict[str, Any]]:
-        return [
-            {
-                "connection_id": c.id,
-                "provider": c.provider,
-                "status": c.status,
-                "last_synced_at": iso_ms(c.last_synced_ms),
-                "next_sync_at": iso_ms(c.next_sync_ms),
-            }
-            for c in self.connections
-        ]
-
 
 def _poisson(rng: random.Random, lam: float) -> int:
     # Knuth's method is fine for the small rates a sync window has.
@@ -692,5 +414,12 @@ def _poisson(rng: random.Random, lam: float) -> int:
         k += 1
 
 
-def canonical(body: Any) -> bytes:
-    return orjson.dumps(body, option=orjson.OPT_SORT_KEYS)
+__all__ = [
+    "IDEMPOTENCY_TTL_MS",
+    "Faults",
+    "IdemEntry",
+    "Key",
+    "SandboxConfig",
+    "Service",
+    "canonical",
+]
