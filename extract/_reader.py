@@ -9,7 +9,7 @@ import time
 from collections import deque
 from collections.abc import AsyncGenerator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
@@ -22,6 +22,7 @@ from ._frames import (
     cut_page,
     frame_from_chunks,
 )
+from ._models import TransactionsSummary
 from ._paging import (
     PAGE_LIMIT,
     Tally,
@@ -59,6 +60,15 @@ class _WindowTooBig:
 
 class WindowReader(RequestCore):
     """Reads of ``GET /v1/transactions``: pages, windows, and the drift-safe stream."""
+
+    if TYPE_CHECKING:  # defined by AsyncApiClient (_client.py)
+
+        async def transactions_summary(
+            self,
+            from_: dt.date | str | None = None,
+            to: dt.date | str | None = None,
+            **filters: str,
+        ) -> TransactionsSummary: ...
 
     @staticmethod
     def _list_params(

@@ -8,7 +8,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import httpx
 import orjson
@@ -56,6 +56,10 @@ REQUESTS_PER_WINDOW = 2
 
 class RequestCore:
     """The client's transport core: what every reader and writer sends its requests through."""
+
+    if TYPE_CHECKING:  # defined by AsyncApiClient (_client.py)
+
+        async def _fetch_me(self) -> tuple[Me, httpx.Headers]: ...
 
     def __init__(
         self,

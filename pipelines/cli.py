@@ -40,7 +40,7 @@ class Failed(click.ClickException):
     def __init__(self, failure: errors.Failure) -> None:
         super().__init__(failure.message)
         self.failure = failure
-        self.exit_code = failure.code
+        self.exit_code = failure.code  # type: ignore[misc]
 
     def show(self, file: Any = None) -> None:
         f = self.failure

@@ -233,9 +233,9 @@ def gather_evidence(
         )
         ev.accounts_gone = _hidden_accounts(local_acc, results)
         if client is not None and not ev.accounts_gone:
-            now = client.accounts(raw=False)
+            listed = client.accounts(raw=False)
             seen = set(local_acc.select("id", "balance").iter_rows())
-            current = set(now.select(pl.col("id").cast(pl.String), "balance").iter_rows())
+            current = set(listed.select(pl.col("id").cast(pl.String), "balance").iter_rows())
             ev.accounts_moved = seen != current
     if tampered:
         ev.tampered = pl.concat(tampered, how="vertical_relaxed")

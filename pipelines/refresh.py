@@ -604,7 +604,7 @@ def run_refresh(
     Refuses (`binding.SourceMismatch`) before writing anything when the warehouse holds another
     service's or owner's data, unless `options.rebind` sets the old file aside first.
     """
-    mode = "full" if options.mode == "full" else "incremental"
+    mode: Literal["full", "incremental"] = "full" if options.mode == "full" else "incremental"
     before = _snapshot_counts(client)
     published = Path(warehouse_path) if warehouse_path else default_path()
     source = binding.normalise(options.source or str(client.async_client.base_url))

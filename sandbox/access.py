@@ -5,13 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import math
-import random
 import secrets
 import string
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -67,14 +66,13 @@ def canonical(body: Any) -> bytes:
 class Access:
     """Keys (stored as SHA-256 digests), fixed-window limits and the idempotency store."""
 
-    # what the service holds (set by Service.__init__)
-    keys: dict[bytes, Key]
-    idempotency: dict[tuple[str, str], IdemEntry]
-    config: Any
-    owner: str
-    now_ms: int
-    faults: Any
-    rng: random.Random
+    if TYPE_CHECKING:  # what Service holds
+        keys: list[Key]
+        idempotency: dict[tuple[str, str], IdemEntry]
+        config: Any
+        faults: Any
+        now_ms: int
+        owner: str
 
     def create_key(
         self,

@@ -3,23 +3,27 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from centsync.sandbox.household import (
-    Account,
-    Connection,
-)
+from centsync.sandbox.household import Account, Connection, Expense
 from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Ledger, iso_ms
 
 
 class Aggregates:
     """What the analytics endpoints compute, and the state dump tests compare with."""
 
-    ledger: Ledger
-    accounts: dict[str, Account]
-    connections: list[Connection]
-    currency: str
-    owner: str
+    if TYPE_CHECKING:  # what Service holds and provides
+        ledger: Ledger
+        accounts: dict[str, Account]
+        connections: list[Connection]
+        categories: dict[str, str]
+        expenses: dict[str, Expense]
+        currency: str
+        now_ms: int
+
+        def visible_accounts(self) -> list[Account]: ...
+        def settings(self) -> dict[str, Any]: ...
+        def expense_balance(self, e: Expense) -> int: ...
 
     def summary(
         self, lo: int | None, hi: int | None, preds: tuple[tuple[str, object], ...]

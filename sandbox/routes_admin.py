@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from centsync.sandbox.errors import invalid, not_found
 from centsync.sandbox.http import Request, Response, ok
@@ -28,6 +28,12 @@ class AdminRoutes:
     """Handlers of /_sandbox (admin token only): for tests, demos and benchmarks."""
 
     s: Service
+
+    if TYPE_CHECKING:  # body validators shared with the /v1 handlers (V1Routes)
+
+        def _type_for(self, raw: object, amount: int) -> str: ...
+        def _category(self, raw: object) -> str | None: ...
+        def _goal(self, raw: object) -> str | None: ...
 
     # ---- /_sandbox handlers --------------------------------------------------------------
     async def sb_state(self, req: Request) -> Response:

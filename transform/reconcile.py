@@ -68,7 +68,9 @@ def _month_end(d: dt.date) -> dt.date:
     return nxt - dt.timedelta(days=1)
 
 
-def period_label(lo: dt.date | None, hi: dt.date | None, whole: tuple[dt.date, dt.date]) -> str:
+def period_label(
+    lo: dt.date | None, hi: dt.date | None, whole: tuple[dt.date | None, dt.date | None]
+) -> str:
     """A readable name for a request's range: `all`, `2024`, `2024-03`, `2024-01..2024-06`."""
     if (lo, hi) == whole or (lo in (None, EPOCH) and hi is None):
         return "all"
@@ -397,7 +399,11 @@ def diff_rows(
         shape(only_ref, "only_server", "_ref", pl.lit("")),
         shape(both, "different", "", pl.col("fields_differing")),
     ]
-    return pl.concat(parts, how="vertical_relaxed").cast(ROW_DIFF_SCHEMA).sort("month", "id")
+    return (
+        pl.concat(parts, how="vertical_relaxed")
+        .cast(pl.Schema(ROW_DIFF_SCHEMA))
+        .sort("month", "id")
+    )
 
 
 # ---- explanations ----------------------------------------------------------------------------

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 import polars as pl
@@ -28,6 +28,10 @@ from centsync.warehouse.session import Session
 
 class Ledger(Session):
     """Loaders of core.transactions and raw.transactions, month by month."""
+
+    if TYPE_CHECKING:  # defined by Fingerprints (fingerprints.py)
+
+        def months_present(self) -> list[str]: ...
 
     def replace_months(
         self, months: Iterable[MonthLike], frame: pl.DataFrame, *, reason: str = "re-read"

@@ -112,7 +112,7 @@ def check_specs() -> list[dg.AssetCheckSpec]:
 
 def materializations(summary: RefreshSummary) -> list[dg.MaterializeResult]:
     """What the run shows for each mart and for the reconciliation."""
-    out = [
+    out: list[dg.MaterializeResult] = [
         dg.MaterializeResult(
             asset_key=mart_key(name),
             metadata={"rows": summary.marts.get(name, 0), "refresh_id": summary.refresh_id},

@@ -78,7 +78,7 @@ def progress_bar(*, enabled: bool) -> _LazyBar:
     return _LazyBar(enabled)
 
 
-def _new_bar(*, enabled: bool) -> tqdm:  # type: ignore[type-arg]
+def _new_bar(*, enabled: bool) -> tqdm:
     if sys.stderr.isatty():
         return tqdm(desc="transactions", unit=" rows", disable=not enabled, file=sys.stderr)
     return tqdm(
@@ -268,14 +268,14 @@ def refresh_assets(
         api,
         warehouse,
         RefreshOptions(
-            mode=mode,
+            mode=mode,  # type: ignore[arg-type]
             months=months,
             hot_months=config.hot_months,
             rebind=config.rebind,
             # the embedded sandbox listens on a new port each time: the CLI names it
             source=os.environ.get("CENTSYNC_SOURCE", ""),
         ),
-    )  # type: ignore[arg-type]
+    )
 
 
 monthly = dg.MonthlyPartitionsDefinition(start_date=PARTITIONS_START, end_offset=1)

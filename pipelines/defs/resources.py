@@ -6,7 +6,7 @@ from centsync.extract import ApiClient
 from centsync.warehouse import default_path
 
 
-class ApiResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class ApiResource(dg.ConfigurableResource):
     """The Personal Finance Data API: base URL and key (from the environment, never logged)."""
 
     base_url: str
@@ -20,7 +20,7 @@ class ApiResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         )
 
 
-class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
+class WarehouseResource(dg.ConfigurableResource):
     """Where the DuckDB warehouse lives (CENTSYNC_WAREHOUSE, else data/centsync.duckdb)."""
 
     path: str = ""
@@ -29,7 +29,7 @@ class WarehouseResource(dg.ConfigurableResource):  # type: ignore[type-arg]
         return self.path or str(default_path())
 
 
-def resources() -> dict[str, dg.ConfigurableResource]:  # type: ignore[type-arg]
+def resources() -> dict[str, dg.ConfigurableResource]:
     """The resources bound to every asset: EnvVar is resolved when a run starts, never logged."""
     return {
         "api": ApiResource(
