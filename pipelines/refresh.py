@@ -13,7 +13,6 @@ import math
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -23,12 +22,20 @@ import polars as pl
 
 from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
 from centsync.pipelines import binding
+from centsync.pipelines.months import (
+    _add_months,
+    _month,
+    _month_end,
+    _months_between,
+    _parse_month,
+    parse_month_range,
+)
 from centsync.pipelines.reconcile import reconcile
+from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
 
 log = logging.getLogger("centsync.refresh")
 
-Mode = Literal["auto", "full", "hot"]
 PAGE = 200
 # Rows per read window: big windows waste fewer partial pages; this bounds memory.
 WINDOW_ROWS = 170_000
@@ -44,161 +51,6 @@ PAGE_CONCURRENCY = 3
 STREAM_BATCH_PAGES = 150
 STREAM_DEPTH = 1
 EPOCH = dt.date(1900, 1, 1)
-
-
-@dataclass
-class RefreshOptions:
-    """What a refresh should do."""
-
-    mode: Mode = "auto"  # auto: fingerprint-checked; full: re-read all; hot: hot window only
-    months: tuple[str, str] | None = None  # force-read this month range ("YYYY-MM", inclusive)
-    hot_months: int = 2  # the current month and the ones before it that are always re-read
-    # (months, rows): rows after each batch staged (negative when a window is voided),
-    # then the window's months ("YYYY-MM..YYYY-MM") with 0 once it is committed
-    progress: Callable[[str, int], None] | None = None
-    # rows the refresh now expects to read in all (called as soon as a count is known)
-    expect: Callable[[int], None] | None = None
-    reconcile: bool = True  # rebuild the marts and reconcile them before publishing
-    # the source the warehouse is bound to: the base URL, or a stable name for a service whose
-    # URL changes (the embedded sandbox); empty: the client's base URL
-    source: str = ""
-    rebind: bool = False  # a warehouse bound elsewhere is set aside (backup) instead of refused
-
-
-@dataclass
-class RefreshSummary:
-    """What a refresh did and spent: the CLI prints it, Dagster shows it as metadata."""
-
-    refresh_id: str = ""
-    mode: str = ""
-    reason: str = ""
-    rows_landed: int = 0
-    rows_changed: int = 0
-    rows_rejected: int = 0
-    transactions: int = 0
-    requests: dict[str, int] = field(default_factory=dict)
-    requests_total: int = 0
-    rereads: int = 0
-    retries: int = 0
-    floor: int = 0  # ceil(rows read / 200): the fewest list requests that could have read them
-    months_checked: int = 0
-    months_reread: list[dict[str, Any]] = field(default_factory=list)
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-    timezone: str = ""
-    owner: str = ""  # the account id of GET /v1/me: whose data the warehouse holds
-    source: str = ""  # the base URL (or the embedded sandbox's name) it is bound to
-    key_expires_at: str | None = None
-    backup: str | None = None  # where --rebind kept the old warehouse
-    # marts and reconciliation (pipelines/reconcile.py), once the ledger and aggregates landed
-    verdict: str = ""  # agree, explained or differ
-    recon_id: str = ""
-    recon_checked: int = 0
-    recon_explained: int = 0
-    recon_differ: int = 0
-    recon_seconds: float = 0.0
-    marts: dict[str, int] = field(default_factory=dict)
-    # the first differences, narrowest first
-    differences: list[dict[str, Any]] = field(default_factory=list)
-    # per reconciliation check (spending.month, accounts.by_type, ...): checked, explained,
-    # differ and its first differences
-    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    def report(self) -> dict[str, Any]:
-        """The documented `centsync refresh --json` object (README, "refresh --json")."""
-        return {
-            "status": "differ" if self.verdict == "differ" else "ok",
-            "mode": self.mode,
-            "reason": self.reason,
-            "refresh_id": self.refresh_id,
-            "source": {"base_url": self.source, "owner": self.owner},
-            "rows": {
-                "total": self.transactions,
-                "changed": self.rows_changed,
-                "rejected": self.rows_rejected,
-                "landed": self.rows_landed,
-            },
-            "requests": {
-                "total": self.requests_total,
-                "floor": self.floor,
-                "retries": self.retries,
-                "by_endpoint": dict(sorted(self.requests.items())),
-            },
-            "months_checked": self.months_checked,
-            "months_reread": [
-                {k: r[k] for k in ("from", "to", "months", "rows", "changed", "reason")}
-                for r in self.months_reread
-            ],
-            "rereads": self.rereads,
-            "durations": {
-                "refresh_seconds": round(self.seconds, 3),
-                "reconcile_seconds": round(self.recon_seconds, 3),
-            },
-            "verdict": self.verdict or None,
-            "reconciliation": {
-                "recon_id": self.recon_id or None,
-                "checked": self.recon_checked,
-                "explained": self.recon_explained,
-                "differ": self.recon_differ,
-                "differences": self.differences,
-            },
-            "warnings": list(self.warnings),
-            "key_expires_at": self.key_expires_at,
-            "backup": self.backup,
-        }
-
-
-def _month(d: dt.date) -> dt.date:
-    return d.replace(day=1)
-
-
-def _add_months(d: dt.date, n: int) -> dt.date:
-    y, m = divmod(d.year * 12 + d.month - 1 + n, 12)
-    return dt.date(y, m + 1, 1)
-
-
-def _months_between(a: dt.date, b: dt.date) -> list[dt.date]:
-    out, m = [], _month(a)
-    while m <= b:
-        out.append(m)
-        m = _add_months(m, 1)
-    return out
-
-
-def _month_end(m: dt.date) -> dt.date:
-    return _add_months(m, 1) - dt.timedelta(days=1)
-
-
-def _parse_month(text: str) -> dt.date:
-    try:
-        y, m = text.strip().split("-")
-        if len(y) != 4 or len(m) != 2:
-            raise ValueError
-        return dt.date(int(y), int(m), 1)
-    except ValueError:
-        raise ValueError(f"not a month: {text!r} (write YYYY-MM, e.g. 2024-01)") from None
-
-
-def parse_month_range(text: str, today: dt.date | None = None) -> tuple[str, str]:
-    """A checked (first, last) month pair from `YYYY-MM`, `YYYY-MM..YYYY-MM` or `YYYY-MM..`.
-
-    `YYYY-MM..` runs to the current month. `..YYYY-MM` is refused (an open start would mean
-    "since whenever"; say the first month). Months after the current one are refused.
-    """
-    now = _month(today or dt.date.today() + dt.timedelta(days=1))  # a day of timezone slack
-    first, sep, last = text.strip().partition("..")
-    if sep and not first.strip():
-        raise ValueError(f"{text!r} has no first month: write YYYY-MM..YYYY-MM (or YYYY-MM..)")
-    a = _parse_month(first)
-    b = _parse_month(last) if last.strip() else (now if sep else a)
-    if a > b:
-        raise ValueError(f"month range {text!r} ends before it starts")
-    if b > now:
-        raise ValueError(f"{b:%Y-%m} is in the future (the current month is {now:%Y-%m})")
-    return a.strftime("%Y-%m"), b.strftime("%Y-%m")
 
 
 class Refresher:
@@ -696,3 +548,14 @@ def _spent(client: ApiClient, before: dict[str, int]) -> dict[str, int]:
         if n:
             out[k] = n
     return out
+
+
+__all__ = [
+    "DUCKDB_MEMORY",
+    "Mode",
+    "RefreshOptions",
+    "RefreshSummary",
+    "Refresher",
+    "parse_month_range",
+    "run_refresh",
+]

@@ -1,0 +1,257 @@
+"""What every `centsync` command shares: failures as short messages, Dagster runs in process,
+the instance's home, and the printed summaries."""
+
+from __future__ import annotations
+
+import contextvars
+import json
+import os
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+import click
+
+from centsync.pipelines import errors
+
+# `refresh --rebind` lets embedded_api start the sandbox for a warehouse bound elsewhere
+_REBIND: contextvars.ContextVar[bool] = contextvars.ContextVar("rebind", default=False)
+# the running command prints its failure as JSON (`--json`)
+_JSON: contextvars.ContextVar[bool] = contextvars.ContextVar("json", default=False)
+_DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("debug", default=False)
+
+
+def _command() -> str:
+    """The running centsync command's name (a Dagster run's `centsync/command` tag)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name if ctx is not None and ctx.info_name else ""
+
+
+EXIT_DIFFER = errors.DIFFER
+
+
+class Failed(click.ClickException):
+    """An expected failure: one short message, what to do, where the log is; its exit code."""
+
+    def __init__(self, failure: errors.Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+        self.exit_code = failure.code  # type: ignore[misc]
+
+    def show(self, file: Any = None) -> None:
+        f = self.failure
+        log = None
+        with suppress(OSError):
+            log = errors.write_log(dagster_home(), f)
+        if _JSON.get():
+            click.echo(json.dumps(f.as_json(log)))
+        head = click.style(f"Error: {f.kind.headline}", fg="red", bold=True)
+        lines = [f"{head}: {f.message}"]
+        if f.kind.todo:
+            lines.append(f"  What to do: {f.kind.todo}")
+        where = f"  Full log: {log}" if log else ""
+        if f.run_id:
+            where += f" (Dagster run {f.run_id}; `centsync ui` shows it)"
+        if where:
+            lines.append(where)
+        if _DEBUG.get():
+            lines.append(f.detail)
+        click.echo("\n".join(lines), err=True)
+
+
+class CentsyncGroup(click.Group):
+    """Expected failures raised outside a run print like those of a run (`Failed`)."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except Exception as exc:
+            failure = errors.from_exception(exc)
+            if failure.code == 1 and failure.kind.headline == "unexpected error" and _DEBUG.get():
+                raise
+            raise Failed(failure) from None
+
+
+def dagster_home() -> Path:
+    """DAGSTER_HOME (absolute), defaulting to .dagster_home here, with our dagster.yaml in it."""
+    home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").absolute()
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.exists():
+        cfg.write_text((Path(__file__).with_name("dagster.yaml")).read_text())
+    os.environ["DAGSTER_HOME"] = str(home)
+    return home
+
+
+def _failure(result: Any) -> errors.Failure:
+    """The classified error of a failed in-process run."""
+    for event in result.all_events:
+        if event.is_step_failure:
+            return errors.classify(event.event_specific_data.error, result.run_id)
+    failed = next((e for e in result.all_events if e.is_failure), None)
+    data = getattr(failed, "event_specific_data", None)
+    return errors.classify(getattr(data, "error", None), result.run_id)
+
+
+def run_job(name: str, asset: str) -> dict[str, Any]:
+    """Run a job of the definitions in process, recorded in the instance; `asset`'s metadata."""
+    from dagster import DagsterInstance
+
+    from centsync.pipelines.definitions import defs
+
+    dagster_home()
+    result = defs.resolve_job_def(name).execute_in_process(
+        instance=DagsterInstance.get(),
+        raise_on_error=False,
+        tags={"centsync/command": _command() or name},
+        run_config={
+            "loggers": {
+                "console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}
+            }
+        },
+    )
+    if not result.success:
+        raise Failed(_failure(result))
+    meta: dict[str, Any] = {"run_id": result.run_id}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat is not None and mat.asset_key.to_user_string() == asset:
+            meta.update({k: getattr(v, "value", v) for k, v in mat.metadata.items()})
+    return meta
+
+
+def run_refresh_job(mode: str, months: str = "", *, rebind: bool = False) -> dict[str, Any]:
+    """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
+    from dagster import DagsterInstance
+
+    from centsync.pipelines.definitions import defs
+
+    dagster_home()
+    os.environ.setdefault("CENTSYNC_PROGRESS", "1")
+    instance = DagsterInstance.get()
+    job = defs.resolve_job_def("refresh_job")
+    config = {
+        "ops": {"refresh": {"config": {"mode": mode, "months": months, "rebind": rebind}}},
+        # The run's full event log is in the instance (and the UI); the terminal gets the
+        # summary, its warnings, and a short message on a failure (tracebacks with --debug).
+        "loggers": {"console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}},
+    }
+    tags = {"centsync/command": _command(), "centsync/mode": mode}
+    result = job.execute_in_process(
+        run_config=config, instance=instance, raise_on_error=False, tags=tags
+    )
+    meta: dict[str, Any] = {"run_id": result.run_id}
+    for event in result.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat is not None and mat.asset_key.to_user_string() in ("transactions", "recon/results"):
+            meta.update({k: getattr(v, "value", v) for k, v in mat.metadata.items()})
+    if not result.success and not meta.get("verdict"):
+        raise Failed(_failure(result))
+    # a run whose data landed but whose blocking reconciliation checks failed reports the
+    # verdict (exit 1), not a failure of the refresh itself
+    return meta
+
+
+def _warehouse_path() -> Path:
+    from centsync.warehouse import default_path
+
+    return default_path().absolute()
+
+
+def _print_summary(meta: dict[str, Any]) -> None:
+    from centsync.warehouse import default_path
+
+    click.echo(
+        f"Refresh done in {meta['seconds']} s ({meta.get('mode', '')}): {meta.get('rows', 0):,} transactions in the warehouse, "
+        f"{meta.get('rows_changed', 0):,} rows changed, {meta.get('rows_rejected', 0)} rejected.\n"
+        f"Requests: {meta.get('requests_total', 0)} (ceil(rows read / 200) = {meta.get('requests_floor', 0)}); "
+        f"months checked {meta.get('months_checked', 0)}, windows re-read {meta.get('months_reread', 0)}, drift re-reads {meta.get('rereads', 0)}.\n"
+        f"Warehouse: {default_path().absolute()}   Dagster run: {meta.get('run_id')}"
+    )
+    report = meta.get("report") or {}
+    if report.get("backup"):
+        click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
+    for warning in report.get("warnings") or []:
+        click.echo(click.style(f"Warning: {warning}", fg="yellow"))
+    if meta.get("verdict"):
+        _print_verdict(
+            meta["verdict"],
+            checked=meta.get("recon_checked", 0),
+            explained=meta.get("recon_explained", 0),
+            differ=meta.get("recon_differ", 0),
+            differences=meta.get("differences") or [],
+        )
+
+
+VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
+VERDICT_WORDS = {
+    "agree": "every number agrees with the service's own, to the cent",
+    "explained": "every difference from the service's own numbers is explained",
+    "differ": "differences from the service's own numbers are not explained",
+}
+
+
+def _print_verdict(
+    verdict: str,
+    *,
+    checked: int,
+    explained: int,
+    differ: int,
+    differences: list[dict[str, Any]],
+    limit: int = 10,
+) -> None:
+    """The verdict first, in words and colour, then the differences narrowest first."""
+    head = click.style(f"Reconciliation: {verdict.upper()}", fg=VERDICT_COLOUR[verdict], bold=True)
+    click.echo(
+        f"{head}: {VERDICT_WORDS[verdict]} ({checked} checks, {explained} explained, {differ} differ)."
+    )
+    if not differences:
+        return
+    click.echo(
+        f"  {'status':<9} {'check':<22} {'scope':<28} {'local':>14} {'server':>14} {'difference':>12}"
+    )
+    for d in differences[:limit]:
+        click.echo(
+            f"  {d['status']:<9} {d['check']:<22} {str(d['scope'])[:28]:<28} "
+            f"{_cents(d['local_cents']):>14} {_cents(d['server_cents']):>14} {_cents(d['difference_cents']):>12}"
+        )
+        if d.get("explanation"):
+            click.echo(f"            {d['explanation']}")
+    if len(differences) > limit:
+        click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
+
+
+def _cents(cents: int | None) -> str:
+    """Cents as a decimal amount with its sign (the currency is the warehouse's)."""
+    if cents is None:
+        return ""
+    sign = "-" if cents < 0 else ""
+    whole, frac = divmod(abs(cents), 100)
+    return f"{sign}{whole:,}.{frac:02d}"
+
+
+def _money(cents: int) -> str:
+    return f"{_cents(cents)} EUR"
+
+
+EXAMPLE_QUERIES = [
+    (
+        "Spending by category, last 12 months",
+        """SELECT category_name, sum(transactions) AS n, sum(amount_cents) AS cents
+        FROM marts.spending_by_month_category
+        WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY 3 LIMIT 6""",
+    ),
+    (
+        "Cash flow per month (last 6)",
+        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents
+        FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
+    ),
+    (
+        "Net worth, first of the month (last 6)",
+        """SELECT date, assets_cents, liabilities_cents, net_worth_cents FROM marts.net_worth_daily
+        WHERE day(date) = 1 ORDER BY date DESC LIMIT 6""",
+    ),
+]

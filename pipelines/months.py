@@ -1,0 +1,55 @@
+"""Calendar months: the unit a refresh reads and replaces, and the `--months` syntax."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+
+def _month(d: dt.date) -> dt.date:
+    return d.replace(day=1)
+
+
+def _add_months(d: dt.date, n: int) -> dt.date:
+    y, m = divmod(d.year * 12 + d.month - 1 + n, 12)
+    return dt.date(y, m + 1, 1)
+
+
+def _months_between(a: dt.date, b: dt.date) -> list[dt.date]:
+    out, m = [], _month(a)
+    while m <= b:
+        out.append(m)
+        m = _add_months(m, 1)
+    return out
+
+
+def _month_end(m: dt.date) -> dt.date:
+    return _add_months(m, 1) - dt.timedelta(days=1)
+
+
+def _parse_month(text: str) -> dt.date:
+    try:
+        y, m = text.strip().split("-")
+        if len(y) != 4 or len(m) != 2:
+            raise ValueError
+        return dt.date(int(y), int(m), 1)
+    except ValueError:
+        raise ValueError(f"not a month: {text!r} (write YYYY-MM, e.g. 2024-01)") from None
+
+
+def parse_month_range(text: str, today: dt.date | None = None) -> tuple[str, str]:
+    """A checked (first, last) month pair from `YYYY-MM`, `YYYY-MM..YYYY-MM` or `YYYY-MM..`.
+
+    `YYYY-MM..` runs to the current month. `..YYYY-MM` is refused (an open start would mean
+    "since whenever"; say the first month). Months after the current one are refused.
+    """
+    now = _month(today or dt.date.today() + dt.timedelta(days=1))  # a day of timezone slack
+    first, sep, last = text.strip().partition("..")
+    if sep and not first.strip():
+        raise ValueError(f"{text!r} has no first month: write YYYY-MM..YYYY-MM (or YYYY-MM..)")
+    a = _parse_month(first)
+    b = _parse_month(last) if last.strip() else (now if sep else a)
+    if a > b:
+        raise ValueError(f"month range {text!r} ends before it starts")
+    if b > now:
+        raise ValueError(f"{b:%Y-%m} is in the future (the current month is {now:%Y-%m})")
+    return a.strftime("%Y-%m"), b.strftime("%Y-%m")

@@ -1,0 +1,114 @@
+"""What a refresh is asked to do (`RefreshOptions`) and what it did (`RefreshSummary`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["auto", "full", "hot"]
+
+
+@dataclass
+class RefreshOptions:
+    """What a refresh should do."""
+
+    mode: Mode = "auto"  # auto: fingerprint-checked; full: re-read all; hot: hot window only
+    months: tuple[str, str] | None = None  # force-read this month range ("YYYY-MM", inclusive)
+    hot_months: int = 2  # the current month and the ones before it that are always re-read
+    # (months, rows): rows after each batch staged (negative when a window is voided),
+    # then the window's months ("YYYY-MM..YYYY-MM") with 0 once it is committed
+    progress: Callable[[str, int], None] | None = None
+    # rows the refresh now expects to read in all (called as soon as a count is known)
+    expect: Callable[[int], None] | None = None
+    reconcile: bool = True  # rebuild the marts and reconcile them before publishing
+    # the source the warehouse is bound to: the base URL, or a stable name for a service whose
+    # URL changes (the embedded sandbox); empty: the client's base URL
+    source: str = ""
+    rebind: bool = False  # a warehouse bound elsewhere is set aside (backup) instead of refused
+
+
+@dataclass
+class RefreshSummary:
+    """What a refresh did and spent: the CLI prints it, Dagster shows it as metadata."""
+
+    refresh_id: str = ""
+    mode: str = ""
+    reason: str = ""
+    rows_landed: int = 0
+    rows_changed: int = 0
+    rows_rejected: int = 0
+    transactions: int = 0
+    requests: dict[str, int] = field(default_factory=dict)
+    requests_total: int = 0
+    rereads: int = 0
+    retries: int = 0
+    floor: int = 0  # ceil(rows read / 200): the fewest list requests that could have read them
+    months_checked: int = 0
+    months_reread: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    timezone: str = ""
+    owner: str = ""  # the account id of GET /v1/me: whose data the warehouse holds
+    source: str = ""  # the base URL (or the embedded sandbox's name) it is bound to
+    key_expires_at: str | None = None
+    backup: str | None = None  # where --rebind kept the old warehouse
+    # marts and reconciliation (pipelines/reconcile.py), once the ledger and aggregates landed
+    verdict: str = ""  # agree, explained or differ
+    recon_id: str = ""
+    recon_checked: int = 0
+    recon_explained: int = 0
+    recon_differ: int = 0
+    recon_seconds: float = 0.0
+    marts: dict[str, int] = field(default_factory=dict)
+    # the first differences, narrowest first
+    differences: list[dict[str, Any]] = field(default_factory=list)
+    # per reconciliation check (spending.month, accounts.by_type, ...): checked, explained,
+    # differ and its first differences
+    checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+    def report(self) -> dict[str, Any]:
+        """The documented `centsync refresh --json` object (README, "refresh --json")."""
+        return {
+            "status": "differ" if self.verdict == "differ" else "ok",
+            "mode": self.mode,
+            "reason": self.reason,
+            "refresh_id": self.refresh_id,
+            "source": {"base_url": self.source, "owner": self.owner},
+            "rows": {
+                "total": self.transactions,
+                "changed": self.rows_changed,
+                "rejected": self.rows_rejected,
+                "landed": self.rows_landed,
+            },
+            "requests": {
+                "total": self.requests_total,
+                "floor": self.floor,
+                "retries": self.retries,
+                "by_endpoint": dict(sorted(self.requests.items())),
+            },
+            "months_checked": self.months_checked,
+            "months_reread": [
+                {k: r[k] for k in ("from", "to", "months", "rows", "changed", "reason")}
+                for r in self.months_reread
+            ],
+            "rereads": self.rereads,
+            "durations": {
+                "refresh_seconds": round(self.seconds, 3),
+                "reconcile_seconds": round(self.recon_seconds, 3),
+            },
+            "verdict": self.verdict or None,
+            "reconciliation": {
+                "recon_id": self.recon_id or None,
+                "checked": self.recon_checked,
+                "explained": self.recon_explained,
+                "differ": self.recon_differ,
+                "differences": self.differences,
+            },
+            "warnings": list(self.warnings),
+            "key_expires_at": self.key_expires_at,
+            "backup": self.backup,
+        }
