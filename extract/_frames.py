@@ -187,8 +187,38 @@ def frame_from_chunks(
     parts = [p for p in (_slow_cut(c.body).ndjson() for c in chunks) if p]
     try:
         return _typed(b"\n".join(parts), wire, raw=raw)
-    except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError) as exc:
-        raise ResponseFormatError(f"records do not match the documented types ({exc})") from None
+    except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
+        pass
+    # some record holds a value of the wrong type (a string amount, an impossible date): every
+    # field as text, so the warehouse's validation rejects exactly those rows, with a reason,
+    # and lands the rest
+    return _as_text(b"\n".join(parts), wire, raw=raw)
+
+
+def _as_text(ndjson: bytes, wire: dict[str, pl.DataType], *, raw: bool) -> pl.DataFrame:
+    """Records as text columns (JSON numbers and booleans as their JSON text), plus `raw`."""
+    lines = [line for line in ndjson.split(b"\n") if line.strip()]
+    columns: dict[str, list[str | None]] = {name: [] for name in wire}
+    for line in lines:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise ResponseFormatError(f"a record is not JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise ResponseFormatError("a list record is not a JSON object")
+        for name, values in columns.items():
+            value = record.get(name)
+            values.append(
+                None
+                if value is None
+                else value
+                if isinstance(value, str)
+                else orjson.dumps(value).decode()
+            )
+    frame = pl.DataFrame(columns, schema={name: pl.String() for name in wire})
+    if raw:
+        frame = frame.with_columns(pl.Series("raw", [ln.decode() for ln in lines], dtype=pl.String))
+    return frame
 
 
 def _typed(ndjson: bytes, wire: dict[str, pl.DataType], *, raw: bool) -> pl.DataFrame:

@@ -105,7 +105,14 @@ def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> 
     report["run_id"] = meta.get("run_id")
     report["warehouse"] = str(_warehouse_path())
     report.setdefault("durations", {})["total_seconds"] = round(time.monotonic() - started, 2)
-    report["exit_code"] = EXIT_DIFFER if report.get("verdict") == "differ" else errors.OK
+    rejected = (report.get("rows") or {}).get("rejected", 0)
+    report["exit_code"] = (
+        EXIT_DIFFER
+        if report.get("verdict") == "differ"
+        else errors.REJECTED
+        if rejected
+        else errors.OK
+    )
     meta["seconds"] = report["durations"]["total_seconds"]
     if as_json:
         click.echo(json.dumps(report, default=str))

@@ -165,12 +165,22 @@ def _print_summary(meta: dict[str, Any]) -> None:
 
     click.echo(
         f"Refresh done in {meta['seconds']} s ({meta.get('mode', '')}): {meta.get('rows', 0):,} transactions in the warehouse, "
-        f"{meta.get('rows_changed', 0):,} rows changed, {meta.get('rows_rejected', 0)} rejected.\n"
+        f"{meta.get('rows_changed', 0):,} rows changed, {(meta.get('report') or {}).get('rows', {}).get('rejected', 0)} rejected.\n"
         f"Requests: {meta.get('requests_total', 0)} (ceil(rows read / 200) = {meta.get('requests_floor', 0)}); "
         f"months checked {meta.get('months_checked', 0)}, windows re-read {meta.get('months_reread', 0)}, drift re-reads {meta.get('rereads', 0)}.\n"
         f"Warehouse: {default_path().absolute()}   Dagster run: {meta.get('run_id')}"
     )
     report = meta.get("report") or {}
+    rejected = (report.get("rows") or {}).get("rejected", 0)
+    if rejected:
+        click.echo(
+            click.style(
+                f"Rejected: {rejected} row(s) the service sent broke the API's documented types or "
+                "rules and were not landed; each is in raw.rejected_rows with its reason "
+                "(SELECT entity, reason, record FROM raw.rejected_rows).",
+                fg="yellow",
+            )
+        )
     if report.get("backup"):
         click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
     for warning in report.get("warnings") or []:

@@ -22,6 +22,7 @@ AUTH = 3  # the key was refused, expired, or lacks a scope
 UNREACHABLE = 4  # the service could not be reached (refused, DNS, TLS, timeouts)
 SERVICE = 5  # the service answered with errors past the retries, or nonsense
 WAREHOUSE = 6  # the warehouse: bound elsewhere, locked, corrupt, disk full
+REJECTED = 7  # the refresh landed, but validation rejected rows the service sent
 INTERRUPTED = 130  # SIGINT / SIGTERM
 
 

@@ -33,6 +33,7 @@ from centsync.pipelines.months import (
 from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
+from centsync.warehouse import marts as marts_store
 
 log = logging.getLogger("centsync.refresh")
 
@@ -486,6 +487,8 @@ def run_refresh(
             st.rows_rejected,
         )
         summary.refresh_id = wh.refresh_id or ""
+        # a row read twice (a first sync, then its month again) is one rejected row
+        summary.rows_rejected = marts_store.rejected_count(wh.con, summary.refresh_id)
         summary.backup = str(backup) if backup else None
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe

@@ -73,7 +73,11 @@ class RefreshSummary:
     def report(self) -> dict[str, Any]:
         """The documented `centsync refresh --json` object (README, "refresh --json")."""
         return {
-            "status": "differ" if self.verdict == "differ" else "ok",
+            "status": "differ"
+            if self.verdict == "differ"
+            else "rejected"
+            if self.rows_rejected
+            else "ok",
             "mode": self.mode,
             "reason": self.reason,
             "refresh_id": self.refresh_id,

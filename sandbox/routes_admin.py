@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from centsync.sandbox.errors import invalid, not_found
 from centsync.sandbox.http import Request, Response, ok
 from centsync.sandbox.ledger import TYPES, Tx, iso_ms
-from centsync.sandbox.routes_v1 import CREATE_FIELDS, PATCH_FIELDS
+from centsync.sandbox.routes_v1 import CORRUPTIONS, CREATE_FIELDS, PATCH_FIELDS
 from centsync.sandbox.service import Faults, Service
 from centsync.sandbox.validate import (
     amount_value,
@@ -71,7 +71,13 @@ class AdminRoutes:
         body = object_body(req.json(), set(self.s.faults.public()))
         f = self.s.faults
         for name, value in body.items():
-            setattr(f, name, dict(value) if name == "drift" else value)
+            if name == "corrupt":
+                bad = {k: v for k, v in dict(value).items() if v not in CORRUPTIONS}
+                if bad:
+                    raise invalid(
+                        f"unknown corruption kinds {sorted(set(bad.values()))}: use {sorted(CORRUPTIONS)}"
+                    )
+            setattr(f, name, dict(value) if name in ("drift", "corrupt") else value)
         return ok(f.public())
 
     async def sb_faults_delete(self, req: Request) -> Response:

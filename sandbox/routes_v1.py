@@ -164,7 +164,9 @@ class V1Routes:
         else:
             total = len(sel)
             rows = sel[off : off + limit]
-        if s.faults.drop_extra_fields:
+        if s.faults.corrupt:
+            items = b",".join(_corrupted(t, s.faults.corrupt.get(t.id)) for t in rows)
+        elif s.faults.drop_extra_fields:
             items = b",".join(orjson.dumps(t.record(notes=False, extra=False)) for t in rows)
         else:
             items = b",".join([t.list_json() for t in rows])
@@ -408,3 +410,24 @@ class V1Routes:
             return ok({"sync_id": self.s.new_id(), "status": "queued", "providers": done}, 202)
 
         return await self._idempotent(req, work)
+
+
+CORRUPTIONS = ("amount_string", "non_integer_amount", "unknown_type", "missing_field", "bad_date")
+
+
+def _corrupted(t: Tx, kind: str | None) -> bytes:
+    """A list row as sent, damaged the way the `corrupt` fault says (for clients' validation)."""
+    if kind is None:
+        return t.list_json()
+    record = t.record(notes=False)
+    if kind == "amount_string":
+        record["amount"] = f"{t.amount / 100:.2f}"
+    elif kind == "non_integer_amount":
+        record["amount"] = t.amount + 0.5
+    elif kind == "unknown_type":
+        record["type"] = "gift"
+    elif kind == "missing_field":
+        del record["booked_at"]
+    elif kind == "bad_date":
+        record["booked_at"] = "2024-02-30"
+    return orjson.dumps(record)

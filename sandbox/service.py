@@ -65,6 +65,9 @@ class Faults:
     omit_rate_limit_headers: bool = False
     drop_extra_fields: bool = False
     drift: dict[str, int] = field(default_factory=dict)
+    # transaction id -> how the list endpoint damages that row whenever it sends it:
+    # amount_string, non_integer_amount, unknown_type, missing_field, bad_date
+    corrupt: dict[str, str] = field(default_factory=dict)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -76,6 +79,7 @@ class Faults:
             "omit_rate_limit_headers": self.omit_rate_limit_headers,
             "drop_extra_fields": self.drop_extra_fields,
             "drift": self.drift,
+            "corrupt": self.corrupt,
         }
 
 

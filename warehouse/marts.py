@@ -253,12 +253,25 @@ def rejected_transactions(con: duckdb.DuckDBPyConnection, refresh_id: str) -> di
     """Transactions validation rejected in one refresh, per month ('' when undated)."""
     rows = con.execute(
         """
-        SELECT coalesce(strftime(try_cast(record->>'booked_at' AS DATE), '%Y-%m'), ''), count(*)
+        SELECT coalesce(strftime(try_cast(record->>'booked_at' AS DATE), '%Y-%m'), ''),
+               count(DISTINCT coalesce(record->>'id', reason))
         FROM raw.rejected_rows WHERE entity = 'transactions' AND refresh_id = ? GROUP BY 1
         """,
         [refresh_id],
     ).fetchall()
     return {str(m): int(n) for m, n in rows}
+
+
+def rejected_count(con: duckdb.DuckDBPyConnection, refresh_id: str) -> int:
+    """Distinct rows validation rejected in one refresh (a row read twice counts once)."""
+    ((n,),) = con.execute(
+        """
+        SELECT count(DISTINCT entity || ':' || coalesce(record->>'id', record->>'connection_id', reason))
+        FROM raw.rejected_rows WHERE refresh_id = ?
+        """,
+        [refresh_id],
+    ).fetchall()
+    return int(n)
 
 
 def explained_by_refresh(

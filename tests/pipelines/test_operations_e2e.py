@@ -151,3 +151,51 @@ def test_cli_runs_are_tagged_with_their_command_and_mode(env: Env) -> None:
     runs = DagsterInstance.get().get_runs()
     tags = runs[0].tags
     assert tags["centsync/command"] == "refresh" and tags["centsync/mode"] == "hot"
+
+
+def test_rows_the_service_damages_are_rejected_with_reasons_and_the_refresh_goes_on(
+    env: Env,
+) -> None:
+    state = env.sb.state()
+    old = [t for t in state["transactions"] if t["booked_at"] < "2025-06-01"]
+    kinds = ["amount_string", "non_integer_amount", "unknown_type", "missing_field", "bad_date"]
+    damaged = {old[i * 9]["id"]: kind for i, kind in enumerate(kinds)}
+    env.admin("PUT", "/_sandbox/faults", {"corrupt": damaged})
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.REJECTED and report["exit_code"] == errors.REJECTED
+    assert report["status"] == "rejected" and report["rows"]["rejected"] == len(kinds)
+    # every other row landed; the damaged ones are in raw.rejected_rows with a reason each
+    (landed,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+    assert landed == len(state["transactions"]) - len(kinds)
+    reasons = dict(
+        env.sql(
+            "SELECT DISTINCT record->>'id', reason FROM raw.rejected_rows WHERE entity = 'transactions'"
+        )
+    )
+    assert set(reasons) == set(damaged)
+    assert "amount" in reasons[next(i for i, k in damaged.items() if k == "amount_string")]
+    assert "booked_at" in reasons[next(i for i, k in damaged.items() if k == "bad_date")]
+    # the reconciliation knows why those months differ, and the Dagster check fails loudly
+    assert report["verdict"] == "explained"
+    from dagster import AssetKey, DagsterInstance
+
+    instance = DagsterInstance.get()
+    evaluation = instance.event_log_storage.get_latest_asset_check_execution_by_key(
+        [dg_check_key(AssetKey("transactions"), "no_rejected_rows")]
+    )
+    (execution,) = evaluation.values()
+    assert execution.evaluation is not None and execution.evaluation.passed is False
+    # the fault lifted, the next refresh lands them and agrees
+    env.admin("DELETE", "/_sandbox/faults")
+    meta = env.refresh("--months", f"{old[0]['booked_at'][:7]}..2025-05")
+    assert meta["rows"]["rejected"] == 0
+    meta = env.refresh()
+    assert meta["verdict"] == "agree"
+    env.assert_exact()
+
+
+def dg_check_key(asset: object, name: str) -> object:
+    from dagster import AssetCheckKey
+
+    return AssetCheckKey(asset, name)  # type: ignore[arg-type]
