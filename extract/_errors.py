@@ -7,6 +7,8 @@
     ├── ResponseFormatError           a body that is not the documented shape
     ├── DriftError                    a window kept changing past the re-read budget
     ├── TransportFailure              connection dropped/refused/timed out (retryable)
+    │   └── ServiceUnreachable        no connection at all: refused, unknown host, TLS
+    │                                 (tried three times within about a second)
     └── ApiError                      the server answered with an error status
         ├── InvalidRequest            400 invalid_request            permanent
         ├── Unauthenticated           401 unauthenticated            permanent
@@ -68,6 +70,23 @@ class TransportFailure(ExtractError):
         self.path = path
         self.cause_type = type(cause).__name__
         super().__init__(f"{method} {path}: transport error ({self.cause_type})")
+
+
+class ServiceUnreachable(TransportFailure):
+    """No connection could be made: the request never reached the service.
+
+    ``reason`` says why in words a person can act on (connection refused, host not found,
+    TLS). Retried only briefly: a service that refuses connections rarely starts accepting
+    them within the seconds a backoff would wait.
+    """
+
+    def __init__(self, method: str, path: str, cause: BaseException, reason: str) -> None:
+        super().__init__(method, path, cause)
+        self.reason = reason
+        self.args = (f"{method} {path}: {reason}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 class ApiError(ExtractError):

@@ -17,6 +17,7 @@ from tenacity import (
     RetryCallState,
     retry_if_exception,
     stop_after_attempt,
+    stop_any,
 )
 
 from ._errors import (
@@ -25,6 +26,7 @@ from ._errors import (
     ExtractError,
     RateLimited,
     ServiceUnavailable,
+    ServiceUnreachable,
     TransportFailure,
     error_class,
 )
@@ -45,6 +47,7 @@ from ._transport import (
     _Secret,
     check_base_url,
     network_transport,
+    unreachable_reason,
 )
 
 log = logging.getLogger("centsync.extract")
@@ -52,6 +55,16 @@ T = TypeVar("T")
 
 # List requests in flight per window being read (``read_transactions``).
 REQUESTS_PER_WINDOW = 2
+
+
+# Attempts for a request that cannot connect at all (refused, unknown host, TLS).
+UNREACHABLE_ATTEMPTS = 3
+
+
+def _unreachable_thrice(state: RetryCallState) -> bool:
+    """Stop after three attempts that could not connect at all (about a second in all)."""
+    exc = state.outcome.exception() if state.outcome else None
+    return isinstance(exc, ServiceUnreachable) and state.attempt_number >= UNREACHABLE_ATTEMPTS
 
 
 class RequestCore:
@@ -216,6 +229,9 @@ class RequestCore:
         except _TRANSPORT_ERRORS as exc:
             self.stats.add(endpoint, errors=1, transport_errors=1)
             log.info("%s %s: transport error %s", method, path, type(exc).__name__)
+            reason = unreachable_reason(exc)
+            if reason is not None:
+                raise ServiceUnreachable(method, path, exc, reason) from None
             raise TransportFailure(method, path, exc) from None
         finally:
             self.pacer.release(None if response is None else response.headers)
@@ -402,7 +418,7 @@ class RequestCore:
                 raise
             first_failure: ExtractError | None = exc
         retrying = AsyncRetrying(
-            stop=stop_after_attempt(self.max_attempts),
+            stop=stop_any(stop_after_attempt(self.max_attempts), _unreachable_thrice),
             wait=_Wait(self.backoff_initial, self.backoff_max),
             retry=retry_if_exception(
                 lambda exc: self._should_retry(exc, unknown_outcome_ok=retry_unknown_outcome)

@@ -6,11 +6,14 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import os
+import socket
+import ssl
 from collections.abc import Generator, Mapping
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
+import aiohttp
 import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
@@ -153,3 +156,25 @@ def _json(response: httpx.Response) -> Any:
         raise ResponseFormatError(
             f"{response.request.method} {response.request.url.path}: body is not JSON"
         ) from None
+
+
+def unreachable_reason(exc: BaseException) -> str | None:
+    """Why no connection was made, when that is what happened (None for other transport errors).
+
+    httpx-aiohttp reports every failed connect as ``ConnectTimeout``; the cause chain says what
+    it really was.
+    """
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        seen.add(id(cause))
+        if isinstance(cause, ssl.SSLError):
+            return f"the TLS handshake failed ({cause.reason or cause})"
+        if isinstance(cause, socket.gaierror):
+            return f"the host name could not be resolved ({cause.strerror or cause})"
+        if isinstance(cause, ConnectionRefusedError):
+            return "the connection was refused (nothing listens at that address and port)"
+        if isinstance(cause, aiohttp.ClientConnectorCertificateError):
+            return f"the service's TLS certificate was refused ({cause})"
+        cause = cause.__cause__ or cause.__context__
+    return None

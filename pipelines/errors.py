@@ -55,6 +55,11 @@ KINDS: dict[str, Kind] = {
         "the service settings are not usable",
         "fix CENTSYNC_API_BASE_URL / CENTSYNC_API_KEY.",
     ),
+    "ServiceUnreachable": Kind(
+        UNREACHABLE,
+        "the service could not be reached",
+        "check CENTSYNC_API_BASE_URL (host and port) and that the service is up; then run the command again.",
+    ),
     "TransportFailure": Kind(
         UNREACHABLE,
         "the service could not be reached",
