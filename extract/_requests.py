@@ -19,6 +19,7 @@ from tenacity import (
     stop_after_attempt,
     stop_any,
 )
+from tenacity.stop import stop_base
 
 from ._errors import (
     ApiError,
@@ -61,10 +62,16 @@ REQUESTS_PER_WINDOW = 2
 UNREACHABLE_ATTEMPTS = 3
 
 
-def _unreachable_thrice(state: RetryCallState) -> bool:
+class _UnreachableThrice(stop_base):
     """Stop after three attempts that could not connect at all (about a second in all)."""
-    exc = state.outcome.exception() if state.outcome else None
-    return isinstance(exc, ServiceUnreachable) and state.attempt_number >= UNREACHABLE_ATTEMPTS
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome else None
+        return (
+            isinstance(exc, ServiceUnreachable)
+            and retry_state.attempt_number >= UNREACHABLE_ATTEMPTS
+        )
 
 
 class RequestCore:
@@ -418,7 +425,7 @@ class RequestCore:
                 raise
             first_failure: ExtractError | None = exc
         retrying = AsyncRetrying(
-            stop=stop_any(stop_after_attempt(self.max_attempts), _unreachable_thrice),
+            stop=stop_any(stop_after_attempt(self.max_attempts), _UnreachableThrice()),
             wait=_Wait(self.backoff_initial, self.backoff_max),
             retry=retry_if_exception(
                 lambda exc: self._should_retry(exc, unknown_outcome_ok=retry_unknown_outcome)
