@@ -26,6 +26,7 @@ from centsync.pipelines.cli_support import (
     _print_verdict,
     _warehouse_path,
     dagster_home,
+    interruptible,
     run_job,
     run_refresh_job,
 )
@@ -97,7 +98,7 @@ def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> 
     started = time.monotonic()
     token = _REBIND.set(rebind)
     try:
-        with embedded_api():
+        with interruptible(), embedded_api():
             meta = run_refresh_job(mode, months, rebind=rebind)
     finally:
         _REBIND.reset(token)

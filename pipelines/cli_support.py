@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import os
-from contextlib import suppress
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +70,9 @@ class CentsyncGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
+        except BrokenPipeError:  # `centsync status | head`: the reader left, nothing to say
+            sys.stderr.close()
+            raise SystemExit(0) from None
         except Exception as exc:
             failure = errors.from_exception(exc)
             if failure.code == 1 and failure.kind.headline == "unexpected error" and _DEBUG.get():
@@ -265,3 +271,39 @@ EXAMPLE_QUERIES = [
         WHERE day(date) = 1 ORDER BY date DESC LIMIT 6""",
     ),
 ]
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop a command cleanly: the refresh keeps what it read (published,
+    marked 'interrupted'), the next one resumes; exit 130 (SIGINT) or 143 (SIGTERM)."""
+    import signal
+
+    previous = signal.signal(signal.SIGTERM, errors.on_sigterm)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        _quiet_teardown()
+        terminated = isinstance(exc, errors.Terminated) or errors.SIGTERM_RECEIVED
+        code = 143 if terminated else errors.INTERRUPTED
+        message = errors.INTERRUPTED_MESSAGE
+        raise Failed(
+            errors.Failure(errors.Kind(code, "interrupted", ""), "Interrupted", message, message)
+        ) from None
+    except Failed as failed:
+        if failed.failure.code in (errors.INTERRUPTED, 143):
+            _quiet_teardown()
+            if errors.SIGTERM_RECEIVED and failed.failure.code != 143:
+                f = failed.failure
+                kind = errors.Kind(143, "interrupted", "")
+                raise Failed(errors.Failure(kind, f.cls, f.message, f.detail, f.run_id)) from None
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _quiet_teardown() -> None:
+    """An interrupted read leaves the client's event loop with pending tasks: their
+    garbage-collection warnings are not the user's business on the way out."""
+    sys.unraisablehook = lambda _unraisable: None
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)

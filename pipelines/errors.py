@@ -26,6 +26,21 @@ REJECTED = 7  # the refresh landed, but validation rejected rows the service sen
 INTERRUPTED = 130  # SIGINT / SIGTERM
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, delivered as an interrupt so a refresh stops the way Ctrl-C stops it."""
+
+
+# set once a SIGTERM arrived (Dagster routes SIGTERM to its SIGINT handler during a run, so
+# the exit code would otherwise not tell the two apart)
+SIGTERM_RECEIVED: list[bool] = []
+
+
+def on_sigterm(_signum: int, _frame: object) -> None:
+    """The SIGTERM handler of a running command: stop like Ctrl-C, remembering which it was."""
+    SIGTERM_RECEIVED.append(True)
+    raise Terminated()
+
+
 @dataclass(frozen=True)
 class Kind:
     """One class of failure: its exit code, a headline and what to do about it."""
@@ -37,6 +52,9 @@ class Kind:
 
 KINDS: dict[str, Kind] = {
     "SourceMismatch": Kind(WAREHOUSE, "the warehouse belongs to another source", ""),
+    "Terminated": Kind(143, "stopped by SIGTERM", ""),
+    "KeyboardInterrupt": Kind(INTERRUPTED, "interrupted", ""),
+    "DagsterExecutionInterruptedError": Kind(INTERRUPTED, "interrupted", ""),
     "Unauthenticated": Kind(
         AUTH,
         "the service refused the API key",
@@ -156,7 +174,7 @@ class Failure:
 
     def as_json(self, log: Path | None) -> dict[str, Any]:
         return {
-            "status": "interrupted" if self.code == INTERRUPTED else "failed",
+            "status": "interrupted" if self.code in (INTERRUPTED, 143) else "failed",
             "exit_code": self.code,
             "error": {"class": self.cls, "message": self.message, "what_to_do": self.kind.todo},
             "run_id": self.run_id,
@@ -186,6 +204,8 @@ def classify(error: Any, run_id: str | None = None) -> Failure:
         name = getattr(e, "cls_name", None) or ""
         message = (getattr(e, "message", "") or "").strip()
         if name in KINDS:
+            if KINDS[name].code in (INTERRUPTED, 143):
+                message = INTERRUPTED_MESSAGE
             return Failure(KINDS[name], name, _short(message), detail, run_id)
         if "No space left on device" in message:
             return Failure(DISK_FULL, name, _short(message), detail, run_id)
@@ -198,6 +218,12 @@ def classify(error: Any, run_id: str | None = None) -> Failure:
         detail,
         run_id,
     )
+
+
+INTERRUPTED_MESSAGE = (
+    "the months read completely are kept in the warehouse (ops.refreshes says 'interrupted'); "
+    "the next `centsync refresh` resumes from them"
+)
 
 
 def from_exception(exc: BaseException) -> Failure:

@@ -34,6 +34,7 @@ from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
+from centsync.warehouse.session import is_interrupt
 
 log = logging.getLogger("centsync.refresh")
 
@@ -130,6 +131,14 @@ class Refresher:
         self._aggregates(today)
         s.seconds = time.monotonic() - started
         return s
+
+    def _batch_pages(self) -> int:
+        """Pages per streamed batch: a batch is what an interrupted read can keep, so under a
+        rate limit a batch is about 15 s of the allowance (10 to STREAM_BATCH_PAGES pages)."""
+        per_minute = self.me.minute_limit if self.me is not None else 0
+        if per_minute <= 0:
+            return STREAM_BATCH_PAGES
+        return max(10, min(STREAM_BATCH_PAGES, per_minute // 4))
 
     def _bind(self, account_id: str, currency: str, timezone: str) -> None:
         """Record the warehouse's source (its first binding time is kept)."""
@@ -331,7 +340,7 @@ class Refresher:
                 concurrency=PAGE_CONCURRENCY,
                 verify=verify,
                 depth=STREAM_DEPTH,
-                batch_pages=STREAM_BATCH_PAGES,
+                batch_pages=self._batch_pages(),
             )
 
         stream = open_stream(windows[0]) if windows else None
@@ -339,18 +348,29 @@ class Refresher:
             assert stream is not None
             rows = rereads = 0
             with self.wh.stage_transactions() as stage, stream:
-                for event in stream:
-                    if isinstance(event, WindowRows):
-                        stage.add(event.frame)
-                        rows += event.frame.height
-                        if self.opt.progress is not None:
-                            self.opt.progress("", event.frame.height)
-                    elif isinstance(event, WindowVoid):
-                        stage.reset()
-                        rereads += 1
-                        if self.opt.progress is not None:
-                            self.opt.progress("", -rows)
-                        rows = 0
+                try:
+                    for event in stream:
+                        if isinstance(event, WindowRows):
+                            stage.add(event.frame)
+                            rows += event.frame.height
+                            if self.opt.progress is not None:
+                                self.opt.progress("", event.frame.height)
+                        elif isinstance(event, WindowVoid):
+                            stage.reset()
+                            rereads += 1
+                            if self.opt.progress is not None:
+                                self.opt.progress("", -rows)
+                            rows = 0
+                except BaseException as exc:
+                    if not is_interrupt(exc):
+                        raise
+                    # stopped mid-window: the months read whole are kept (the next refresh's
+                    # fingerprints prove them or re-read them)
+                    if stage.commit_complete(reason=f"{reason} (interrupted)") is not None:
+                        log.warning("interrupted: kept the months read completely")
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
+                    raise KeyboardInterrupt("a query was interrupted") from exc
                 # the next window is read while this one commits (DuckDB releases the GIL)
                 stream = open_stream(windows[i + 1]) if i + 1 < len(windows) else None
                 try:

@@ -335,6 +335,32 @@ class TransactionStage:
         self.reset()
         return result
 
+    def commit_complete(self, *, reason: str) -> LoadResult | None:
+        """A stopped read: keep the months it read completely, drop the one it was in.
+
+        Pages come newest first, so every staged month newer than the oldest one staged was
+        read whole; the oldest may be partial. None when no month was complete. The next
+        refresh's fingerprints prove (or re-read) what this kept.
+        """
+        if not self._created or not self.rows:
+            return None
+        months = [
+            r[0]
+            for r in self.warehouse.con.execute(
+                f"SELECT DISTINCT date_trunc('month', booked_at)::DATE AS m FROM {self.table} ORDER BY m"
+            ).fetchall()
+        ]
+        if len(months) < 2:
+            return None
+        partial = months[0]
+        self.warehouse.con.execute(
+            f"DELETE FROM {self.table} WHERE date_trunc('month', booked_at)::DATE = ?", [partial]
+        )
+        (self.rows,) = self.warehouse.con.execute(f"SELECT count(*) FROM {self.table}").fetchall()[
+            0
+        ]
+        return self.commit(months[1:], reason=reason)
+
     def close(self) -> None:
         if self._created:
             with contextlib.suppress(duckdb.Error):

@@ -107,6 +107,17 @@ class Session:
                 wh.close()
                 paths.publish_file(work, published)
             except BaseException as exc:
+                # SIGINT or SIGTERM: keep what was read (every load is one transaction, so the
+                # working copy is consistent), say so, and let the next refresh resume
+                if (
+                    is_interrupt(exc)
+                    and wh is not None
+                    and record
+                    and _publish_interrupted(wh, work, published, exc)
+                ):
+                    if isinstance(exc, KeyboardInterrupt):
+                        raise
+                    raise KeyboardInterrupt("a query was interrupted") from exc
                 stats = wh.stats if wh is not None else RefreshStats()
                 if wh is not None:
                     wh.close()
@@ -160,7 +171,9 @@ class Session:
             yield self.con
             self.con.commit()
         except BaseException:
-            self.con.rollback()
+            # an interrupted query has already ended the transaction: nothing to roll back
+            with contextlib.suppress(duckdb.TransactionException):
+                self.con.rollback()
             raise
 
     @contextlib.contextmanager
@@ -260,7 +273,7 @@ class Session:
 
     def finish_refresh(
         self,
-        status: Literal["succeeded", "failed"] = "succeeded",
+        status: Literal["succeeded", "failed", "interrupted"] = "succeeded",
         *,
         requests: Mapping[str, int] | None = None,
         months_checked: int | None = None,
@@ -316,6 +329,30 @@ class Session:
         """Read one ops.meta key (None when unset)."""
         row = self._one("SELECT value FROM ops.meta WHERE key = ?", [key])
         return None if row is None or row[0] is None else str(row[0])
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """Ctrl-C or SIGTERM: Python's KeyboardInterrupt, or DuckDB's own report of a query that
+    the signal interrupted."""
+    if isinstance(exc, KeyboardInterrupt):
+        return True
+    interrupt = getattr(duckdb, "InterruptException", None)
+    if interrupt is not None and isinstance(exc, interrupt):
+        return True
+    return isinstance(exc, RuntimeError) and "Query interrupted" in str(exc)
+
+
+def _publish_interrupted(wh: Session, work: Path, published: Path, exc: BaseException) -> bool:
+    """Publish an interrupted refresh's working copy, marked 'interrupted'; False if it can't."""
+    try:
+        wh.finish_refresh(status="interrupted", error=f"{type(exc).__name__}: interrupted")
+        wh.con.execute("CHECKPOINT")
+        wh.close()
+        paths.publish_file(work, published)
+        return True
+    except Exception:
+        log.exception("could not keep what the interrupted refresh read")
+        return False
 
 
 def _record_failure(

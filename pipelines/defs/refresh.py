@@ -1,13 +1,17 @@
 """The refresh as assets: one per endpoint it reads, and a monthly asset for backfills."""
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 import dagster as dg
 from tqdm import tqdm
 
+from centsync.pipelines import errors
 from centsync.pipelines.defs import marts
 from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
 from centsync.pipelines.refresh import (
@@ -20,6 +24,23 @@ from centsync.pipelines.refresh import (
 OWNERS = ["team:centsync"]
 # seconds between progress lines when stderr is not a terminal (a log, CI, cron)
 PROGRESS_LINE_EVERY = 10.0
+
+
+@contextlib.contextmanager
+def interrupts_as_keyboard() -> Iterator[None]:
+    """Ctrl-C reaches the refresh as KeyboardInterrupt (Dagster would raise its own error
+    type), so the warehouse keeps what was read and marks the refresh 'interrupted'."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, errors.on_sigterm)  # Dagster routes it to its SIGINT handler
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous[0])
+        signal.signal(signal.SIGTERM, previous[1])
 
 
 class _Lines:
@@ -229,7 +250,8 @@ def _run(
 
         options.progress = progress
         options.expect = expect
-        summary = run_refresh(client, warehouse.resolved(), options)
+        with interrupts_as_keyboard():
+            summary = run_refresh(client, warehouse.resolved(), options)
     for w in summary.warnings:
         context.log.warning(w)
     context.log.info(

@@ -1,0 +1,163 @@
+"""Interrupts: SIGINT and SIGTERM keep what a refresh read, say so, and the next one resumes;
+SIGKILL loses no published data."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+import centsync.pipelines.refresh as refresh_module
+from centsync.extract import ApiClient
+from centsync.pipelines import errors
+from centsync.pipelines.refresh import RefreshOptions, run_refresh
+from centsync.sandbox.server import run_in_thread
+from helpers import make_sandbox
+
+from .conftest import Env
+
+
+def _warehouse_state(path: Path) -> tuple[str, int, int]:
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        (status,) = con.execute(
+            "SELECT status FROM ops.refreshes ORDER BY started_at DESC LIMIT 1"
+        ).fetchall()[0]
+        rows, months = con.execute(
+            "SELECT count(*), count(DISTINCT month) FROM core.transactions"
+        ).fetchall()[0]
+    finally:
+        con.close()
+    return str(status), int(rows), int(months)
+
+
+@pytest.mark.parametrize("after", [0.6, 1.2, 2.0])
+def test_a_first_sync_interrupted_anywhere_keeps_whole_months_and_resumes_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: float
+) -> None:
+    monkeypatch.setattr(refresh_module, "STREAM_BATCH_PAGES", 10)  # small batches: many points
+    sb = make_sandbox(rate_limit=False, transactions=30_000, years=4)
+    wh = tmp_path / "wh.duckdb"
+    with run_in_thread(sb) as base_url:
+        sb.service.faults.latency_ms = 25
+        timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
+        timer.start()
+        try:
+            with ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client:
+                run_refresh(client, str(wh), RefreshOptions())
+            interrupted = False
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            timer.cancel()
+        assert interrupted, "the refresh finished before the interrupt: raise the latency"
+        status, rows, _ = _warehouse_state(wh)
+        assert status == "interrupted"
+        # whole months only: each kept month has exactly the server's rows
+        state = sb.state()
+        con = duckdb.connect(str(wh), read_only=True)
+        kept = dict(
+            con.execute(
+                "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
+            ).fetchall()
+        )
+        con.close()
+        server: dict[str, int] = {}
+        for t in state["transactions"]:
+            server[t["booked_at"][:7]] = server.get(t["booked_at"][:7], 0) + 1
+        assert all(kept[m] == server[m] for m in kept), "a kept month is partial"
+        sb.service.faults.latency_ms = 0
+        with ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client:
+            summary = run_refresh(client, str(wh), RefreshOptions())
+        assert summary.transactions == len(state["transactions"])
+        assert summary.verdict == "agree"
+        if rows:  # it resumed: what was missing, the partial month and the hot window, no more
+            assert summary.mode == "incremental"
+            reread = sum(m["rows"] for m in summary.months_reread)
+            newest = sorted(server)[-2:]
+            bound = len(state["transactions"]) - rows + max(server.values())
+            assert reread <= bound + sum(server[m] for m in newest)
+
+
+def _cli_refresh(env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--json"],
+        env={**os.environ, **env, "CENTSYNC_PROGRESS": "1"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _wait_for_reading(proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
+    """Until the refresh starts reading (its progress line), then a little more."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "transactions:" in line:
+            time.sleep(0.8)
+            return
+    raise AssertionError("the refresh never started reading")
+
+
+@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_the_cli_stops_cleanly_on_sigint_and_sigterm_and_the_next_refresh_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int, code: int
+) -> None:
+    sb = make_sandbox(rate_limit=False, transactions=60_000, years=4)
+    with run_in_thread(sb) as base_url:
+        env = Env(sb, base_url, tmp_path, monkeypatch)
+        sb.service.faults.latency_ms = 40
+        proc = _cli_refresh(env.env)
+        _wait_for_reading(proc)
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == code, err[-3000:]
+        report = json.loads(out.strip().splitlines()[-1])
+        assert report["status"] == "interrupted" and report["exit_code"] == code
+        assert "Traceback" not in err.split("Error: ")[-1]
+        status, _, _ = _warehouse_state(env.warehouse)
+        assert status == "interrupted"
+        sb.service.faults.latency_ms = 0
+        meta = env.refresh()
+        assert meta["verdict"] == "agree"
+        env.assert_exact()
+
+
+def test_sigkill_at_several_points_never_loses_published_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sb = make_sandbox(rate_limit=False, transactions=20_000, years=3)
+    with run_in_thread(sb) as base_url:
+        env = Env(sb, base_url, tmp_path, monkeypatch)
+        env.refresh()
+        before = _warehouse_state(env.warehouse)[1]
+        sb.service.faults.latency_ms = 30
+        for delay in (0.2, 0.8, 1.6):
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--full"],
+                env={**os.environ, **env.env},
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            _wait_for_reading(proc)
+            time.sleep(delay)
+            proc.kill()
+            proc.wait()
+            # the published file is always a whole warehouse with every row of the last one
+            assert _warehouse_state(env.warehouse)[1] == before
+        sb.service.faults.latency_ms = 0
+        meta = env.refresh()
+        assert meta["verdict"] == "agree" and meta["rows"]["total"] == before
+        env.assert_exact()
+        assert errors.INTERRUPTED == 130
