@@ -81,8 +81,10 @@ class CentsyncGroup(click.Group):
 
 
 def dagster_home() -> Path:
-    """DAGSTER_HOME (absolute), defaulting to .dagster_home here, with our dagster.yaml in it."""
-    home = Path(os.environ.get("DAGSTER_HOME") or Path.cwd() / ".dagster_home").absolute()
+    """DAGSTER_HOME (absolute), else `data_home()/dagster`, with our dagster.yaml in it."""
+    from centsync.warehouse.paths import data_home
+
+    home = Path(os.environ.get("DAGSTER_HOME") or data_home() / "dagster").absolute()
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():

@@ -26,8 +26,9 @@ def uv() -> str:
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
+    # sdist first, then the wheel from it (a clean tree: no stale build/ of the checkout)
     subprocess.run(
-        [uv(), "build", "--wheel", "--out-dir", str(out), "-q", str(ROOT)],
+        [uv(), "build", "--out-dir", str(out), "-q", str(ROOT)],
         check=True,
         capture_output=True,
     )

@@ -13,14 +13,24 @@ import duckdb
 from centsync.warehouse.errors import NoWarehouseError, RefreshInProgressError
 
 ENV_VAR = "CENTSYNC_WAREHOUSE"
-DEFAULT_PATH = Path("data") / "centsync.duckdb"
+WAREHOUSE_NAME = "centsync.duckdb"
+
+
+def data_home() -> Path:
+    """Where centsync keeps its files by default: `$XDG_DATA_HOME/centsync`, else
+    `~/.local/share/centsync` (per user, whatever the current directory)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).absolute() / "centsync"
+
+
 _WORK_MARK = ".refresh-"
 
 
 def default_path() -> Path:
-    """The published warehouse path: `$CENTSYNC_WAREHOUSE`, else `data/centsync.duckdb`."""
+    """The published warehouse path (absolute): `$CENTSYNC_WAREHOUSE`, else
+    `data_home()/centsync.duckdb`."""
     env = os.environ.get(ENV_VAR)
-    return Path(env) if env else DEFAULT_PATH
+    return Path(env).absolute() if env else data_home() / WAREHOUSE_NAME
 
 
 def resolve(path: str | os.PathLike[str] | None) -> Path:

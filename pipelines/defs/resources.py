@@ -21,7 +21,7 @@ class ApiResource(dg.ConfigurableResource):
 
 
 class WarehouseResource(dg.ConfigurableResource):
-    """Where the DuckDB warehouse lives (CENTSYNC_WAREHOUSE, else data/centsync.duckdb)."""
+    """Where the DuckDB warehouse lives (CENTSYNC_WAREHOUSE, else ~/.local/share/centsync/)."""
 
     path: str = ""
 

@@ -208,3 +208,20 @@ def dg_check_key(asset: object, name: str) -> object:
     from dagster import AssetCheckKey
 
     return AssetCheckKey(asset, name)  # type: ignore[arg-type]
+
+
+def test_default_paths_are_per_user_and_absolute(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from centsync.pipelines.cli_support import dagster_home
+    from centsync.warehouse import default_path
+
+    monkeypatch.delenv("CENTSYNC_WAREHOUSE", raising=False)
+    monkeypatch.delenv("DAGSTER_HOME", raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    first = default_path()
+    monkeypatch.chdir(tmp_path)
+    assert default_path() == first == tmp_path / "xdg" / "centsync" / "centsync.duckdb"
+    assert dagster_home() == tmp_path / "xdg" / "centsync" / "dagster"
+    monkeypatch.setenv("CENTSYNC_WAREHOUSE", "relative/w.duckdb")
+    assert default_path() == tmp_path / "relative" / "w.duckdb"  # printed absolute
