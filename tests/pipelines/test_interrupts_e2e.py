@@ -48,6 +48,8 @@ def test_a_first_sync_interrupted_anywhere_keeps_whole_months_and_resumes_exactl
     wh = tmp_path / "wh.duckdb"
     with run_in_thread(sb) as base_url:
         sb.service.faults.latency_ms = 25
+        # Ctrl-C as a terminal delivers it (a pytest-xdist worker ignores SIGINT otherwise)
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
         timer = threading.Timer(after, lambda: os.kill(os.getpid(), signal.SIGINT))
         timer.start()
         try:
@@ -58,6 +60,7 @@ def test_a_first_sync_interrupted_anywhere_keeps_whole_months_and_resumes_exactl
             interrupted = True
         finally:
             timer.cancel()
+            signal.signal(signal.SIGINT, previous)
         assert interrupted, "the refresh finished before the interrupt: raise the latency"
         status, rows, _ = _warehouse_state(wh)
         assert status == "interrupted"
