@@ -225,3 +225,31 @@ def test_default_paths_are_per_user_and_absolute(
     assert dagster_home() == tmp_path / "xdg" / "centsync" / "dagster"
     monkeypatch.setenv("CENTSYNC_WAREHOUSE", "relative/w.duckdb")
     assert default_path() == tmp_path / "relative" / "w.duckdb"  # printed absolute
+
+
+def test_a_service_that_keeps_failing_exits_5(env: Env) -> None:
+    env.admin("PUT", "/_sandbox/faults", {"error_rate": 1.0, "error_statuses": [500]})
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.SERVICE and report["error"]["class"] == "InternalError"
+
+
+def test_a_locked_warehouse_exits_6_and_says_who_holds_it(env: Env) -> None:
+    import fcntl
+
+    env.refresh()
+    lock = env.warehouse.with_name(env.warehouse.name + ".lock")
+    with lock.open("a") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.WAREHOUSE and report["error"]["class"] == "RefreshInProgressError"
+
+
+def test_a_file_that_is_not_a_warehouse_exits_6_and_is_left_alone(env: Env) -> None:
+    env.warehouse.parent.mkdir(parents=True, exist_ok=True)
+    env.warehouse.write_bytes(b"not a duckdb file" * 100)
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.WAREHOUSE, report
+    assert env.warehouse.read_bytes() == b"not a duckdb file" * 100
