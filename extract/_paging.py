@@ -163,6 +163,13 @@ class WindowCheck:
             return f"read {self.rows} distinct rows, total says {self.total}"
         return None
 
+    def duplicated(self) -> frozenset[str]:
+        """The ids this pass read more than once."""
+        if not self._ids:
+            return frozenset()
+        ids = pl.concat(self._ids)
+        return frozenset(ids.filter(ids.is_duplicated()).unique().to_list())
+
     def agrees(self, summary: TransactionsSummary) -> str | None:
         """The server's summary for the window against the tallied rows."""
         if self.unreadable:

@@ -165,7 +165,10 @@ class V1Routes:
             total = len(sel)
             rows = sel[off : off + limit]
         if s.faults.corrupt:
-            items = b",".join(_corrupted(t, s.faults.corrupt.get(t.id)) for t in rows)
+            items = b",".join(
+                _corrupted(t, s.faults.corrupt.get(t.id), rows[i - 1 if i else 1].id)
+                for i, t in enumerate(rows)
+            )
         elif s.faults.drop_extra_fields:
             items = b",".join(orjson.dumps(t.record(notes=False, extra=False)) for t in rows)
         else:
@@ -412,10 +415,17 @@ class V1Routes:
         return await self._idempotent(req, work)
 
 
-CORRUPTIONS = ("amount_string", "non_integer_amount", "unknown_type", "missing_field", "bad_date")
+CORRUPTIONS = (
+    "amount_string",
+    "non_integer_amount",
+    "unknown_type",
+    "missing_field",
+    "bad_date",
+    "duplicate_id",  # the row is sent under the id of its neighbour on the page
+)
 
 
-def _corrupted(t: Tx, kind: str | None) -> bytes:
+def _corrupted(t: Tx, kind: str | None, neighbour: str) -> bytes:
     """A list row as sent, damaged the way the `corrupt` fault says (for clients' validation)."""
     if kind is None:
         return t.list_json()
@@ -430,4 +440,6 @@ def _corrupted(t: Tx, kind: str | None) -> bytes:
         del record["booked_at"]
     elif kind == "bad_date":
         record["booked_at"] = "2024-02-30"
+    elif kind == "duplicate_id":
+        record["id"] = neighbour
     return orjson.dumps(record)

@@ -253,3 +253,17 @@ def test_a_file_that_is_not_a_warehouse_exits_6_and_is_left_alone(env: Env) -> N
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE, report
     assert env.warehouse.read_bytes() == b"not a duckdb file" * 100
+
+
+def test_an_id_the_service_sends_twice_is_rejected_once_and_the_rest_lands(env: Env) -> None:
+    state = env.sb.state()
+    victim = next(t for t in state["transactions"] if t["booked_at"] < "2025-06-01")
+    env.admin("PUT", "/_sandbox/faults", {"corrupt": {victim["id"]: "duplicate_id"}})
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.REJECTED and report["rows"]["rejected"] == 1
+    assert report["verdict"] == "explained"
+    (reason,) = env.sql("SELECT DISTINCT reason FROM raw.rejected_rows")[0]
+    assert "duplicate id" in reason
+    (landed,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+    assert landed == len(state["transactions"]) - 1  # the row sent under another id
