@@ -165,7 +165,12 @@ def demo() -> None:
 
 
 @main.command("reconcile")
-@click.option("--live", is_flag=True, help="Compare with the service's aggregates fetched now.")
+@click.option(
+    "--live",
+    is_flag=True,
+    help="Compare with the service's aggregates fetched now, every synced month on its own "
+    "(6 requests plus 3 a month).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
 def reconcile_command(live: bool, as_json: bool) -> None:
     """Rebuild the marts and prove them against the service's own numbers, to the cent.

@@ -88,8 +88,13 @@ def rebuild_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> dict[str, i
     return store.replace_marts(con, mart_rules.build(core))
 
 
-def fetch_aggregates(client: ApiClient, con: duckdb.DuckDBPyConnection) -> store.ServerAggregates:
-    """The service's aggregates now (`--live`): 6 requests, the same ranges a refresh asks."""
+def fetch_aggregates(
+    client: ApiClient, con: duckdb.DuckDBPyConnection, *, per_month: bool = True
+) -> store.ServerAggregates:
+    """The service's aggregates now (`--live`): the whole-history ones a refresh asks (6
+    requests) and, with `per_month`, for every synced month its spending by category and by
+    merchant and its totals per type (3 requests a month), so every month is proven on its own.
+    """
     summary = client.accounts_summary()
     nw = client.net_worth()
     (tz,) = con.execute("SELECT any_value(timezone) FROM core.settings").fetchall()
@@ -110,6 +115,43 @@ def fetch_aggregates(client: ApiClient, con: duckdb.DuckDBPyConnection) -> store
             )
         )
     whole = client.transactions_summary()
+    summaries = [
+        {
+            "scope": "all",
+            "from_date": None,
+            "to_date": None,
+            "count": whole.count,
+            "income": whole.income,
+            "expense": whole.expense,
+            "transfer": whole.transfer,
+            "net": whole.net,
+        }
+    ]
+    month = dt.date(lo.year, lo.month, 1)
+    while per_month and month <= hi:
+        end = rules._month_end(month)
+        for group_by in ("category", "merchant"):
+            sp = client.spending(month, end, group_by=group_by)
+            requests.append({"group_by": group_by, "from_date": month, "to_date": end})
+            rows.append(
+                sp.rows.select("key", "label", "amount", "count").with_columns(
+                    group_by=pl.lit(group_by), from_date=pl.lit(month), to_date=pl.lit(end)
+                )
+            )
+        m = client.transactions_summary(month, end)
+        summaries.append(
+            {
+                "scope": "month",
+                "from_date": month,
+                "to_date": end,
+                "count": m.count,
+                "income": m.income,
+                "expense": m.expense,
+                "transfer": m.transfer,
+                "net": m.net,
+            }
+        )
+        month = end + dt.timedelta(days=1)
     return store.ServerAggregates(
         refresh_id="live",
         accounts_summary={
@@ -126,19 +168,7 @@ def fetch_aggregates(client: ApiClient, con: duckdb.DuckDBPyConnection) -> store
         spending_requests=pl.DataFrame(requests),
         spending_rows=pl.concat(rows, how="diagonal_relaxed"),
         summaries=pl.DataFrame(
-            [
-                {
-                    "scope": "all",
-                    "from_date": None,
-                    "to_date": None,
-                    "count": whole.count,
-                    "income": whole.income,
-                    "expense": whole.expense,
-                    "transfer": whole.transfer,
-                    "net": whole.net,
-                }
-            ],
-            schema_overrides={"from_date": pl.Date, "to_date": pl.Date},
+            summaries, schema_overrides={"from_date": pl.Date, "to_date": pl.Date}
         ),
         today=today,
     )

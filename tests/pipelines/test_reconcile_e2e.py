@@ -52,6 +52,22 @@ def test_a_refresh_builds_every_mart_and_everything_agrees(env: Env) -> None:
     assert report["checked"] == meta["reconciliation"]["checked"]
     (runs,) = env.sql("SELECT count(*) FROM recon.runs")[0]
     assert runs == 2
+    # --live proves every synced month on its own: categories, merchants and totals per type
+    code, live = env.reconcile("--live")
+    assert code == 0 and live["verdict"] == "agree" and live["checked"] > report["checked"]
+    months = {t["booked_at"][:7] for t in state["transactions"]}
+    per_month = env.sql(
+        """
+        SELECT "check", count(DISTINCT strftime(from_date, '%Y-%m')) FROM recon.results
+        WHERE recon_id = ? AND from_date IS NOT NULL AND date_trunc('month', from_date) = from_date
+          AND to_date = last_day(from_date)
+        GROUP BY 1
+        """,
+        [live["recon_id"]],
+    )
+    counts = dict(per_month)
+    for check in ("spending.category", "transactions.net", "transactions.income"):
+        assert counts[check] >= len(months), (check, counts)
 
 
 def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(env: Env) -> None:
