@@ -115,7 +115,7 @@ def fetch_aggregates(
             )
         )
     whole = client.transactions_summary()
-    summaries = [
+    summaries: list[dict[str, Any]] = [
         {
             "scope": "all",
             "from_date": None,

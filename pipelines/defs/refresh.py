@@ -68,9 +68,7 @@ class _LazyBar:
 
     def _get(self) -> Any:
         if self.bar is None:
-            self.bar = _new_bar(enabled=self.enabled)
-            if self.total:
-                self.bar.total = self.total
+            self.bar = _new_bar(enabled=self.enabled, total=self.total or None)
         return self.bar
 
     def update(self, rows: int) -> None:
@@ -81,9 +79,11 @@ class _LazyBar:
 
     def expect(self, rows: int) -> None:
         self.total += rows
-        bar = self._get()
-        bar.total = self.total
-        bar.refresh()
+        if self.bar is None:
+            self._get()
+            return
+        self.bar.total = self.total
+        self.bar.refresh()
 
     def __enter__(self) -> "_LazyBar":
         return self
@@ -99,11 +99,14 @@ def progress_bar(*, enabled: bool) -> _LazyBar:
     return _LazyBar(enabled)
 
 
-def _new_bar(*, enabled: bool) -> tqdm:
+def _new_bar(*, enabled: bool, total: int | None = None) -> tqdm:
     if sys.stderr.isatty():
-        return tqdm(desc="transactions", unit=" rows", disable=not enabled, file=sys.stderr)
+        return tqdm(
+            desc="transactions", unit=" rows", total=total, disable=not enabled, file=sys.stderr
+        )
     return tqdm(
         desc="transactions",
+        total=total,
         unit=" rows",
         disable=not enabled,
         file=_Lines(sys.stderr),
