@@ -9,6 +9,7 @@ import sys
 import time
 import warnings
 from contextlib import suppress
+from pathlib import Path
 
 import click
 
@@ -72,8 +73,13 @@ main.add_command(tour)
     is_flag=True,
     help="The warehouse holds another source's data: keep it as a backup, start a new one.",
 )
+@click.option(
+    "--report", "with_report", is_flag=True, help="Write the HTML reconciliation report too."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> None:
+def refresh(
+    full: bool, hot: bool, months: str, rebind: bool, with_report: bool, as_json: bool
+) -> None:
     """Bring the warehouse exactly in step with the service, spending the fewest requests.
 
     Ends with the marts and their reconciliation against the service's own numbers.
@@ -99,7 +105,7 @@ def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> 
     token = _REBIND.set(rebind)
     try:
         with interruptible(), embedded_api():
-            meta = run_refresh_job(mode, months, rebind=rebind)
+            meta = run_refresh_job(mode, months, rebind=rebind, report=with_report)
     finally:
         _REBIND.reset(token)
     report = dict(meta.get("report") or {})
@@ -107,6 +113,8 @@ def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> 
     report["warehouse"] = str(_warehouse_path())
     report.setdefault("durations", {})["total_seconds"] = round(time.monotonic() - started, 2)
     rejected = (report.get("rows") or {}).get("rejected", 0)
+    if meta.get("report_path"):
+        report["report_path"] = str(meta["report_path"])
     report["exit_code"] = (
         EXIT_DIFFER
         if report.get("verdict") == "differ"
@@ -119,6 +127,8 @@ def refresh(full: bool, hot: bool, months: str, rebind: bool, as_json: bool) -> 
         click.echo(json.dumps(report, default=str))
     else:
         _print_summary(meta)
+        if meta.get("report_path"):
+            click.echo(f"Report: {meta['report_path']}")
     if report["exit_code"]:
         raise SystemExit(report["exit_code"])
 
@@ -130,7 +140,7 @@ def demo() -> None:
 
     started = time.monotonic()
     with embedded_api():
-        meta = run_refresh_job("full")
+        meta = run_refresh_job("full", report=True)
     meta["seconds"] = round(time.monotonic() - started, 2)
     verdict = meta.pop("verdict", None)
     _print_summary(meta)
@@ -160,8 +170,37 @@ def demo() -> None:
             differ=meta.get("recon_differ", 0),
             differences=meta.get("differences") or [],
         )
-        if verdict == "differ":
-            raise SystemExit(EXIT_DIFFER)
+    if meta.get("report_path"):
+        click.echo(
+            f"\nThe reconciliation report (open it in a browser, no network needed): {meta['report_path']}"
+        )
+    if verdict == "differ":
+        raise SystemExit(EXIT_DIFFER)
+
+
+@main.command("report")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write it (default: centsync-report.html next to the warehouse).",
+)
+@click.option("--open", "open_it", is_flag=True, help="Open it in the default browser.")
+def report_command(out: Path | None, open_it: bool) -> None:
+    """Write the reconciliation report: one HTML file that needs no network to view.
+
+    It shows the latest reconciliation's verdict, the differences and the rows behind them,
+    charts of spending, net worth and cash flow, and a per-month table.
+
+    Example: centsync report --out /tmp/report.html
+    """
+    from centsync.pipelines import report
+
+    path = report.write(_warehouse_path(), out)
+    click.echo(f"Report: {path} ({path.stat().st_size / 2**20:.1f} MB)")
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(path.as_uri())
 
 
 @main.command("reconcile")

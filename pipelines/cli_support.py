@@ -130,7 +130,9 @@ def run_job(name: str, asset: str) -> dict[str, Any]:
     return meta
 
 
-def run_refresh_job(mode: str, months: str = "", *, rebind: bool = False) -> dict[str, Any]:
+def run_refresh_job(
+    mode: str, months: str = "", *, rebind: bool = False, report: bool = False
+) -> dict[str, Any]:
     """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
     from dagster import DagsterInstance
 
@@ -141,7 +143,11 @@ def run_refresh_job(mode: str, months: str = "", *, rebind: bool = False) -> dic
     instance = DagsterInstance.get()
     job = defs.resolve_job_def("refresh_job")
     config = {
-        "ops": {"refresh": {"config": {"mode": mode, "months": months, "rebind": rebind}}},
+        "ops": {
+            "refresh": {
+                "config": {"mode": mode, "months": months, "rebind": rebind, "report": report}
+            }
+        },
         # The run's full event log is in the instance (and the UI); the terminal gets the
         # summary, its warnings, and a short message on a failure (tracebacks with --debug).
         "loggers": {"console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}},

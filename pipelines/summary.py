@@ -26,6 +26,7 @@ class RefreshOptions:
     # URL changes (the embedded sandbox); empty: the client's base URL
     source: str = ""
     rebind: bool = False  # a warehouse bound elsewhere is set aside (backup) instead of refused
+    report: bool = False  # the Dagster op writes the HTML report once the refresh is published
 
 
 @dataclass

@@ -5,6 +5,7 @@ with the data they describe), and their specs name their upstream endpoints, so 
 graph runs from each API endpoint through the ledger and snapshots to `marts` and `recon`.
 """
 
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -110,7 +111,9 @@ def check_specs() -> list[dg.AssetCheckSpec]:
     ]
 
 
-def materializations(summary: RefreshSummary) -> list[dg.MaterializeResult]:
+def materializations(
+    summary: RefreshSummary, report: Path | None = None
+) -> list[dg.MaterializeResult]:
     """What the run shows for each mart and for the reconciliation."""
     out: list[dg.MaterializeResult] = [
         dg.MaterializeResult(
@@ -133,6 +136,7 @@ def materializations(summary: RefreshSummary) -> list[dg.MaterializeResult]:
                     "recon_seconds": round(summary.recon_seconds, 3),
                     "differences": dg.MetadataValue.json(summary.differences),
                     "differences_table": dg.MetadataValue.md(_table(summary.differences)),
+                    **({"report_path": dg.MetadataValue.path(str(report))} if report else {}),
                 },
             )
         )

@@ -6,6 +6,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -125,6 +126,7 @@ class RefreshConfig(dg.Config):
     months: str = ""  # "2024-01..2024-06": force-read these months
     hot_months: int = 2
     rebind: bool = False  # a warehouse bound to another source is kept as a backup, not refused
+    report: bool = False  # write the HTML reconciliation report next to the warehouse
 
 
 # One spec per GET endpoint the refresh reads: each shows in the UI with what the run landed.
@@ -268,7 +270,13 @@ def _run(
         )
     for key in ENDPOINT_ASSETS:
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key))
-    yield from marts.materializations(summary)
+    report_path = None
+    if options.report:
+        from centsync.pipelines import report
+
+        report_path = report.write(Path(warehouse.resolved()))
+        context.log.info(f"reconciliation report: {report_path}")
+    yield from marts.materializations(summary, report_path)
     yield from marts.check_results(summary)
 
 
@@ -297,6 +305,7 @@ def refresh_assets(
             months=months,
             hot_months=config.hot_months,
             rebind=config.rebind,
+            report=config.report,
             # the embedded sandbox listens on a new port each time: the CLI names it
             source=os.environ.get("CENTSYNC_SOURCE", ""),
         ),
