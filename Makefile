@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 # The layers, each a top-level folder installed as centsync.<layer> (docs/architecture.md).
 LAYERS := extract transform warehouse pipelines sandbox
 
-.PHONY: setup demo test test-all lint bench clean
+.PHONY: setup demo test test-all lint bench clean report-screenshot
 
 setup:
 	@if ! command -v uv >/dev/null 2>&1 && ! $(PYTHON) -m uv --version >/dev/null 2>&1; then \
@@ -39,6 +39,11 @@ lint: setup
 	@# through a tree of links (build/typecheck/centsync/<layer> -> <layer>).
 	@mkdir -p build/typecheck/centsync && for l in $(LAYERS); do ln -sfn ../../../$$l build/typecheck/centsync/$$l; done
 	MYPYPATH=build/typecheck $(UV) run --frozen mypy
+
+# The README's picture of the report, taken by the report's browser test.
+report-screenshot: setup
+	CENTSYNC_REPORT_SCREENSHOT=$(CURDIR)/docs/report.png $(UV) run --frozen pytest -q -p no:xdist \
+		tests/pipelines/test_report_browser.py -k demo_report
 
 bench: setup
 	$(UV) run --frozen python bench/sandbox_throughput.py
