@@ -29,16 +29,20 @@ CHROMIUM_FLAGS = [
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's chromium, installed with apt when missing (never a downloaded browser build)."""
-    found = shutil.which("chromium")
-    if found is None:
-        subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
-        subprocess.run(
-            ["apt-get", "install", "-y", "-qq", "chromium"],
-            check=True,
-            capture_output=True,
-            env={"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"},
-        )
+    import fcntl
+
+    # one install at a time: each pytest-xdist worker asks
+    with open("/tmp/centsync-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         found = shutil.which("chromium")
+        if found is None:
+            env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+            for cmd in (
+                ["apt-get", "update", "-qq"],
+                ["apt-get", "install", "-y", "-qq", "chromium"],
+            ):
+                subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=900)
+            found = shutil.which("chromium")
     assert found, "chromium could not be installed with apt"
     return found
 
