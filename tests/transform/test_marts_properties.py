@@ -174,7 +174,9 @@ def test_rolling_balances_back_then_forward_returns_the_current_balances(
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.text(alphabet=st.characters(codec="utf-8"), max_size=30))
+# Characters this Python's Unicode database does not assign (Cn) lower-case differently in
+# Polars' newer tables (docs/reconciliation.md): the rule holds for every assigned one.
+@given(st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cn",)), max_size=30))
 def test_merchant_key_is_the_contracts_rule(concept: str) -> None:
     # the contract: trimmed, lower-cased, inner whitespace runs collapsed (Python's own split)
     got = pl.select(spending.merchant_key(pl.lit(concept))).item()
