@@ -46,7 +46,9 @@ def test_wheel_installs_only_the_centsync_name_with_every_module(wheel: Path) ->
         f"centsync/{p.relative_to(ROOT).as_posix()}"
         for layer in LAYERS
         for p in (ROOT / layer).rglob("*")
-        if p.is_file() and p.suffix in {".py", ".sql", ".yaml", ".j2"} and "__pycache__" not in p.parts
+        if p.is_file()
+        and p.suffix in {".py", ".sql", ".yaml", ".j2"}
+        and "__pycache__" not in p.parts
     }
     assert expected - names == set(), "add the missing packages to [tool.setuptools] packages"
     entry = (
