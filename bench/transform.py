@@ -87,7 +87,7 @@ def measure(wh: Path) -> None:
         accounts=store.accounts(con).lazy(),
         categories=store.categories(con).lazy(),
         net_worth_history=store.net_worth_history(con).lazy(),
-        today=pipeline.service_today(con, aggregates),
+        today=pipeline.service_today(aggregates),
     )
     step("read core and server.*", t)
     t = time.perf_counter()

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from centsync.pipelines import errors
+from centsync.pipelines.money import cents_text
 
 # `refresh --rebind` lets embedded_api start the sandbox for a warehouse bound elsewhere
 _REBIND: contextvars.ContextVar[bool] = contextvars.ContextVar("rebind", default=False)
@@ -239,7 +240,7 @@ def _print_verdict(
     for d in differences[:limit]:
         click.echo(
             f"  {d['status']:<9} {d['check']:<22} {str(d['scope'])[:28]:<28} "
-            f"{_cents(d['local_cents']):>14} {_cents(d['server_cents']):>14} {_cents(d['difference_cents']):>12}"
+            f"{cents_text(d['local_cents']):>14} {cents_text(d['server_cents']):>14} {cents_text(d['difference_cents']):>12}"
         )
         if d.get("explanation"):
             click.echo(f"            {d['explanation']}")
@@ -247,17 +248,8 @@ def _print_verdict(
         click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
 
 
-def _cents(cents: int | None) -> str:
-    """Cents as a decimal amount with its sign (the currency is the warehouse's)."""
-    if cents is None:
-        return ""
-    sign = "-" if cents < 0 else ""
-    whole, frac = divmod(abs(cents), 100)
-    return f"{sign}{whole:,}.{frac:02d}"
-
-
 def _money(cents: int) -> str:
-    return f"{_cents(cents)} EUR"
+    return f"{cents_text(cents)} EUR"
 
 
 EXAMPLE_QUERIES = [

@@ -71,15 +71,20 @@ class Outcome:
         }
 
 
-def service_today(con: duckdb.DuckDBPyConnection, aggregates: store.ServerAggregates) -> dt.date:
+def service_today(aggregates: store.ServerAggregates) -> dt.date:
     """The service's today (net worth's as_of in the settings timezone), else the local date."""
     return aggregates.today or dt.date.today()
 
 
-def rebuild_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> dict[str, int]:
-    """Rebuild every mart from `core` (validated by pandera) and replace them in one transaction."""
+def rebuild_marts(
+    con: duckdb.DuckDBPyConnection, today: dt.date, tx: pl.DataFrame | None = None
+) -> dict[str, int]:
+    """Rebuild every mart from `core` (validated by pandera) and replace them in one transaction.
+
+    `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
+    """
     core = mart_rules.CoreFrames(
-        transactions=store.transactions(con).lazy(),
+        transactions=(store.transactions(con) if tx is None else tx).lazy(),
         accounts=store.accounts(con).lazy(),
         categories=store.categories(con).lazy(),
         net_worth_history=store.net_worth_history(con).lazy(),
@@ -314,13 +319,13 @@ def reconcile(
         aggregates = fetch_aggregates(client, con)
     else:
         aggregates = store.server_aggregates(con, rid)
+    tx = store.transactions(con)
     mart_rows: dict[str, int] = {}
     marts_seconds = 0.0
     if build_marts:
         t0 = time.perf_counter()
-        mart_rows = rebuild_marts(con, service_today(con, aggregates))
+        mart_rows = rebuild_marts(con, service_today(aggregates), tx)
         marts_seconds = time.perf_counter() - t0
-    tx = store.transactions(con)
     results = compare(con, aggregates, tx)
     evidence = gather_evidence(con, results, tx, client, rid)
     evidence.net_worth_read_first = source != "live"

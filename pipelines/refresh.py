@@ -501,14 +501,12 @@ def run_refresh(
         summary.requests_total = sum(spent.values())
         summary.retries = sum(e.retries for e in client.stats.endpoints.values())
         st = wh.stats
-        summary.rows_landed, summary.rows_changed, summary.rows_rejected = (
-            st.rows_landed,
-            st.rows_changed,
-            st.rows_rejected,
-        )
+        summary.rows_landed, summary.rows_changed = st.rows_landed, st.rows_changed
         summary.refresh_id = wh.refresh_id or ""
-        # a row read twice (a first sync, then its month again) is one rejected row
-        summary.rows_rejected = marts_store.rejected_count(wh.con, summary.refresh_id)
+        # a row read twice (a first sync, then its month again) is one rejected row; ops.refreshes
+        # records the same figure as the summary
+        st.rows_rejected = marts_store.rejected_count(wh.con, summary.refresh_id)
+        summary.rows_rejected = st.rows_rejected
         summary.backup = str(backup) if backup else None
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe

@@ -19,6 +19,7 @@ import altair as alt
 import jinja2
 import polars as pl
 
+from centsync.pipelines.money import cents_text
 from centsync.warehouse import connect_readonly
 
 REPORT_NAME = "centsync-report.html"
@@ -59,14 +60,6 @@ def _template() -> jinja2.Template:
     text = resources.files("centsync.pipelines").joinpath("templates/report.html.j2").read_text()
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return env.from_string(text)
-
-
-def _money(cents: int | None) -> str:
-    if cents is None:
-        return ""
-    sign = "-" if cents < 0 else ""
-    whole, frac = divmod(abs(int(cents)), 100)
-    return f"{sign}{whole:,}.{frac:02d}"
 
 
 def _df(con: Any, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
@@ -283,9 +276,9 @@ def render(warehouse: Path) -> str:
                 "status": d["status"],
                 "check": d["check"],
                 "scope": d["scope"],
-                "local": _money(d["local_cents"]),
-                "server": _money(d["server_cents"]),
-                "difference": _money(d["difference_cents"]),
+                "local": cents_text(d["local_cents"]),
+                "server": cents_text(d["server_cents"]),
+                "difference": cents_text(d["difference_cents"]),
                 "explanation": d["explanation"],
             }
             for d in diffs.head(MAX_DIFFERENCES).to_dicts()
@@ -297,9 +290,9 @@ def render(warehouse: Path) -> str:
                 "month": m["scope"],
                 "local_count": m["local_count"],
                 "server_count": m["server_count"],
-                "local": _money(m["local_cents"]),
-                "server": _money(m["server_cents"]),
-                "difference": _money(m["difference_cents"]),
+                "local": cents_text(m["local_cents"]),
+                "server": cents_text(m["server_cents"]),
+                "difference": cents_text(m["difference_cents"]),
                 "status": m["status"],
             }
             for m in months.to_dicts()
