@@ -195,6 +195,11 @@ class ApiClient:
     def assign_expense(self, transaction_id: str, expense_goal_id: str | None) -> Transaction:
         return self._call(self._client.assign_expense, transaction_id, expense_goal_id)
 
+    def write(
+        self, method: str, path: str, body: dict[str, Any], *, idempotency_key: str
+    ) -> Transaction:
+        return self._call(self._client.write, method, path, body, idempotency_key=idempotency_key)
+
     def trigger_sync(
         self, provider: str | None = None, *, idempotency_key: str | None = None
     ) -> SyncRequest:

@@ -77,6 +77,26 @@ class Writers(RequestCore):
         )
         return Transaction.parse(_json(response), response.text)
 
+    async def write(
+        self, method: str, path: str, body: dict[str, Any], *, idempotency_key: str
+    ) -> Transaction:
+        """A write planned elsewhere (an outbox row): exactly ``body``, under ``idempotency_key``.
+
+        Every attempt sends the same bytes with the same key, so a resend after an unknown
+        outcome is replayed by the service, never applied twice. Returns the transaction the
+        service answered with (``replayed`` when it had already applied it).
+        """
+        if method not in ("POST", "PATCH") or not path.startswith("/v1/transactions"):
+            raise ValueError(f"not a transaction write: {method} {path}")
+        if not idempotency_key:
+            raise ValueError("idempotency_key is required: derive it from the originating event")
+        response = await self.request(method, path, json=body, idempotency_key=idempotency_key)
+        return Transaction.parse(
+            _json(response),
+            response.text,
+            replayed=response.headers.get("idempotent-replayed", "").lower() == "true",
+        )
+
     async def trigger_sync(
         self, provider: str | None = None, *, idempotency_key: str | None = None
     ) -> SyncRequest:

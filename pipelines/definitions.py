@@ -9,15 +9,29 @@ loader needs a pyproject.toml, which an installed wheel does not have.
 
 import dagster as dg
 
-from centsync.pipelines.defs import bank_sync, checks, jobs, reconcile, refresh, schedules
+from centsync.pipelines.defs import (
+    bank_sync,
+    checks,
+    jobs,
+    reconcile,
+    refresh,
+    schedules,
+    writeback,
+)
 from centsync.pipelines.defs.resources import resources
 
 defs = dg.Definitions(
-    assets=[refresh.refresh_assets, refresh.transactions_by_month, bank_sync.bank_sync],
+    assets=[
+        writeback.outbox,
+        refresh.refresh_assets,
+        refresh.transactions_by_month,
+        bank_sync.bank_sync,
+    ],
     asset_checks=[checks.no_rejected_rows],
     jobs=[
         jobs.refresh_job,
         jobs.bank_sync_job,
+        jobs.writeback_job,
         reconcile.reconcile_job,
         reconcile.reconcile_live_job,
     ],

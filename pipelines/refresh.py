@@ -21,7 +21,7 @@ import orjson
 import polars as pl
 
 from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
-from centsync.pipelines import binding
+from centsync.pipelines import binding, writeback
 from centsync.pipelines.months import (
     _add_months,
     _month,
@@ -34,6 +34,7 @@ from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
+from centsync.warehouse.outbox import Outbox, mirror, outbox_path
 from centsync.warehouse.session import is_interrupt
 
 log = logging.getLogger("centsync.refresh")
@@ -508,6 +509,8 @@ def run_refresh(
         st.rows_rejected = marts_store.rejected_count(wh.con, summary.refresh_id)
         summary.rows_rejected = st.rows_rejected
         summary.backup = str(backup) if backup else None
+        # write-back rows this refresh read back are confirmed; the warehouse gets the outbox
+        _outbox(wh, published, summary)
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe
             _reconcile(client, wh, summary)
@@ -518,6 +521,17 @@ def run_refresh(
             mode="full" if summary.mode == "full" else None,
         )
     return summary
+
+
+def _outbox(wh: Warehouse, published: Path, summary: RefreshSummary) -> None:
+    box = Outbox(outbox_path(published))
+    if not box.exists():
+        return
+    summary.outbox_confirmed = writeback.confirm(
+        wh.con, published, wh.refresh_id or "", writeback.utcnow()
+    )
+    mirror(wh.con, box.arrow())
+    summary.outbox = box.counts()
 
 
 def _reconcile(client: ApiClient, wh: Warehouse, summary: RefreshSummary) -> None:

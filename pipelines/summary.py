@@ -67,6 +67,9 @@ class RefreshSummary:
     # per reconciliation check (spending.month, accounts.by_type, ...): checked, explained,
     # differ and its first differences
     checks: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # write-back: outbox rows this refresh saw on the service, and the outbox per state after it
+    outbox_confirmed: int = 0
+    outbox: dict[str, int] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -113,6 +116,7 @@ class RefreshSummary:
                 "differ": self.recon_differ,
                 "differences": self.differences,
             },
+            "outbox": {"confirmed": self.outbox_confirmed, "states": self.outbox},
             "warnings": list(self.warnings),
             "key_expires_at": self.key_expires_at,
             "backup": self.backup,

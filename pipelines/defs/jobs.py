@@ -3,11 +3,18 @@
 import dagster as dg
 
 from centsync.pipelines.defs.refresh import refresh_assets
+from centsync.pipelines.defs.writeback import WRITEBACK_JOB, outbox
 
 refresh_job = dg.define_asset_job(
     "refresh_job",
-    selection=dg.AssetSelection.assets(refresh_assets),
-    description="One warehouse refresh.",
+    selection=dg.AssetSelection.assets(outbox, refresh_assets),
+    description="One warehouse refresh: the write-back outbox first, so posted rows come back in the same run.",
+)
+# No schedule or sensor starts it: `centsync writeback` (or the UI) does.
+writeback_job = dg.define_asset_job(
+    WRITEBACK_JOB,
+    selection=dg.AssetSelection.assets(outbox),
+    description="Post the inbox's and ops.outbox_requests' rows to the service, each exactly once.",
 )
 # By key, not by object: the bank_sync module imports refresh_job from here.
 bank_sync_job = dg.define_asset_job(

@@ -193,6 +193,8 @@ def _specs() -> list[dg.AssetSpec]:
             owners=OWNERS,
             kinds={"duckdb", "python"},
             metadata={"endpoint": endpoint},
+            # the write-back runs first, so the rows it posts come back in this refresh
+            deps=["outbox"] if key == "transactions" else [],
         )
         for key, (group, endpoint, desc) in ENDPOINT_ASSETS.items()
     ]

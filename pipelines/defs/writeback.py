@@ -1,0 +1,54 @@
+"""Write-back as an asset: the outbox, drained by its own job and first in every refresh."""
+
+from pathlib import Path
+
+import dagster as dg
+
+from centsync.pipelines import writeback
+from centsync.pipelines.defs.refresh import OWNERS, interrupts_as_keyboard
+from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.warehouse.outbox import OutboxBusyError
+
+WRITEBACK_JOB = "writeback_job"
+
+
+@dg.asset(
+    name="outbox",
+    group_name="writeback",
+    owners=OWNERS,
+    kinds={"duckdb", "python"},
+    description=(
+        "Manual transactions, edits and Expense assignments from the inbox folder and "
+        "ops.outbox_requests, each written to the outbox with its derived idempotency key "
+        "before it is sent (POST /v1/transactions, PATCH /v1/transactions/{id}, "
+        "POST /v1/transactions/{id}/expense)."
+    ),
+)
+def outbox(
+    context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource
+) -> dg.MaterializeResult:
+    # The write-back job fails when it cannot write (a read-only key, the service gone); as the
+    # first step of a refresh the same is a warning, and the refresh goes on.
+    strict = context.run.job_name == WRITEBACK_JOB
+    options = writeback.WritebackOptions(strict=strict)
+    try:
+        with api.client() as client, interrupts_as_keyboard():
+            summary = writeback.run_writeback(client, Path(warehouse.resolved()), options)
+    except OutboxBusyError as e:
+        if strict:
+            raise
+        context.log.warning(f"write-back skipped: {e}")
+        return dg.MaterializeResult(metadata={"skipped": str(e)})
+    for w in summary.warnings:
+        context.log.warning(w)
+    context.log.info(summary.line())
+    return dg.MaterializeResult(
+        metadata={
+            "sent": summary.sent,
+            "rejected": summary.rejected + summary.rejected_by_service,
+            "needs_attention": summary.needs_attention + summary.conflicts,
+            "pending": summary.counts.get("pending", 0),
+            "outbox": summary.outbox,
+            "writeback": dg.MetadataValue.json(summary.report()),
+        }
+    )
