@@ -28,6 +28,7 @@ from centsync.pipelines.cli_support import (
     _warehouse_path,
     dagster_home,
     interruptible,
+    print_writeback,
     run_job,
     run_refresh_job,
 )
@@ -111,6 +112,8 @@ def refresh(
     report = dict(meta.get("report") or {})
     report["run_id"] = meta.get("run_id")
     report["warehouse"] = str(_warehouse_path())
+    if meta.get("writeback"):
+        report["writeback"] = meta["writeback"]
     report.setdefault("durations", {})["total_seconds"] = round(time.monotonic() - started, 2)
     rejected = (report.get("rows") or {}).get("rejected", 0)
     if meta.get("report_path"):
@@ -351,6 +354,50 @@ def _stop_group(pgid: int, grace: float = 20.0) -> None:
         deadline = time.monotonic() + 5
 
 
+@main.command("writeback")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan only: nothing is written, moved or sent."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the plan and result as one JSON object."
+)
+def writeback_command(dry_run: bool, as_json: bool) -> None:
+    """Post the inbox's CSV files and ops.outbox_requests' rows to the service, each exactly once.
+
+    Every row is checked first (a bad row is rejected with its reason, the good rows of the same
+    file go on), written to the outbox with its derived idempotency key, then sent; a resend after
+    any failure reuses the key, so nothing is posted twice. Exit 7 when rows were rejected or need
+    attention, 3 when the key cannot write (every row stays pending).
+
+    Example: cp receipts.csv ~/.local/share/centsync/inbox/ && centsync writeback --dry-run
+    """
+    from centsync.pipelines import writeback
+
+    _JSON.set(as_json)
+    warehouse = _warehouse_path()
+    if dry_run:
+        summary = writeback.run_writeback(None, warehouse, writeback.WritebackOptions(dry_run=True))
+        report = summary.report()
+    else:
+        with interruptible(), embedded_api():
+            meta = run_job("writeback_job", "outbox")
+        report = dict(meta.get("writeback") or {})
+        report["run_id"] = meta.get("run_id")
+    bad = (
+        report.get("rejected", 0)
+        + report.get("rejected_by_service", 0)
+        + report.get("needs_attention", 0)
+        + report.get("conflicts", 0)
+    )
+    report["exit_code"] = errors.REJECTED if bad else errors.OK
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        print_writeback(report)
+    if report["exit_code"]:
+        raise SystemExit(report["exit_code"])
+
+
 @main.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
 def status(as_json: bool) -> None:
@@ -397,12 +444,18 @@ def status(as_json: bool) -> None:
             + click.style(recon["verdict"].upper(), fg=colour, bold=True)
             + f" at {recon['ran_at']} ({recon['checked']} checks, {recon['differ']} differ)"
         )
+    outbox = info["outbox"]
     click.echo(
         "Outbox: "
         + (
-            "nothing yet (write-back is not built)"
-            if info["outbox"] is None
-            else json.dumps(info["outbox"])
+            "empty (drop CSV files into the inbox, then `centsync writeback`)"
+            if not outbox or not any(outbox["states"].values())
+            else ", ".join(f"{k} {v}" for k, v in outbox["states"].items())
+            + (
+                f"; waiting in the inbox: {outbox['inbox_files']} file(s)"
+                if outbox["inbox_files"]
+                else ""
+            )
         )
     )
     for warning in info["warnings"]:

@@ -162,6 +162,9 @@ def run_refresh_job(
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
         if mat is not None and mat.asset_key.to_user_string() in ("transactions", "recon/results"):
             meta.update({k: getattr(v, "value", v) for k, v in mat.metadata.items()})
+        elif mat is not None and mat.asset_key.to_user_string() == "outbox":
+            wb = mat.metadata.get("writeback")
+            meta["writeback"] = getattr(wb, "value", None)
     if not result.success and not meta.get("verdict"):
         raise Failed(_failure(result))
     # a run whose data landed but whose blocking reconciliation checks failed reports the
@@ -198,6 +201,15 @@ def _print_summary(meta: dict[str, Any]) -> None:
         )
     if report.get("backup"):
         click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
+    wb = meta.get("writeback") or {}
+    outbox = (report.get("outbox") or {}).get("states") or {}
+    if wb.get("plan") or any(outbox.values()):
+        confirmed = (report.get("outbox") or {}).get("confirmed", 0)
+        click.echo(
+            f"Write-back: {wb.get('sent', 0)} sent, {wb.get('rejected', 0) + wb.get('rejected_by_service', 0)} "
+            f"rejected, {confirmed} confirmed by this refresh; outbox "
+            + ", ".join(f"{k} {v}" for k, v in outbox.items() if v)
+        )
     for warning in report.get("warnings") or []:
         click.echo(click.style(f"Warning: {warning}", fg="yellow"))
     if meta.get("verdict"):
@@ -208,6 +220,66 @@ def _print_summary(meta: dict[str, Any]) -> None:
             differ=meta.get("recon_differ", 0),
             differences=meta.get("differences") or [],
         )
+
+
+def print_writeback(report: dict[str, Any]) -> None:
+    """The write-back's plan and result, for people."""
+    plan = report.get("plan") or []
+    if report.get("dry_run"):
+        click.echo("Write-back plan (dry run: nothing is written to the outbox, moved or sent):")
+    shown = [p for p in plan if report.get("dry_run") or p["action"] != "duplicate"]
+    for p in shown[:200]:
+        where = f"{p['source']}:{p['line']}"
+        colour = {"send": "green", "rejected": "red", "conflict": "yellow"}.get(p["action"])
+        action = click.style(f"{p['action']:<9}", fg=colour)
+        what = p["reason"] if p["action"] in ("rejected", "conflict") else _request_text(p)
+        click.echo(f"  {where:<28} {p['operation'] or '-':<6} {action} {what}")
+    if len(shown) > 200:
+        click.echo(f"  ... and {len(shown) - 200} more (--json lists them all)")
+    for f in report.get("files") or []:
+        if f.get("moved_to"):
+            extra = f"; reasons in {f['errors_file']}" if f.get("errors_file") else ""
+            click.echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
+    if not report.get("dry_run"):
+        queued, dup = report.get("queued", 0), report.get("duplicates", 0)
+        click.echo(
+            f"Read: {queued} new request(s) queued, {dup} already in the outbox (not sent again), "
+            f"{report.get('rejected', 0)} rejected before sending."
+        )
+        sent, replayed, found = (
+            report.get("sent", 0),
+            report.get("replayed", 0),
+            report.get("found_by_lookup", 0),
+        )
+        click.echo(
+            f"Sent: {sent} accepted by the service ({replayed} were replays of an earlier attempt), "
+            f"{found} found on the service instead of resent, "
+            f"{report.get('rejected_by_service', 0)} refused by the service, "
+            f"{report.get('needs_attention', 0) + report.get('conflicts', 0)} need attention."
+        )
+    counts = report.get("counts") or {}
+    click.echo(
+        "Outbox: "
+        + ", ".join(f"{k} {v}" for k, v in counts.items())
+        + f"  ({report.get('outbox')})"
+    )
+    for w in report.get("warnings") or []:
+        click.echo(click.style(f"Warning: {w}", fg="yellow"))
+    if counts.get("needs_attention"):
+        click.echo(
+            "Rows that need attention: SELECT id, reason FROM ops.outbox WHERE state = 'needs_attention' "
+            "(in the outbox file, or the warehouse after the next refresh)."
+        )
+
+
+def _request_text(p: dict[str, Any]) -> str:
+    body = p.get("body") or {}
+    if p["operation"] == "create":
+        return (
+            f"{p['request']}  {cents_text(body.get('amount'))} {body.get('concept', '')!r} "
+            f"on {body.get('booked_at')}"
+        )
+    return f"{p['request']}  {body}"
 
 
 VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}

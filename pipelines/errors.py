@@ -68,6 +68,17 @@ KINDS: dict[str, Kind] = {
         "the API key lacks a scope this needs",
         "use a key with the data.read scope (data.write to post).",
     ),
+    "WriteScopeMissing": Kind(
+        AUTH,
+        "the API key cannot write",
+        "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
+        "`centsync writeback`; every outbox row stays pending.",
+    ),
+    "OutboxBusyError": Kind(
+        WAREHOUSE,
+        "the write-back outbox is in use",
+        "close other connections to the outbox file (or wait for the other write-back), then run again.",
+    ),
     "ConfigurationError": Kind(
         USAGE,
         "the service settings are not usable",

@@ -123,6 +123,10 @@ class Refresher:
             s.reason = "hot window" if s.mode == "hot" else "fingerprints checked"
             if s.mode == "incremental":
                 self._check_history(present, hot_start)
+            # an edit the write-back sent (a renamed concept) changes no fingerprint: read it back
+            written = sorted({m for m in self.opt.written_months if m < hot_start})
+            for lo, hi in _contiguous((m, _month_end(m)) for m in written):
+                self._read([(lo, hi)], reason="written back")
             self._read([(hot_start, None)], reason="hot window")
 
         # Snapshots after the ledger: balances then include every row the ledger read saw.
@@ -494,6 +498,7 @@ def run_refresh(
     with Warehouse.refreshing(warehouse_path, mode=mode) as wh:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         wh.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        options.written_months = writeback.written_months(wh.con, published)
         r = Refresher(client, wh, options, me=me, source=source)
         r.summary.source = source
         summary = r.run()

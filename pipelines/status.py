@@ -10,6 +10,7 @@ import duckdb
 
 from centsync.warehouse import connect_readonly
 from centsync.warehouse.errors import NoWarehouseError
+from centsync.warehouse.outbox import STATES, outbox_path
 
 # the tables an analyst asks about, in the order `status` lists them
 TABLES = (
@@ -85,11 +86,6 @@ def read_status(path: Path) -> dict[str, Any]:
             if _exists(con, "recon.runs")
             else []
         )
-        outbox = (
-            dict(con.execute("SELECT state, count(*) FROM ops.outbox GROUP BY 1").fetchall())
-            if _exists(con, "ops.outbox")
-            else None
-        )
     finally:
         con.close()
     warnings = []
@@ -119,7 +115,20 @@ def read_status(path: Path) -> dict[str, Any]:
         "synced_range": span if span["transactions"] else None,
         "tables": tables,
         "reconciliation": recon[0] if recon else None,
-        "outbox": outbox,
+        "outbox": _outbox(path),
         "key_expires_at": expires,
         "warnings": warnings,
+    }
+
+
+def _outbox(warehouse: Path) -> dict[str, Any]:
+    """The outbox file's rows per state (the truth, newer than the warehouse's copy)."""
+    from centsync.pipelines import writeback
+
+    inbox = writeback.inbox_path(warehouse)
+    return {
+        "path": str(outbox_path(warehouse)),
+        "states": writeback.counts(warehouse) or dict.fromkeys(STATES, 0),
+        "inbox": str(inbox),
+        "inbox_files": len(list(inbox.glob("*.csv"))) if inbox.is_dir() else 0,
     }

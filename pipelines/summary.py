@@ -27,6 +27,9 @@ class RefreshOptions:
     source: str = ""
     rebind: bool = False  # a warehouse bound elsewhere is set aside (backup) instead of refused
     report: bool = False  # the Dagster op writes the HTML report once the refresh is published
+    # months the write-back changed on the service and no refresh has read since (set by
+    # run_refresh from the outbox): re-read even where the fingerprints cannot see the change
+    written_months: list[Any] = field(default_factory=list)
 
 
 @dataclass

@@ -560,8 +560,9 @@ def confirm(con: Any, warehouse: Path, refresh_id: str, now: dt.datetime) -> int
         return 0
     ids = [str(r["server_id"]) for r in sent]
     cur = con.execute(
-        "SELECT id::VARCHAR, concept, category_id::VARCHAR, amount, booked_at::VARCHAR, type, "
-        "expense_goal_id::VARCHAR FROM core.transactions "
+        "SELECT id::VARCHAR AS id, concept, category_id::VARCHAR AS category_id, amount, "
+        "strftime(booked_at, '%Y-%m-%d') AS booked_at, type, "
+        "expense_goal_id::VARCHAR AS expense_goal_id FROM core.transactions "
         "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
         [ids],
     )
@@ -579,6 +580,33 @@ def confirm(con: Any, warehouse: Path, refresh_id: str, now: dt.datetime) -> int
         done.append(int(r["id"]))
     outbox.confirm(done, refresh_id, now)
     return len(done)
+
+
+def written_months(con: Any, warehouse: Path) -> list[dt.date]:
+    """First days of the months that sent (not yet confirmed) rows changed on the service: a
+    create's month, and an edited or assigned transaction's month (old and new date)."""
+    outbox = Outbox(outbox_path(Path(warehouse)))
+    if not outbox.exists():
+        return []
+    sent = outbox.rows("state = 'sent'")
+    months: set[dt.date] = set()
+    edited = []
+    for r in sent:
+        if r["booked_at"] is not None:
+            months.add(r["booked_at"].replace(day=1))
+        if r["transaction_id"] is not None:
+            edited.append(str(r["transaction_id"]))
+        body = orjson.loads(r["body"]) if r["body"] else {}
+        if r["operation"] == "edit" and "booked_at" in body:
+            months.add(dt.date.fromisoformat(body["booked_at"]).replace(day=1))
+    if edited:
+        for (m,) in con.execute(
+            "SELECT DISTINCT month FROM core.transactions "
+            "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
+            [edited],
+        ).fetchall():
+            months.add(m)
+    return sorted(months)
 
 
 def counts(warehouse: Path) -> dict[str, int] | None:

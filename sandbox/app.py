@@ -158,6 +158,8 @@ class SandboxApp(V1Routes, AdminRoutes):
             if fail and not fail_after:
                 raise self._injected_error()
             resp = await handler(req)
+            if f.latency_after_ms and req.method != "GET":
+                await asyncio.sleep(f.latency_after_ms / 1000)
             if fail_after:
                 raise self._injected_error()
             drop = bool(f.drop_rate) and s.fault_rng.random() < f.drop_rate

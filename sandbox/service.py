@@ -60,6 +60,9 @@ class Faults:
     error_rate: float = 0.0
     error_statuses: list[int] = field(default_factory=lambda: [500, 503])
     latency_ms: int = 0
+    # a delay after a write's work is done, before its response leaves: the window in which a
+    # client that dies has created something without hearing about it
+    latency_after_ms: int = 0
     drop_rate: float = 0.0
     rate_limit_burst: int = 0
     omit_rate_limit_headers: bool = False
@@ -74,6 +77,7 @@ class Faults:
             "error_rate": self.error_rate,
             "error_statuses": self.error_statuses,
             "latency_ms": self.latency_ms,
+            "latency_after_ms": self.latency_after_ms,
             "drop_rate": self.drop_rate,
             "rate_limit_burst": self.rate_limit_burst,
             "omit_rate_limit_headers": self.omit_rate_limit_headers,

@@ -1,0 +1,383 @@
+"""Write-back end to end: the sandbox over loopback, real outbox and warehouse files, the CLI
+and Dagster runs; crash safety with SIGKILLed drains."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from centsync.extract import ApiClient
+from centsync.pipelines import writeback
+from centsync.pipelines.cli import main
+from centsync.warehouse.outbox import Outbox, outbox_path
+
+from .conftest import Env
+
+HEADER = "event_id,account,booked_at,amount,concept,category,notes\n"
+
+
+def outbox_rows(env: Env) -> list[dict[str, Any]]:
+    return Outbox(outbox_path(env.warehouse)).rows()
+
+
+def server_rows(env: Env, concept_part: str) -> list[dict[str, Any]]:
+    return [t for t in env.sb.state()["transactions"] if concept_part in t["concept"]]
+
+
+def drop(env: Env, name: str, text: str | bytes) -> Path:
+    inbox = env.warehouse.parent / "inbox"
+    inbox.mkdir(parents=True, exist_ok=True)
+    path = inbox / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+def writer(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys["read_write"])
+
+
+def test_a_csv_in_the_inbox_is_in_the_ledger_after_one_refresh_and_never_twice(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    drop(
+        env,
+        "cash.csv",
+        HEADER
+        + "c-1,Cash Wallet,2026-11-10,-3.50,WB Coffee,Restaurants,\n"
+        + ",Cash Wallet,2026-11-10,-2.50,WB Bakery,Groceries,\n"
+        + ",Cash Wallet,2026-11-10,-2.50,WB Bakery,Groceries,\n"  # the same again: a second bakery
+        + "c-4,Cash Wallet,2026-11-11,-1.234,WB Bad,,\n",
+    )
+    report = env.refresh()
+    assert report["writeback"]["sent"] == 3 and report["writeback"]["rejected"] == 1
+    assert report["outbox"]["confirmed"] == 3
+    assert report["verdict"] == "agree"
+    env.assert_exact()
+    created = server_rows(env, "WB ")
+    assert sorted((t["concept"], t["amount"]) for t in created) == [
+        ("WB Bakery", -250),
+        ("WB Bakery", -250),
+        ("WB Coffee", -350),
+    ]
+    rows = outbox_rows(env)
+    assert [r["state"] for r in rows] == ["confirmed", "confirmed", "confirmed", "rejected"]
+    assert {str(r["server_id"]) for r in rows[:3]} == {t["id"] for t in created}
+    assert "3 decimals but EUR has 2" in rows[3]["reason"]
+    assert env.sql("SELECT count(*) FROM core.transactions WHERE concept LIKE 'WB %'") == [(3,)]
+    assert env.sql("SELECT count(*) FROM ops.outbox WHERE state = 'confirmed'") == [(3,)]
+    inbox = env.warehouse.parent / "inbox"
+    errors = (inbox / "rejected" / "cash.csv.errors.csv").read_text()
+    assert "line,reason,row" in errors and "c-4" in errors and "3 decimals" in errors
+
+    # the same file again, renamed, and through the write-back job: nothing new is created
+    drop(env, "cash-copy.csv", (inbox / "rejected" / "cash.csv").read_bytes())
+    code, out = env.cli("writeback", "--json")
+    result = json.loads(out.strip().splitlines()[-1])
+    assert code == 0, out
+    assert result["queued"] == 0 and result["duplicates"] == 4 and result["sent"] == 0
+    assert len(server_rows(env, "WB ")) == 3
+    # its bad row is still bad: the copy goes beside the first, with its reasons
+    assert (inbox / "rejected" / "cash-copy.csv.errors.csv").exists()
+    code, out = env.cli("status", "--json")
+    assert json.loads(out)["outbox"]["states"] == {
+        "pending": 0,
+        "sent": 0,
+        "confirmed": 3,
+        "rejected": 1,
+        "needs_attention": 0,
+    }
+
+
+def test_a_read_only_key_sends_nothing_loses_nothing_and_says_what_to_do(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.refresh()  # the fixture's key is read-only
+    drop(env, "cash.csv", HEADER + "r-1,Cash Wallet,2026-11-12,-4.00,RO Lunch,,\n")
+    before = len(env.sb.state()["transactions"])
+    result = CliRunner().invoke(main, ["writeback"], catch_exceptions=False)
+    assert result.exit_code == 3, result.output
+    assert "data.write" in result.stderr and "CENTSYNC_API_KEY" in result.stderr
+    assert [(r["state"], r["attempts"]) for r in outbox_rows(env)] == [("pending", 0)]
+    assert len(env.sb.state()["transactions"]) == before
+    # a refresh with the read-only key still refreshes, and says why the row waits
+    report = env.refresh()
+    assert any("read-only" in w for w in report["writeback"]["warnings"])
+    assert [r["state"] for r in outbox_rows(env)] == ["pending"]
+    # with a read and write key it goes, once
+    writer(env, monkeypatch)
+    code, out = env.cli("writeback")
+    assert code == 0, out
+    assert "1 accepted by the service" in out
+    assert len(server_rows(env, "RO Lunch")) == 1
+
+
+def test_the_same_event_with_another_body_needs_attention_and_is_never_sent(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    drop(env, "a.csv", HEADER + "dup-1,Cash Wallet,2026-11-12,-4.00,NA Taxi,,\n")
+    assert env.cli("writeback")[0] == 0
+    drop(env, "b.csv", HEADER + "dup-1,Cash Wallet,2026-11-12,-40.00,NA Taxi,,\n")
+    code, out = env.cli("writeback", "--json")
+    assert code == 7, out
+    rows = outbox_rows(env)
+    assert [r["state"] for r in rows] == ["sent", "needs_attention"]
+    assert rows[1]["attempts"] == 0
+    assert '"amount":-400' in rows[1]["reason"] and '"amount":-4000' in rows[1]["reason"]
+    assert [t["amount"] for t in server_rows(env, "NA Taxi")] == [-400]
+
+
+def test_a_key_the_service_already_holds_with_another_body_needs_attention(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    drop(env, "a.csv", HEADER + "k-1,Cash Wallet,2026-11-12,-4.00,KR Taxi,,\n")
+    assert writeback.run_writeback(None, env.warehouse, writeback.WritebackOptions()).queued == 1
+    row = outbox_rows(env)[0]
+    # another tool used the same key first, with another body
+    body = json.loads(row["body"]) | {"amount": -999}
+    r = httpx.post(
+        env.base_url + "/v1/transactions",
+        json=body,
+        headers={
+            "Authorization": f"Bearer {env.sb.keys['read_write']}",
+            "Idempotency-Key": row["idempotency_key"],
+        },
+    )
+    assert r.status_code == 201
+    code, out = env.cli("writeback")
+    assert code == 7, out
+    row = outbox_rows(env)[0]
+    assert row["state"] == "needs_attention" and row["response_status"] == 422
+    assert "idempotency_key_reused" in row["reason"] and row["body"] in row["reason"]
+    assert [t["amount"] for t in server_rows(env, "KR Taxi")] == [-999]
+
+
+def _client(env: Env) -> ApiClient:
+    return ApiClient(
+        env.base_url, env.sb.keys["read_write"], backoff_initial=0.01, backoff_max=0.05
+    )
+
+
+def test_a_send_with_an_unknown_outcome_past_the_key_lifetime_is_looked_up_not_resent(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    drop(
+        env,
+        "late.csv",
+        HEADER
+        + "l-1,Cash Wallet,2026-11-12,-6.00,LATE Cinema,,\n"
+        + "l-2,Cash Wallet,2026-11-12,-7.00,LATE Popcorn,,\n",
+    )
+    writeback.run_writeback(None, env.warehouse, writeback.WritebackOptions())  # intake only
+    box = Outbox(outbox_path(env.warehouse))
+    cinema, popcorn = box.rows()
+    t0 = dt.datetime.now(dt.UTC)
+    # both sends started, then the process died: the cinema request reached the service, the
+    # popcorn one never left
+    box.mark_attempt(cinema["id"], t0)
+    box.mark_attempt(popcorn["id"], t0)
+    with _client(env) as c:
+        c.write(
+            "POST",
+            cinema["path"],
+            json.loads(cinema["body"]),
+            idempotency_key=cinema["idempotency_key"],
+        )
+    env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})  # the service forgets the keys
+    later = writeback.WritebackOptions(now=lambda: t0 + dt.timedelta(hours=25))
+    with _client(env) as c:
+        summary = writeback.run_writeback(c, env.warehouse, later)
+    assert summary.found_by_lookup == 1 and summary.sent == 1
+    assert len(server_rows(env, "LATE Cinema")) == 1  # found, not created again
+    assert len(server_rows(env, "LATE Popcorn")) == 1  # not found, so sent once
+    cinema, popcorn = box.rows()
+    assert cinema["state"] == "sent" and cinema["found_by_lookup"] and cinema["attempts"] == 1
+    assert (
+        popcorn["state"] == "sent" and not popcorn["found_by_lookup"] and popcorn["attempts"] == 2
+    )
+    # without the lookup the resend would have created a second cinema: the key is gone
+    with _client(env) as c:
+        again = c.write(
+            "POST",
+            cinema["path"],
+            json.loads(cinema["body"]),
+            idempotency_key=cinema["idempotency_key"],
+        )
+    assert not again.replayed and len(server_rows(env, "LATE Cinema")) == 2
+
+
+def test_analysts_requests_table_edits_and_assigns_go_through_the_same_outbox(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    expense, goal = env.sql(
+        "SELECT id::VARCHAR, (SELECT any_value(expense_goal_id)::VARCHAR FROM core.transactions) "
+        "FROM core.transactions WHERE type = 'expense' AND expense_goal_id IS NULL LIMIT 1"
+    )[0]
+    box = Outbox(outbox_path(env.warehouse))
+    with box.connect() as con:
+        con.execute(
+            "INSERT INTO ops.outbox_requests (event_id, account, booked_at, amount, concept) "
+            "VALUES ('q-1', 'Cash Wallet', '2026-11-13', -8.20, 'REQ Museum')"
+        )
+        con.execute(
+            "INSERT INTO ops.outbox_requests (event_id, operation, transaction_id, concept) "
+            "VALUES ('q-2', 'edit', ?, 'REQ renamed')",
+            [expense],
+        )
+        con.execute(
+            "INSERT INTO ops.outbox_requests (event_id, operation, transaction_id, expense_goal_id) "
+            "VALUES ('q-3', 'assign', ?, ?)",
+            [expense, goal],
+        )
+        con.execute(
+            "INSERT INTO ops.outbox_requests (event_id, account, booked_at, amount, concept) "
+            "VALUES ('q-4', 'Cash Wallet', '2026-11-13', -(0.1::DOUBLE + 0.2::DOUBLE), 'REQ float')"
+        )
+    report = env.refresh()
+    assert report["writeback"]["sent"] == 3, report["writeback"]
+    states = {r["event_ref"]: r["state"] for r in box.rows()}
+    assert states == {
+        "event:q-1": "confirmed",
+        "event:q-2": "confirmed",
+        "event:q-3": "confirmed",
+        "event:q-4": "rejected",  # 0.30000000000000004: never rounded
+    }
+    env.assert_exact()
+    assert env.sql(
+        "SELECT concept, expense_goal_id::VARCHAR FROM core.transactions WHERE id = ?", [expense]
+    ) == [("REQ renamed", goal)]
+    assert report["verdict"] == "agree"
+    # the table is read again by every drain: nothing is sent twice
+    code, out = env.cli("writeback")
+    assert code == 0, out  # q-4 was rejected before: reported then, not again
+    assert "4 already in the outbox (not sent again)" in out and "rejected 1" in out
+    assert len(server_rows(env, "REQ Museum")) == 1
+
+
+def test_dry_run_shows_the_plan_and_changes_nothing(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    path = drop(
+        env,
+        "plan.csv",
+        HEADER + "p-1,Cash Wallet,2026-11-12,-4.00,DRY Taxi,,\np-2,Nope,2026-11-12,-1,DRY Bad,,\n",
+    )
+    code, out = env.cli("writeback", "--dry-run")
+    assert code == 7, out
+    assert "dry run" in out and "-4.00 'DRY Taxi'" in out and "no account 'Nope'" in out
+    assert path.exists() and not outbox_path(env.warehouse).exists()
+    assert server_rows(env, "DRY") == []
+
+
+# ------------------------------------------------------------------------------ crash safety
+
+CHILD = """
+import sys
+from pathlib import Path
+from click.testing import CliRunner
+
+from centsync.extract import ApiClient
+from centsync.pipelines.cli import main
+from centsync.pipelines import writeback
+base, key, warehouse = sys.argv[1:4]
+with ApiClient(base, key, backoff_initial=0.01, backoff_max=0.05) as c:
+    print("ready", flush=True)
+    writeback.run_writeback(c, Path(warehouse), writeback.WritebackOptions())
+print("done", flush=True)
+"""
+
+
+def _phase(rows: list[dict[str, Any]], on_server: set[str]) -> str:
+    unknown = [r for r in rows if r["last_sent_at"] is not None and r["last_response_at"] is None]
+    if not any(r["attempts"] for r in rows):
+        return "before-send"
+    if not unknown:
+        return "between-sends"
+    return "after-response" if unknown[0]["concept"] in on_server else "in-flight"
+
+
+def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    # every request waits 120 ms before its work, and a write 120 ms more after it, before the
+    # response: the kills land before a send, while one is in flight, or after the service has
+    # created the transaction but before the drain heard of it
+    slow = {"latency_ms": 120, "latency_after_ms": 120}
+    rng = random.Random(20261123)
+    phases: list[str] = []
+    trials = 24
+    for trial in range(trials):
+        concepts = [f"KILL t{trial} r{i}" for i in range(3)]
+        drop(
+            env,
+            f"trial-{trial}.csv",
+            HEADER
+            + "".join(
+                f"k{trial}-{i},Cash Wallet,2026-11-14,-{i + 1}.00,{c},,\n"
+                for i, c in enumerate(concepts)
+            ),
+        )
+        env.admin("PUT", "/_sandbox/faults", slow)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                CHILD,
+                env.base_url,
+                env.sb.keys["read_write"],
+                str(env.warehouse),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env={**os.environ, "CENTSYNC_INBOX": str(env.warehouse.parent / "inbox")},
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == b"ready"
+        # spread over the intake, the first sends and their responses (each write takes ~160 ms)
+        time.sleep(rng.uniform(0.0, 0.75))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        on_server = {t["concept"] for t in server_rows(env, f"KILL t{trial} ")}
+        mine = [r for r in outbox_rows(env) if (r["concept"] or "").startswith(f"KILL t{trial} ")]
+        phases.append(_phase(mine, on_server) if mine else "before-send")
+        # the next run finishes the job (at full speed)
+        env.admin("DELETE", "/_sandbox/faults")
+        with _client(env) as c:
+            writeback.run_writeback(c, env.warehouse, writeback.WritebackOptions())
+        created = server_rows(env, f"KILL t{trial} ")
+        assert sorted(t["concept"] for t in created) == concepts, (trial, phases[-1])
+        rows = [r for r in outbox_rows(env) if r["concept"].startswith(f"KILL t{trial} ")]
+        assert [r["state"] for r in rows] == ["sent"] * 3
+        assert {str(r["server_id"]) for r in rows} == {t["id"] for t in created}
+    print("kill phases:", dict(Counter(phases)))  # shown with pytest -s
+    for phase in ("before-send", "in-flight", "after-response"):
+        assert phases.count(phase) >= 2, phases
+    env.refresh()
+    env.assert_exact()
+    assert env.sql("SELECT count(*) FROM ops.outbox WHERE state = 'confirmed'") == [(3 * trials,)]
