@@ -143,7 +143,13 @@ def demo() -> None:
 
     started = time.monotonic()
     with embedded_api():
+        # the README's example inbox file is posted too (write-back, with a read-write key)
+        example = _seed_inbox_example()
         meta = run_refresh_job("full", report=True)
+        if example is not None and example.exists():
+            # a first demo: the write-back checks rows against a warehouse, so it waited for
+            # this refresh; an incremental one posts them and reads them back
+            meta = run_refresh_job("auto", report=True)
     meta["seconds"] = round(time.monotonic() - started, 2)
     verdict = meta.pop("verdict", None)
     _print_summary(meta)
@@ -179,6 +185,23 @@ def demo() -> None:
         )
     if verdict == "differ":
         raise SystemExit(EXIT_DIFFER)
+
+
+def _seed_inbox_example() -> Path | None:
+    """Copy the example inbox file into the inbox unless it was processed before."""
+    from importlib import resources
+
+    from centsync.pipelines.writeback import inbox_path
+
+    inbox = inbox_path(_warehouse_path())
+    name = "cash-receipts.csv"
+    if any((inbox / d / name).exists() for d in ("done", "rejected")):
+        return None
+    inbox.mkdir(parents=True, exist_ok=True)
+    target = inbox / name
+    source = resources.files("centsync.pipelines").joinpath("examples", name)
+    target.write_bytes(source.read_bytes())
+    return target
 
 
 @main.command("report")

@@ -21,7 +21,6 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import hashlib
-import io
 import re
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
@@ -201,7 +200,7 @@ def read_csv(data: bytes) -> ReadFile:
         return ReadFile([], "empty file: the first line must be the header")
     first = text.splitlines()[0]
     delimiter = ";" if first.count(";") > first.count(",") else ","
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True)
     try:
         header = [h.strip().lower() for h in next(reader)]
     except csv.Error as e:
@@ -561,12 +560,23 @@ def request_rows(records: Iterable[Mapping[str, Any]]) -> list[SourceRow]:
     return out
 
 
+class _Collect:
+    """A write target for csv.writer that keeps the text (no file: this layer does no I/O)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return len(text)
+
+
 def errors_csv(planned: Sequence[Planned], delimiter: str = ",") -> str:
     """The rejected rows of a file, each with its line and reason (kept verbatim)."""
-    buf = io.StringIO()
-    w = csv.writer(buf, delimiter=delimiter, lineterminator="\n")
+    out = _Collect()
+    w = csv.writer(out, delimiter=delimiter, lineterminator="\n")
     w.writerow(["line", "reason", "row"])
     for p in planned:
         if p.reason is not None:
             w.writerow([p.line, p.reason, p.text])
-    return buf.getvalue()
+    return "".join(out.parts)

@@ -33,7 +33,20 @@ def test_definitions_load_with_jobs_schedules_sensor_and_check() -> None:
     assert defs.resolve_job_def("bank_sync_job") is not None
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}
     marts = {f"marts/{m}" for m in MARTS}
-    assert keys == ENDPOINT_ASSETS | marts | {"bank_sync", "transactions_by_month", "recon/results"}
+    assert keys == ENDPOINT_ASSETS | marts | {
+        "bank_sync",
+        "transactions_by_month",
+        "recon/results",
+        "outbox",
+    }
+    # the write-back runs first in a refresh, and alone in its own job (no schedule starts it)
+    graph_parents = defs.resolve_asset_graph().get(dg.AssetKey("transactions")).parent_keys
+    assert dg.AssetKey("outbox") in graph_parents
+    writeback_job = defs.resolve_job_def("writeback_job")
+    assert {n for n in writeback_job.graph.node_names()} == {"outbox"}
+    assert "outbox" in defs.resolve_job_def("refresh_job").graph.node_names()
+    scheduled = {s.job_name for s in defs.schedules}  # type: ignore[union-attr]
+    assert "writeback_job" not in scheduled
     # lineage: endpoints -> marts -> reconciliation
     graph = defs.resolve_asset_graph()
     parents = {k.to_user_string() for k in graph.get(dg.AssetKey(["recon", "results"])).parent_keys}

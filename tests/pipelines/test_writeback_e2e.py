@@ -3,6 +3,7 @@ and Dagster runs; crash safety with SIGKILLed drains."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import os
@@ -295,29 +296,36 @@ def test_dry_run_shows_the_plan_and_changes_nothing(
 
 # ------------------------------------------------------------------------------ crash safety
 
-CHILD = """
-import sys
+# One process imports everything once, then forks a drain per trial (a fresh interpreter per
+# trial would spend most of the test importing).
+ZYGOTE = """
+import os, sys
 from pathlib import Path
-from click.testing import CliRunner
-
 from centsync.extract import ApiClient
-from centsync.pipelines.cli import main
 from centsync.pipelines import writeback
 base, key, warehouse = sys.argv[1:4]
-with ApiClient(base, key, backoff_initial=0.01, backoff_max=0.05) as c:
-    print("ready", flush=True)
-    writeback.run_writeback(c, Path(warehouse), writeback.WritebackOptions())
-print("done", flush=True)
+print("zygote", flush=True)
+for _ in sys.stdin:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            with ApiClient(base, key, backoff_initial=0.01, backoff_max=0.05) as c:
+                print(f"ready {os.getpid()}", flush=True)
+                writeback.run_writeback(c, Path(warehouse), writeback.WritebackOptions())
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+    print("reaped", flush=True)
 """
 
 
-def _phase(rows: list[dict[str, Any]], on_server: set[str]) -> str:
+def _phase(rows: list[dict[str, Any]], attempts_before: int, on_server: set[str]) -> str:
     unknown = [r for r in rows if r["last_sent_at"] is not None and r["last_response_at"] is None]
-    if not any(r["attempts"] for r in rows):
+    if sum(r["attempts"] for r in rows) == attempts_before:
         return "before-send"
     if not unknown:
         return "between-sends"
-    return "after-response" if unknown[0]["concept"] in on_server else "in-flight"
+    return "after-response" if unknown[-1]["concept"] in on_server else "in-flight"
 
 
 def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
@@ -328,53 +336,55 @@ def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
     # every request waits 120 ms before its work, and a write 120 ms more after it, before the
     # response: the kills land before a send, while one is in flight, or after the service has
     # created the transaction but before the drain heard of it
-    slow = {"latency_ms": 120, "latency_after_ms": 120}
+    env.admin("PUT", "/_sandbox/faults", {"latency_ms": 120, "latency_after_ms": 120})
     rng = random.Random(20261123)
     phases: list[str] = []
     trials = 24
-    for trial in range(trials):
-        concepts = [f"KILL t{trial} r{i}" for i in range(3)]
-        drop(
-            env,
-            f"trial-{trial}.csv",
-            HEADER
-            + "".join(
-                f"k{trial}-{i},Cash Wallet,2026-11-14,-{i + 1}.00,{c},,\n"
-                for i, c in enumerate(concepts)
-            ),
-        )
-        env.admin("PUT", "/_sandbox/faults", slow)
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-c",
-                CHILD,
-                env.base_url,
-                env.sb.keys["read_write"],
-                str(env.warehouse),
-            ],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            env={**os.environ, "CENTSYNC_INBOX": str(env.warehouse.parent / "inbox")},
-        )
-        assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == b"ready"
-        # spread over the intake, the first sends and their responses (each write takes ~160 ms)
-        time.sleep(rng.uniform(0.0, 0.75))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        on_server = {t["concept"] for t in server_rows(env, f"KILL t{trial} ")}
-        mine = [r for r in outbox_rows(env) if (r["concept"] or "").startswith(f"KILL t{trial} ")]
-        phases.append(_phase(mine, on_server) if mine else "before-send")
-        # the next run finishes the job (at full speed)
-        env.admin("DELETE", "/_sandbox/faults")
-        with _client(env) as c:
-            writeback.run_writeback(c, env.warehouse, writeback.WritebackOptions())
-        created = server_rows(env, f"KILL t{trial} ")
-        assert sorted(t["concept"] for t in created) == concepts, (trial, phases[-1])
-        rows = [r for r in outbox_rows(env) if r["concept"].startswith(f"KILL t{trial} ")]
-        assert [r["state"] for r in rows] == ["sent"] * 3
-        assert {str(r["server_id"]) for r in rows} == {t["id"] for t in created}
+    zygote = subprocess.Popen(
+        [sys.executable, "-c", ZYGOTE, env.base_url, env.sb.keys["read_write"], str(env.warehouse)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "CENTSYNC_INBOX": str(env.warehouse.parent / "inbox")},
+    )
+    assert zygote.stdin is not None and zygote.stdout is not None
+    assert zygote.stdout.readline().strip() == b"zygote"
+    try:
+        for trial in range(trials):
+            drop(
+                env,
+                f"trial-{trial}.csv",
+                HEADER
+                + "".join(
+                    f"k{trial}-{i},Cash Wallet,2026-11-14,-{i + 1}.00,KILL t{trial} r{i},,\n"
+                    for i in range(3)
+                ),
+            )
+            attempts_before = sum(r["attempts"] for r in outbox_rows(env))
+            zygote.stdin.write(b"go\n")
+            zygote.stdin.flush()
+            ready = zygote.stdout.readline().split()
+            assert ready[0] == b"ready"
+            # spread over the intake, the sends and their responses (a write takes ~250 ms)
+            time.sleep(rng.uniform(0.0, 0.75))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(ready[1]), signal.SIGKILL)
+            assert zygote.stdout.readline().strip() == b"reaped"
+            on_server = {t["concept"] for t in server_rows(env, "KILL ")}
+            phases.append(_phase(outbox_rows(env), attempts_before, on_server))
+    finally:
+        zygote.stdin.close()
+        zygote.wait(timeout=30)
+    # the next run (at full speed) finishes the job: every later kill's leftovers included
+    env.admin("DELETE", "/_sandbox/faults")
+    with _client(env) as c:
+        writeback.run_writeback(c, env.warehouse, writeback.WritebackOptions())
+    rows = [r for r in outbox_rows(env) if (r["concept"] or "").startswith("KILL ")]
+    created = server_rows(env, "KILL ")
+    want = sorted(f"KILL t{t} r{i}" for t in range(trials) for i in range(3))
+    assert sorted(t["concept"] for t in created) == want  # each exactly once
+    assert [r["state"] for r in rows] == ["sent"] * len(want)
+    assert {str(r["server_id"]) for r in rows} == {t["id"] for t in created}
     print("kill phases:", dict(Counter(phases)))  # shown with pytest -s
     for phase in ("before-send", "in-flight", "after-response"):
         assert phases.count(phase) >= 2, phases
