@@ -21,7 +21,7 @@ import orjson
 import polars as pl
 
 from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
-from centsync.pipelines import binding, writeback
+from centsync.pipelines import binding, writeback_confirm
 from centsync.pipelines.months import (
     _add_months,
     _month,
@@ -34,7 +34,6 @@ from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
-from centsync.warehouse.outbox import Outbox, mirror, outbox_path
 from centsync.warehouse.session import is_interrupt
 
 log = logging.getLogger("centsync.refresh")
@@ -498,7 +497,7 @@ def run_refresh(
     with Warehouse.refreshing(warehouse_path, mode=mode) as wh:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         wh.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
-        options.written_months = writeback.written_months(wh.con, published)
+        options.written_months = writeback_confirm.written_months(wh.con, published)
         r = Refresher(client, wh, options, me=me, source=source)
         r.summary.source = source
         summary = r.run()
@@ -529,14 +528,9 @@ def run_refresh(
 
 
 def _outbox(wh: Warehouse, published: Path, summary: RefreshSummary) -> None:
-    box = Outbox(outbox_path(published))
-    if not box.exists():
-        return
-    summary.outbox_confirmed = writeback.confirm(
-        wh.con, published, wh.refresh_id or "", writeback.utcnow()
-    )
-    mirror(wh.con, box.arrow())
-    summary.outbox = box.counts()
+    found = writeback_confirm.after_refresh(wh.con, published, wh.refresh_id or "")
+    if found is not None:
+        summary.outbox_confirmed, summary.outbox = found
 
 
 def _reconcile(client: ApiClient, wh: Warehouse, summary: RefreshSummary) -> None:

@@ -10,7 +10,7 @@ import duckdb
 
 from centsync.warehouse import connect_readonly
 from centsync.warehouse.errors import NoWarehouseError
-from centsync.warehouse.outbox import STATES, outbox_path
+from centsync.warehouse.outbox import Outbox, outbox_path
 
 # the tables an analyst asks about, in the order `status` lists them
 TABLES = (
@@ -128,7 +128,7 @@ def _outbox(warehouse: Path) -> dict[str, Any]:
     inbox = writeback.inbox_path(warehouse)
     return {
         "path": str(outbox_path(warehouse)),
-        "states": writeback.counts(warehouse) or dict.fromkeys(STATES, 0),
+        "states": Outbox(outbox_path(warehouse)).counts(),
         "inbox": str(inbox),
         "inbox_files": len(list(inbox.glob("*.csv"))) if inbox.is_dir() else 0,
     }

@@ -237,7 +237,9 @@ def intake(
             "refresh: the write-back checks rows against the warehouse's accounts and categories"
         )
         return
-    existing = {(r["idempotency_key"], r["body_sha256"]): r["state"] for r in outbox.rows()}
+    existing = (
+        {(r["idempotency_key"], r["body_sha256"]) for r in outbox.rows()} if dry_run else set()
+    )
     for f in files:
         rf = read[f]
         entry: dict[str, Any] = {"file": f.name, "rows": len(rf.rows)}
@@ -285,7 +287,7 @@ def intake(
 def _enqueue(
     outbox: Outbox,
     planned: list[rules.Planned],
-    existing: dict[tuple[str, str], str],
+    existing: set[tuple[str, str]],
     now: dt.datetime,
     summary: WritebackSummary,
     entry: dict[str, Any],
@@ -478,17 +480,11 @@ def _error_body(e: ApiError) -> str:
 
 
 def _earlier_bodies(outbox: Outbox, row: dict[str, Any]) -> str:
-    others = [
-        r
-        for r in outbox.rows("idempotency_key = ? AND id <> ?", [row["idempotency_key"], row["id"]])
-    ]
+    others = outbox.rows("idempotency_key = ? AND id <> ?", [row["idempotency_key"], row["id"]])
     if not others:
         return ""
-    return (
-        "Earlier bodies in the outbox under this key: "
-        + "; ".join(f"#{r['id']} ({r['state']}): {r['body']}" for r in others)
-        + ". "
-    )
+    listed = "; ".join(f"#{r['id']} ({r['state']}): {r['body']}" for r in others)
+    return f"Earlier bodies in the outbox under this key: {listed}. "
 
 
 # ------------------------------------------------------------------------------------- the run
@@ -534,95 +530,12 @@ def run_writeback(
     return summary
 
 
-# ----------------------------------------------------------------------------------- confirming
-
-_COMPARED = {
-    "concept": "concept",
-    "category_id": "category_id",
-    "amount": "amount",
-    "booked_at": "booked_at",
-    "type": "type",
-    "expense_goal_id": "expense_goal_id",
-}
-
-
-def confirm(con: Any, warehouse: Path, refresh_id: str, now: dt.datetime) -> int:
-    """Sent rows that this refresh read back from the service become confirmed.
-
-    A create is confirmed when its transaction is in core.transactions; an edit or assign when
-    the transaction carries the fields it sent (notes are not in the list, so not compared).
-    """
-    outbox = Outbox(outbox_path(Path(warehouse)))
-    if not outbox.exists():
-        return 0
-    sent = outbox.rows("state = 'sent' AND server_id IS NOT NULL")
-    if not sent:
-        return 0
-    ids = [str(r["server_id"]) for r in sent]
-    cur = con.execute(
-        "SELECT id::VARCHAR AS id, concept, category_id::VARCHAR AS category_id, amount, "
-        "strftime(booked_at, '%Y-%m-%d') AS booked_at, type, "
-        "expense_goal_id::VARCHAR AS expense_goal_id FROM core.transactions "
-        "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-        [ids],
-    )
-    names = [d[0] for d in cur.description]
-    seen = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
-    done = []
-    for r in sent:
-        local = seen.get(str(r["server_id"]))
-        if local is None:
-            continue
-        if r["operation"] != "create":
-            body = orjson.loads(r["body"])
-            if any(local.get(col) != body[f] for f, col in _COMPARED.items() if f in body):
-                continue
-        done.append(int(r["id"]))
-    outbox.confirm(done, refresh_id, now)
-    return len(done)
-
-
-def written_months(con: Any, warehouse: Path) -> list[dt.date]:
-    """First days of the months that sent (not yet confirmed) rows changed on the service: a
-    create's month, and an edited or assigned transaction's month (old and new date)."""
-    outbox = Outbox(outbox_path(Path(warehouse)))
-    if not outbox.exists():
-        return []
-    sent = outbox.rows("state = 'sent'")
-    months: set[dt.date] = set()
-    edited = []
-    for r in sent:
-        if r["booked_at"] is not None:
-            months.add(r["booked_at"].replace(day=1))
-        if r["transaction_id"] is not None:
-            edited.append(str(r["transaction_id"]))
-        body = orjson.loads(r["body"]) if r["body"] else {}
-        if r["operation"] == "edit" and "booked_at" in body:
-            months.add(dt.date.fromisoformat(body["booked_at"]).replace(day=1))
-    if edited:
-        for (m,) in con.execute(
-            "SELECT DISTINCT month FROM core.transactions "
-            "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-            [edited],
-        ).fetchall():
-            months.add(m)
-    return sorted(months)
-
-
-def counts(warehouse: Path) -> dict[str, int] | None:
-    """Outbox rows per state (None when there is no outbox)."""
-    outbox = Outbox(outbox_path(Path(warehouse)))
-    return outbox.counts() if outbox.exists() else None
-
-
 __all__ = [
     "STATES",
     "DrainStopped",
     "WriteScopeMissing",
     "WritebackOptions",
     "WritebackSummary",
-    "confirm",
-    "counts",
     "inbox_path",
     "run_writeback",
 ]

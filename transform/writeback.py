@@ -198,9 +198,10 @@ def read_csv(data: bytes) -> ReadFile:
         )
     if not text.strip():
         return ReadFile([], "empty file: the first line must be the header")
-    first = text.splitlines()[0]
+    first = text.split("\n", 1)[0]
     delimiter = ";" if first.count(";") > first.count(",") else ","
-    reader = csv.reader(text.splitlines(keepends=True), delimiter=delimiter, strict=True)
+    lines = text.splitlines(keepends=True)
+    reader = csv.reader(lines, delimiter=delimiter, strict=True)
     try:
         header = [h.strip().lower() for h in next(reader)]
     except csv.Error as e:
@@ -225,7 +226,6 @@ def read_csv(data: bytes) -> ReadFile:
             f"{', '.join(COLUMNS)} (see the README's inbox format)",
         )
     rows: list[SourceRow] = []
-    lines = text.splitlines(keepends=True)
     try:
         while True:
             start = reader.line_num + 1

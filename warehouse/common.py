@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import duckdb
 import orjson
 import polars as pl
 
@@ -165,3 +167,17 @@ def _text(value: Any) -> str:
     # Non-text values in a text-or-int column (a float amount, a bool) stay visible as JSON text
     # so validation rejects them with the value in the reason.
     return orjson.dumps(value).decode()
+
+
+@contextlib.contextmanager
+def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """One DuckDB transaction: commit on success, roll back on any exception."""
+    con.begin()
+    try:
+        yield con
+        con.commit()
+    except BaseException:
+        # an interrupted query has already ended the transaction: nothing to roll back
+        with contextlib.suppress(duckdb.TransactionException):
+            con.rollback()
+        raise

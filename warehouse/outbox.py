@@ -26,8 +26,6 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import fcntl
-import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -36,7 +34,9 @@ from typing import Any
 import duckdb
 import pyarrow as pa
 
+from centsync.warehouse.common import transaction
 from centsync.warehouse.errors import WarehouseError
+from centsync.warehouse.paths import exclusive_lock
 
 STATES = ("pending", "sent", "confirmed", "rejected", "needs_attention")
 OPEN_TIMEOUT = 20.0  # seconds to wait for another process's connection to the outbox to close
@@ -169,19 +169,19 @@ class Outbox:
         finally:
             con.close()
 
-    @contextlib.contextmanager
-    def draining(self) -> Iterator[None]:
+    def draining(self) -> contextlib.AbstractContextManager[None]:
         """One drain at a time (a kernel lock, released even when the holder is killed)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError as exc:
-                raise OutboxBusyError(f"another write-back is draining {self.path}") from exc
-            yield
-        finally:
-            os.close(fd)
+        return exclusive_lock(
+            self.path.with_name(self.path.name + ".lock"),
+            lambda: OutboxBusyError(f"another write-back is draining {self.path}"),
+        )
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One short connection holding one transaction (committed, or rolled back on error)."""
+        with self.connect() as con, transaction(con):
+            yield con
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -193,17 +193,8 @@ class Outbox:
         revived      the event was rejected before and is valid now: a new pending row
         conflict     the same event with a different body: a needs_attention row, never sent
         """
-        outcomes: list[str] = []
-        with self.connect() as con:
-            con.begin()
-            try:
-                for p in plans:
-                    outcomes.append(self._enqueue_one(con, p, now))
-                con.commit()
-            except BaseException:
-                con.rollback()
-                raise
-        return outcomes
+        with self.writing() as con:
+            return [self._enqueue_one(con, p, now) for p in plans]
 
     def _enqueue_one(
         self, con: duckdb.DuckDBPyConnection, p: Mapping[str, Any], now: dt.datetime
@@ -257,8 +248,7 @@ class Outbox:
 
     def mark_attempt(self, outbox_id: int, now: dt.datetime) -> None:
         """Durably note that a send is about to start (before the request leaves)."""
-        with self.connect() as con:
-            con.begin()
+        with self.writing() as con:
             con.execute(
                 "UPDATE ops.outbox SET attempts = attempts + 1, "
                 "first_sent_at = coalesce(first_sent_at, ?), last_sent_at = ?, updated_at = ? "
@@ -266,7 +256,6 @@ class Outbox:
                 [now, now, now, outbox_id],
             )
             self._event(con, outbox_id, now, "pending", "sending")
-            con.commit()
 
     def record(
         self,
@@ -285,8 +274,7 @@ class Outbox:
         """Record an outcome (a response, or a lookup's finding) in one transaction."""
         if state not in STATES:
             raise ValueError(f"unknown outbox state {state!r}")
-        with self.connect() as con:
-            con.begin()
+        with self.writing() as con:
             con.execute(
                 "UPDATE ops.outbox SET state = ?, reason = ?, response_status = ?, "
                 "response_body = ?, server_id = coalesce(?, server_id), replayed = ?, "
@@ -306,25 +294,21 @@ class Outbox:
                 ],
             )
             self._event(con, outbox_id, now, state, event, reason)
-            con.commit()
 
     def note_unknown(self, outbox_id: int, now: dt.datetime, detail: str) -> None:
         """A send whose outcome is unknown (connection lost, 5xx): stays pending, resent later."""
-        with self.connect() as con:
-            con.begin()
+        with self.writing() as con:
             con.execute(
                 "UPDATE ops.outbox SET reason = ?, updated_at = ? WHERE id = ?",
                 [f"outcome unknown, will be resent with the same key: {detail}", now, outbox_id],
             )
             self._event(con, outbox_id, now, "pending", "outcome_unknown", detail)
-            con.commit()
 
     def confirm(self, ids: Sequence[int], refresh_id: str, now: dt.datetime) -> None:
         """Rows seen again in a refresh's read of the ledger."""
         if not ids:
             return
-        with self.connect() as con:
-            con.begin()
+        with self.writing() as con:
             for i in ids:
                 con.execute(
                     "UPDATE ops.outbox SET state = 'confirmed', confirmed_at = ?, confirmed_by = ?, "
@@ -332,7 +316,6 @@ class Outbox:
                     [now, refresh_id, now, i],
                 )
                 self._event(con, i, now, "confirmed", "seen_in_refresh", refresh_id)
-            con.commit()
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -370,15 +353,12 @@ class Outbox:
 
 def mirror(con: duckdb.DuckDBPyConnection, outbox: pa.Table | None) -> int:
     """Copy the outbox into a warehouse's ops.outbox (its read-only view for analysts)."""
-    con.begin()
-    try:
+    with transaction(con):
         con.execute("DELETE FROM ops.outbox")
         if outbox is not None and outbox.num_rows:
             con.register("_outbox_rows", outbox)
-            con.execute("INSERT INTO ops.outbox BY NAME SELECT * FROM _outbox_rows")
-            con.unregister("_outbox_rows")
-        con.commit()
-    except BaseException:
-        con.rollback()
-        raise
+            try:
+                con.execute("INSERT INTO ops.outbox BY NAME SELECT * FROM _outbox_rows")
+            finally:
+                con.unregister("_outbox_rows")
     return 0 if outbox is None else outbox.num_rows

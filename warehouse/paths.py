@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import duckdb
@@ -75,21 +75,28 @@ def remove(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def refresh_lock(path: Path) -> Iterator[None]:
-    """Hold the warehouse's refresh lock; fail at once if another refresh holds it.
+def exclusive_lock(lock_path: Path, busy: Callable[[], Exception]) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_path`; raise `busy()` at once if another holds it.
 
     flock is released by the kernel when a holder dies (even by SIGKILL), so no stale lock.
     """
-    lock_path = path.with_name(path.name + ".lock")
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
-            raise RefreshInProgressError(f"another refresh is running on {path}") from exc
+            raise busy() from exc
         yield
     finally:
         os.close(fd)  # closing releases the flock
+
+
+def refresh_lock(path: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold the warehouse's refresh lock; fail at once if another refresh holds it."""
+    return exclusive_lock(
+        path.with_name(path.name + ".lock"),
+        lambda: RefreshInProgressError(f"another refresh is running on {path}"),
+    )
 
 
 def fsync_dir(directory: Path) -> None:

@@ -21,6 +21,7 @@ from centsync.warehouse.common import (
     Mode,
     RefreshStats,
     new_refresh_id,
+    transaction,
 )
 from centsync.warehouse.errors import WarehouseError
 from centsync.warehouse.migrate import migrate
@@ -163,18 +164,9 @@ class Session:
 
     # -- plumbing -----------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+    def transaction(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
         """One DuckDB transaction: commit on success, roll back on any exception."""
-        self.con.begin()
-        try:
-            yield self.con
-            self.con.commit()
-        except BaseException:
-            # an interrupted query has already ended the transaction: nothing to roll back
-            with contextlib.suppress(duckdb.TransactionException):
-                self.con.rollback()
-            raise
+        return transaction(self.con)
 
     @contextlib.contextmanager
     def _registered(self, frame: pl.DataFrame) -> Iterator[str]:

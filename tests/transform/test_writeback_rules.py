@@ -26,19 +26,7 @@ REF = wb.Reference.from_frames(
     expense_ids=[GOAL],
     transactions=pl.DataFrame({"id": [SPENT, EARNED], "type": ["expense", "income"]}),
 )
-HEADER = [
-    "event_id",
-    "operation",
-    "transaction_id",
-    "account",
-    "booked_at",
-    "amount",
-    "concept",
-    "category",
-    "notes",
-    "expense_goal_id",
-    "type",
-]
+HEADER = list(wb.COLUMNS)
 
 
 def row(**cells: str) -> dict[str, str]:
