@@ -75,6 +75,7 @@ class Pacer:
         self._minute: AsyncLimiter | None = None
         self._hour: AsyncLimiter | None = None
         self._hold_until = 0.0  # time.monotonic() before which nothing is sent
+        self.hold_reason = ""
         self._in_flight = 0
         self.waited_s = 0.0
         self.holds = 0
@@ -115,6 +116,11 @@ class Pacer:
             level = logging.WARNING if seconds >= 10 else logging.INFO
             log.log(level, "pacing: holding requests for %.1f s (%s)", seconds, reason)
             self._hold_until = until
+            self.hold_reason = reason
+
+    def hold_left(self) -> float:
+        """Seconds before anything may be sent (0 when nothing holds)."""
+        return max(0.0, self._hold_until - time.monotonic())
 
     async def acquire(self) -> float:
         """Wait for a slot; returns the seconds waited."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import os
 import time
@@ -16,7 +17,6 @@ from tenacity import (
     AsyncRetrying,
     RetryCallState,
     retry_if_exception,
-    stop_after_attempt,
     stop_any,
 )
 from tenacity.stop import stop_base
@@ -74,6 +74,62 @@ class _UnreachableThrice(stop_base):
         )
 
 
+# How long one call may wait for a rate limit to clear (429 ``Retry-After``, a spent allowance)
+# before it gives up: ``CENTSYNC_MAX_WAIT`` seconds, default 10 minutes.
+MAX_WAIT_ENV = "CENTSYNC_MAX_WAIT"
+DEFAULT_MAX_WAIT = 600.0
+
+
+def _max_wait_from_env() -> float:
+    raw = os.environ.get(MAX_WAIT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_WAIT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:  # also refuses nan
+        raise ConfigurationError(
+            f"{MAX_WAIT_ENV}={raw!r} is not a number of seconds: set it to e.g. 600, or unset it"
+        )
+    return value
+
+
+def _rate_limited(exc: BaseException | None) -> bool:
+    """A 429 ``rate_limited`` that says how long to wait: waited out against a time budget."""
+    return isinstance(exc, RateLimited) and exc.retry_after is not None
+
+
+class _StopPastBudget(stop_base):
+    """When a call gives up: after ``attempts`` failures the service did not ask us to wait
+    out (errors, dropped connections: exponential backoff), or when waiting as a 429 asks
+    would take the call past ``budget`` seconds of waiting. A burst of 429s is not a count."""
+
+    def __init__(self, attempts: int, budget: float) -> None:
+        self.attempts, self.budget = attempts, budget
+        self.failures = 0
+
+    def __call__(self, retry_state: RetryCallState) -> bool:
+        outcome = retry_state.outcome
+        exc = outcome.exception() if outcome else None
+        if _rate_limited(exc):
+            return retry_state.idle_for + retry_state.upcoming_sleep > self.budget
+        self.failures += 1
+        return self.failures >= self.attempts
+
+
+def _past_budget(exc: BaseException, waited: float, budget: float) -> BaseException:
+    """``exc`` (a 429 the call will not wait out) saying how long it waited and when to retry."""
+    if isinstance(exc, RateLimited) and exc.retry_after is not None:
+        when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=exc.retry_after)
+        exc.args = (
+            f"{exc}. Waited {waited:.0f} s; the service asks for {exc.retry_after:.0f} s more, "
+            f"past the {budget:.0f} s wait budget ({MAX_WAIT_ENV}): run again after "
+            f"{when:%H:%M:%S} UTC",
+        )
+    return exc
+
+
 class RequestCore:
     """The client's transport core: what every reader and writer sends its requests through."""
 
@@ -92,7 +148,7 @@ class RequestCore:
         max_attempts: int = 8,
         backoff_initial: float = 0.2,
         backoff_max: float = 30.0,
-        max_retry_after: float = 3700.0,
+        max_wait: float | None = None,
         pacing: bool = True,
         concurrency: int = 2,
         max_window_rows: int = 100_000,
@@ -132,7 +188,7 @@ class RequestCore:
         self.max_attempts = max_attempts
         self.backoff_initial = backoff_initial
         self.backoff_max = backoff_max
-        self.max_retry_after = max_retry_after
+        self.max_wait = _max_wait_from_env() if max_wait is None else max_wait
         self.concurrency = concurrency
         self.max_window_rows = max_window_rows
         self.max_rereads = max_rereads
@@ -216,6 +272,21 @@ class RequestCore:
         paced: bool,
     ) -> httpx.Response:
         if paced:
+            left = self.pacer.hold_left()
+            if left > self.max_wait:
+                # a spent hourly allowance: waiting past the budget would look like a hang
+                raise _past_budget(
+                    RateLimited(
+                        status=429,
+                        code="rate_limited",
+                        message=f"not sent: {self.pacer.hold_reason}",
+                        method=method,
+                        path=path,
+                        retry_after=left,
+                    ),
+                    0.0,
+                    self.max_wait,
+                )
             waited = await self.pacer.acquire()
         else:
             waited = self.pacer.acquire_unpaced()
@@ -373,8 +444,10 @@ class RequestCore:
         if not unknown_outcome_ok and not isinstance(exc, (RateLimited, ServiceUnavailable)):
             # the server may have acted on it: only an explicit "not now" is safe to resend
             return False
-        retry_after = getattr(exc, "retry_after", None)
-        return retry_after is None or retry_after <= self.max_retry_after
+        if _rate_limited(exc):
+            # a wait longer than the whole budget (a spent hourly allowance) is not waited at all
+            return float(exc.retry_after) <= self.max_wait  # type: ignore[attr-defined]
+        return True
 
     async def request(
         self,
@@ -409,6 +482,18 @@ class RequestCore:
             self.stats.add(endpoint, retries=1)
             exc = state.outcome.exception() if state.outcome else None
             wait = state.next_action.sleep if state.next_action else 0.0
+            if _rate_limited(exc):
+                # waiting as the service asks is shown, with what is left of the budget
+                log.warning(
+                    "rate limited on %s %s: waiting %.1f s as the service asks (%.0f s of the "
+                    "%.0f s wait budget used)",
+                    method,
+                    path,
+                    wait,
+                    state.idle_for - wait,
+                    self.max_wait,
+                )
+                return
             level = logging.WARNING if wait >= 10 else logging.INFO
             log.log(level, "retrying in %.2f s after: %s", wait, exc)
 
@@ -422,10 +507,10 @@ class RequestCore:
             if self.max_attempts <= 1 or not self._should_retry(
                 exc, unknown_outcome_ok=retry_unknown_outcome
             ):
-                raise
+                raise _past_budget(exc, 0.0, self.max_wait)  # noqa: B904 (the same exception)
             first_failure: ExtractError | None = exc
         retrying = AsyncRetrying(
-            stop=stop_any(stop_after_attempt(self.max_attempts), _UnreachableThrice()),
+            stop=stop_any(_StopPastBudget(self.max_attempts, self.max_wait), _UnreachableThrice()),
             wait=_Wait(self.backoff_initial, self.backoff_max),
             retry=retry_if_exception(
                 lambda exc: self._should_retry(exc, unknown_outcome_ok=retry_unknown_outcome)
@@ -433,14 +518,18 @@ class RequestCore:
             before_sleep=before_sleep,
             reraise=True,
         )
-        async for attempt in retrying:
-            with attempt:
-                if first_failure is not None:
-                    failure, first_failure = first_failure, None
-                    raise failure
-                response = await self._send_once(
-                    method, path, endpoint, clean, content, headers, paced
-                )
+        try:
+            async for attempt in retrying:
+                with attempt:
+                    if first_failure is not None:
+                        failure, first_failure = first_failure, None
+                        raise failure
+                    response = await self._send_once(
+                        method, path, endpoint, clean, content, headers, paced
+                    )
+        except RateLimited as exc:
+            waited = retrying.statistics.get("idle_for", 0.0)
+            raise _past_budget(exc, waited, self.max_wait) from None
         return response
 
     async def _get_json(

@@ -32,6 +32,7 @@ from centsync.pipelines.months import (
 )
 from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
+from centsync.transform.spending import merchant_key
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse.session import is_interrupt
@@ -53,6 +54,10 @@ PAGE_CONCURRENCY = 3
 STREAM_BATCH_PAGES = 150
 STREAM_DEPTH = 1
 EPOCH = dt.date(1900, 1, 1)
+# Requests per fingerprint: the summary, spending by category, spending by merchant.
+FINGERPRINT_REQUESTS = 3
+# Count and sums per type; spending per category; spending per merchant: (key, cents, rows).
+Fingerprint = tuple[tuple[int, ...], frozenset[tuple[Any, ...]], frozenset[tuple[Any, ...]]]
 
 
 class Refresher:
@@ -99,6 +104,8 @@ class Refresher:
         wh.load_net_worth(orjson.loads(nw.raw))
         # "Today" is the service's, read off net worth's as_of, in the settings timezone.
         now = nw.as_of or dt.datetime.now(dt.UTC)
+        # every month read is recorded as verified at the service's "now"
+        wh.service_now = now
         today = now.astimezone(ZoneInfo(settings.timezone)).date()
         hot_start = _add_months(_month(today), -(max(1, self.opt.hot_months) - 1))
         present = wh.months_present()
@@ -126,6 +133,8 @@ class Refresher:
             written = sorted({m for m in self.opt.written_months if m < hot_start})
             for lo, hi in _contiguous((m, _month_end(m)) for m in written):
                 self._read([(lo, hi)], reason="written back")
+            if s.mode == "incremental":
+                self._verify_oldest(hot_start, now)
             self._read([(hot_start, None)], reason="hot window")
 
         # Snapshots after the ledger: balances then include every row the ledger read saw.
@@ -133,8 +142,52 @@ class Refresher:
         wh.snapshot_connections(c.connections())
         wh.snapshot_sync_status(c.sync_status())
         self._aggregates(today)
+        oldest = wh.verification_order().filter(pl.col("month") < hot_start.strftime("%Y-%m"))
+        if oldest.height and oldest.item(0, "verified_at") is not None:
+            s.oldest_verified = oldest.item(0, "verified_at").date().isoformat()
         s.seconds = time.monotonic() - started
         return s
+
+    def _verify_oldest(self, hot_start: dt.date, now: dt.datetime) -> None:
+        """Rolling verification: re-read the months verified longest ago (DESIGN 2, docs/refresh.md).
+
+        Some edits change no aggregate the API offers (a date moved within its month, a renamed
+        income, two amounts swapped within one merchant). Every month is re-read at least once
+        per ``verify_days`` of the service's clock: a month older than that is always read, and
+        each refresh reads the oldest others within its page budget, which is ``verify_pages``
+        or, when more, the share of the ledger the time since the last refresh calls for (so a
+        daily refresh with a 7-day period reads a seventh of the ledger, never all of it at once).
+        """
+        if self.opt.verify_days <= 0:
+            return
+        period = dt.timedelta(days=self.opt.verify_days)
+        order = self.wh.verification_order()
+        months = order.filter(pl.col("month") < hot_start.strftime("%Y-%m"))
+        if months.height == 0:
+            return
+        total_pages = math.ceil(int(months.get_column("rows").sum()) / PAGE)
+        last = self.wh.get_meta("verify.last_at")
+        share = 0
+        if last:
+            elapsed = (now - dt.datetime.fromisoformat(last)).total_seconds()
+            share = math.ceil(total_pages * max(0.0, elapsed) / period.total_seconds())
+        budget = max(self.opt.verify_pages, min(share, total_pages))
+        due_before = now - period
+        chosen: dict[str, int] = {}
+        for month, rows, verified_at in months.iter_rows():
+            if self._months_done(month):
+                continue  # read whole by this refresh already (a differing fingerprint)
+            due = verified_at is None or verified_at <= due_before
+            if not due and _pages({**chosen, month: rows}) > budget:
+                break  # oldest first: what is left was verified more recently
+            chosen[month] = rows
+        self.wh.set_meta("verify.last_at", now.isoformat())
+        windows = _contiguous(
+            (_parse_month(m), _month_end(_parse_month(m))) for m in sorted(chosen)
+        )
+        for lo, hi in windows:
+            self._read([(lo, hi)], reason="verification (verified longest ago)")
+        self.summary.months_verified = len(chosen)
 
     def _batch_pages(self) -> int:
         """Pages per streamed batch: a batch is what an interrupted read can keep, so under a
@@ -270,10 +323,11 @@ class Refresher:
                 continue
             count = server[0][0]
             months = _months_between(lo or first_local, hi)
-            if self.opt.expect is not None and math.ceil(count / PAGE) + 1 <= 2 * len(months):
+            # Drilling costs three requests a month; re-reading the year costs its pages.
+            cheaper_to_read = math.ceil(count / PAGE) + 1 <= FINGERPRINT_REQUESTS * len(months)
+            if self.opt.expect is not None and cheaper_to_read:
                 self.opt.expect(count)
-            # Drilling costs two requests a month; re-reading the year costs its pages.
-            if math.ceil(count / PAGE) + 1 <= 2 * len(months):
+            if cheaper_to_read:
                 self._read([(lo, hi)], reason=f"year {year} differs")
                 continue
             differing = []
@@ -285,17 +339,22 @@ class Refresher:
             for lo_, hi_ in _contiguous(differing):
                 self._read([(lo_, hi_)], reason=f"month differs in {year}")
 
-    def _fingerprint(
-        self, lo: dt.date | None, hi: dt.date, scope: str
-    ) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
+    def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> Fingerprint:
+        """The service's fingerprint of ``lo``..``hi``: count and sums per type, spending per
+        category and spending per merchant (three requests; docs/refresh.md says what each
+        catches)."""
         summ = self.client.transactions_summary(lo, hi)
-        spend = self.client.spending(lo or EPOCH, hi, group_by="category")
         self._record_summary(scope, lo, hi, summ)
-        self.spendings.append(orjson.loads(spend.raw))
-        cats = frozenset(
-            (r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True)
-        )
-        return (summ.count, summ.income, summ.expense, summ.transfer), cats
+        groups = []
+        for group_by in ("category", "merchant"):
+            spend = self.client.spending(lo or EPOCH, hi, group_by=group_by)
+            self.spendings.append(orjson.loads(spend.raw))
+            groups.append(
+                frozenset(
+                    (r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True)
+                )
+            )
+        return (summ.count, summ.income, summ.expense, summ.transfer), groups[0], groups[1]
 
     def _local_totals(self, lo: dt.date | None, hi: dt.date) -> tuple[int, ...]:
         """Count and sums per type of the local rows booked in ``lo``..``hi``."""
@@ -311,9 +370,7 @@ class Refresher:
         ).row(0)
         return tuple(int(v) for v in row)
 
-    def _local_fingerprint(
-        self, lo: dt.date | None, hi: dt.date
-    ) -> tuple[tuple[int, ...], frozenset[tuple[Any, ...]]]:
+    def _local_fingerprint(self, lo: dt.date | None, hi: dt.date) -> Fingerprint:
         cats = self.wh.query(
             """
             SELECT category_id::VARCHAR AS key, sum(amount)::BIGINT AS amount, count(*)::BIGINT AS count
@@ -321,7 +378,16 @@ class Refresher:
             """,
             [lo or EPOCH, hi],
         )
-        return self._local_totals(lo, hi), frozenset(cats.iter_rows())
+        merchants = (
+            self.wh.local_merchant_spending(lo or EPOCH, hi)
+            .group_by(key=merchant_key(pl.col("concept")))
+            .agg(amount=pl.col("amount").sum(), count=pl.len().cast(pl.Int64))
+        )
+        return (
+            self._local_totals(lo, hi),
+            frozenset(cats.iter_rows()),
+            frozenset(merchants.iter_rows()),
+        )
 
     def _read(
         self,
@@ -459,6 +525,20 @@ class Refresher:
         wh.load_transactions_summaries(self.summaries)
         wh.load_spending(self.spendings)
         self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())
+
+
+def _pages(rows_by_month: dict[str, int]) -> int:
+    """Page requests to read these months, contiguous ones as one window each."""
+    total = 0
+    windows = _contiguous(
+        (_parse_month(m), _month_end(_parse_month(m))) for m in sorted(rows_by_month)
+    )
+    for lo, hi in windows:
+        rows = sum(
+            n for m, n in rows_by_month.items() if lo is not None and lo <= _parse_month(m) <= hi
+        )
+        total += max(1, math.ceil(rows / PAGE))
+    return total
 
 
 def _contiguous(

@@ -30,6 +30,12 @@ class RefreshOptions:
     # months the write-back changed on the service and no refresh has read since (set by
     # run_refresh from the outbox): re-read even where the fingerprints cannot see the change
     written_months: list[Any] = field(default_factory=list)
+    # rolling verification (docs/refresh.md): an incremental refresh re-reads the months verified
+    # longest ago, so every month is re-read at least once per `verify_days` of the service's
+    # clock; `verify_pages` page requests per refresh at least, more when the ledger needs them
+    # to keep that period; 0 days turns it off
+    verify_days: float = 7.0
+    verify_pages: int = 4
 
 
 @dataclass
@@ -50,6 +56,10 @@ class RefreshSummary:
     floor: int = 0  # ceil(rows read / 200): the fewest list requests that could have read them
     months_checked: int = 0
     months_reread: list[dict[str, Any]] = field(default_factory=list)
+    # rolling verification: months re-read because they were verified longest ago, and the
+    # oldest verification left after this refresh (ISO date on the service's clock)
+    months_verified: int = 0
+    oldest_verified: str | None = None
     seconds: float = 0.0
     warnings: list[str] = field(default_factory=list)
     timezone: str = ""
@@ -106,6 +116,10 @@ class RefreshSummary:
                 {k: r[k] for k in ("from", "to", "months", "rows", "changed", "reason")}
                 for r in self.months_reread
             ],
+            "verification": {
+                "months": self.months_verified,
+                "oldest_verified": self.oldest_verified,
+            },
             "rereads": self.rereads,
             "durations": {
                 "refresh_seconds": round(self.seconds, 3),

@@ -118,6 +118,30 @@ class Fingerprints(Session):
         dtype = pl.String if period == "month" else pl.Int32
         return pl.DataFrame(out, schema={label: dtype, "category_hash": pl.String})
 
+    def verification_order(self) -> pl.DataFrame:
+        """Months with local rows, verified longest ago first (then oldest month first).
+
+        Columns: month ('YYYY-MM'), rows (local), verified_at (when the month was last read
+        whole, on the service's clock; NULL when no read is recorded).
+        """
+        return self._df(
+            """
+            SELECT strftime(t.month, '%Y-%m') AS month, count(*)::BIGINT AS rows,
+                   any_value(coalesce(s.verified_at, s.read_at)) AS verified_at
+            FROM core.transactions t LEFT JOIN ops.month_state s ON s.month = t.month
+            GROUP BY t.month ORDER BY verified_at NULLS FIRST, t.month
+            """
+        )
+
+    def local_merchant_spending(self, lo: Any, hi: Any) -> pl.DataFrame:
+        """Expense rows booked in ``lo``..``hi``: concept and amount (the merchant fingerprint's
+        input; the merchant key itself is the contract's rule, computed by the caller)."""
+        return self._df(
+            "SELECT concept, amount FROM core.transactions "
+            "WHERE type = 'expense' AND booked_at BETWEEN ? AND ?",
+            [lo, hi],
+        )
+
     def months_present(self) -> list[str]:
         """Months ('YYYY-MM') with at least one local transaction."""
         rows = self.con.execute(

@@ -215,13 +215,15 @@ class Ledger(Session):
             with self._registered(per_month) as pm:
                 con.execute(
                     f"""
-                    INSERT INTO ops.month_state (month, read_refresh, read_at, read_reason, read_rows, read_timezone)
-                    SELECT month, ?, now(), ?, rows, ? FROM {pm}
+                    INSERT INTO ops.month_state (month, read_refresh, read_at, read_reason,
+                        read_rows, read_timezone, verified_at)
+                    SELECT month, ?, now(), ?, rows, ?, coalesce(?::TIMESTAMPTZ, now()) FROM {pm}
                     ON CONFLICT (month) DO UPDATE SET read_refresh = excluded.read_refresh,
                         read_at = excluded.read_at, read_reason = excluded.read_reason,
-                        read_rows = excluded.read_rows, read_timezone = excluded.read_timezone
+                        read_rows = excluded.read_rows, read_timezone = excluded.read_timezone,
+                        verified_at = excluded.verified_at
                     """,
-                    [rid, reason, timezone],
+                    [rid, reason, timezone, self.service_now],
                 )
                 con.execute(
                     f"INSERT INTO ops.month_reads SELECT ?, month, ?, rows, now() FROM {pm}",

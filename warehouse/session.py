@@ -4,6 +4,7 @@ one-transaction plumbing, and the refresh's own ops rows (ops.refreshes, ops.met
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
 import logging
 import os
 import shutil
@@ -39,6 +40,9 @@ class Session:
         self.path = path
         self.read_only = read_only
         self.refresh_id: str | None = None
+        # the service's "now" (its net worth as_of), recorded as when a month was verified;
+        # None: DuckDB's now()
+        self.service_now: dt.datetime | None = None
         self.stats = RefreshStats()
         self._published_path: Path | None = None
         self._counter = 0

@@ -8,7 +8,13 @@ import time
 import polars as pl
 import pytest
 
-from centsync.extract import DriftError, ExtractError, NotFound, ServiceUnavailable
+from centsync.extract import (
+    DriftError,
+    ExtractError,
+    NotFound,
+    RateLimited,
+    ServiceUnavailable,
+)
 
 from .conftest import Env, comparable, run, state_frame
 
@@ -104,6 +110,49 @@ def test_retry_after_is_honoured_on_429(env: Env) -> None:
             stats = c.stats.snapshot()["GET /v1/settings"]
         assert stats["rate_limited"] == 2 and stats["retries"] == 2
         assert elapsed >= 1.9  # two answers of Retry-After: 1, each waited out
+
+    run(go())
+
+
+def test_a_burst_of_429s_longer_than_the_retry_count_is_waited_out(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Ten 429s with Retry-After: 1 (more than the 3 attempts other failures get): a wait the
+    service asks for is a time budget, not a count; each wait is a visible warning."""
+
+    async def go() -> None:
+        async with env.client(max_attempts=3) as c:
+            await env.admin().faults(rate_limit_burst=10)
+            started = time.monotonic()
+            with caplog.at_level(logging.WARNING, logger="centsync.extract"):
+                me = await c.me()
+            elapsed = time.monotonic() - started
+            stats = c.stats.snapshot()["GET /v1/me"]
+        assert me.account_id
+        assert stats["rate_limited"] == 10 and stats["retries"] == 10
+        assert elapsed >= 9.5  # ten answers of Retry-After: 1, each waited out
+        waits = [
+            r.getMessage() for r in caplog.records if "rate limited on GET /v1/me" in r.getMessage()
+        ]
+        assert len(waits) == 10 and "wait budget" in waits[-1]
+
+    run(go())
+
+
+def test_a_rate_limit_past_the_wait_budget_stops_saying_when_to_retry(env: Env) -> None:
+    async def go() -> None:
+        async with env.client(max_wait=2.5) as c:
+            await c.me()
+            await env.admin().faults(rate_limit_burst=10)
+            started = time.monotonic()
+            with pytest.raises(RateLimited) as err:
+                await c.settings()
+            elapsed = time.monotonic() - started
+            stats = c.stats.snapshot()["GET /v1/settings"]
+        # two 1 s waits fit in 2.5 s (with jitter), a third would not: three attempts in all
+        assert stats["rate_limited"] == 3 and 1.9 <= elapsed < 2.5
+        text = str(err.value)
+        assert "wait budget (CENTSYNC_MAX_WAIT)" in text and "run again after" in text
 
     run(go())
 

@@ -18,11 +18,13 @@ from .conftest import Env
 
 
 def _budget(env: Env, meta: dict[str, Any]) -> int:
-    """6 + 2 x years of history + pages of the hot window + aggregates (issue 4)."""
+    """docs/refresh.md: 6 + 3 x years of history + pages of the hot window + 1 + 5 aggregates
+    + the verification slice (its page budget, 4 by default, plus one check per window)."""
     state = env.sb.state()
     years = len({t["booked_at"][:4] for t in state["transactions"]})
     hot = [t for t in state["transactions"] if t["booked_at"] >= "2026-10-01"]
-    return 6 + 2 * years + max(1, -(-len(hot) // 200)) + 6
+    windows = [r for r in meta["months_reread"] if r["reason"].startswith("verification")]
+    return 6 + 3 * years + max(1, -(-len(hot) // 200)) + 6 + 4 + len(windows)
 
 
 def test_first_refresh_equals_the_server_and_a_second_changes_nothing_cheaply(env: Env) -> None:
