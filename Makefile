@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 # The layers, each a top-level folder installed as centsync.<layer> (docs/architecture.md).
 LAYERS := extract transform warehouse pipelines sandbox
 
-.PHONY: setup demo test test-all lint bench clean report-screenshot
+.PHONY: setup demo test test-all lint bench clean report-screenshot docs notebook
 
 setup:
 	@if ! command -v uv >/dev/null 2>&1 && ! $(PYTHON) -m uv --version >/dev/null 2>&1; then \
@@ -44,6 +44,14 @@ lint: setup
 report-screenshot: setup
 	CENTSYNC_REPORT_SCREENSHOT=$(CURDIR)/docs/report.png $(UV) run --frozen pytest -q -p no:xdist \
 		tests/pipelines/test_report_browser.py -k demo_report
+
+# The data dictionary, generated from the comments of a freshly migrated warehouse.
+docs: setup
+	$(UV) run --frozen centsync docs
+
+# An analyst notebook on the project's warehouse: `make notebook NAME=spending`.
+notebook: setup
+	$(UV) run --frozen centsync notebook $(NAME)
 
 bench: setup
 	$(UV) run --frozen python bench/sandbox_throughput.py

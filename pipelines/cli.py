@@ -14,6 +14,7 @@ from pathlib import Path
 import click
 
 from centsync.pipelines import errors
+from centsync.pipelines.cli_analysts import docs, notebook
 from centsync.pipelines.cli_sandbox import embedded_api, sandbox, tour
 from centsync.pipelines.cli_support import (
     _DEBUG,
@@ -57,6 +58,8 @@ def main(debug: bool) -> None:
 
 main.add_command(sandbox)
 main.add_command(tour)
+main.add_command(notebook)
+main.add_command(docs)
 
 
 @main.command()
@@ -183,6 +186,7 @@ def demo() -> None:
         click.echo(
             f"\nThe reconciliation report (open it in a browser, no network needed): {meta['report_path']}"
         )
+    click.echo("Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)")
     if verdict == "differ":
         raise SystemExit(EXIT_DIFFER)
 

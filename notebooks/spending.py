@@ -1,0 +1,231 @@
+"""Spending: by month and category, top merchants, and one category drilled into.
+
+A marimo notebook over the centsync warehouse, opened read only. `centsync notebook spending`
+opens it; `python notebooks/spending.py` runs it as a script.
+"""
+
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="centsync: spending")
+
+
+@app.cell(hide_code=True)
+def _():
+    import os
+    from pathlib import Path
+
+    import altair as alt
+    import duckdb
+    import marimo as mo
+    import polars as pl
+
+    return Path, alt, duckdb, mo, os, pl
+
+
+@app.cell(hide_code=True)
+def _(Path, duckdb, mo, os, pl):
+    def warehouse_path() -> Path:
+        """CENTSYNC_WAREHOUSE, else the documented default (as `centsync` resolves it)."""
+        if os.environ.get("CENTSYNC_WAREHOUSE"):
+            return Path(os.environ["CENTSYNC_WAREHOUSE"]).absolute()
+        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(base).absolute() / "centsync" / "centsync.duckdb"
+
+    path = warehouse_path()
+    mo.stop(
+        not path.exists(),
+        mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
+    )
+    # read only: a refresh publishes a new file by rename and never blocks this connection
+    con = duckdb.connect(str(path), read_only=True)
+
+    def q(sql: str, params: list | None = None) -> pl.DataFrame:
+        """A query's result as a Polars frame."""
+        return pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
+
+    currency = (q("SELECT currency FROM core.settings").get_column("currency").to_list() or [""])[0]
+
+    def money(cents: int) -> str:
+        """Integer cents as text (display only): 1234567 -> '12,345.67 EUR'."""
+        sign = "-" if cents < 0 else ""
+        whole, part = divmod(abs(int(cents)), 100)
+        return f"{sign}{whole:,}.{part:02d} {currency}".strip()
+
+    return con, currency, money, path, q
+
+
+@app.cell(hide_code=True)
+def _(mo, money, path, q):
+    last12 = q("SELECT * FROM marts.spending_last_12_months ORDER BY amount_cents")
+    _total = int(last12.get_column("amount_cents").sum() or 0)
+    months = q("SELECT * FROM marts.spending_by_month ORDER BY month")
+    mo.md(
+        f"""
+        # Spending
+
+        Warehouse `{path}` (read only). Spending follows the service's own rule: every
+        expense, refunds included; income and transfers excluded. Money spent is shown as a
+        positive amount (the warehouse stores it negative, in cents).
+
+        **Last 12 months: {money(-_total)} spent** in {last12.height} categories,
+        {int(last12.get_column("transactions").sum() or 0):,} expenses
+        ({months.height} months of history in all).
+        """
+    )
+    return last12, months
+
+
+@app.cell(hide_code=True)
+def _(alt, mo, pl, q):
+    _by_month_category = q(
+        """
+        SELECT month, category_name, -amount_cents / 100.0 AS spent
+        FROM marts.spending_by_month_category
+        WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 24 MONTH
+        ORDER BY month
+        """
+    )
+    _top = (
+        _by_month_category.group_by("category_name")
+        .agg(pl.col("spent").sum())
+        .sort("spent", descending=True)
+        .head(8)
+        .get_column("category_name")
+        .to_list()
+    )
+    _stacked = _by_month_category.with_columns(
+        pl.when(pl.col("category_name").is_in(_top))
+        .then(pl.col("category_name"))
+        .otherwise(pl.lit("other"))
+        .alias("category")
+    )
+    _chart = (
+        alt.Chart(_stacked, title="Spent per month and category (last 24 months)")
+        .mark_bar()
+        .encode(
+            x=alt.X("yearmonth(month):T", title="month"),
+            y=alt.Y("sum(spent):Q", title="spent"),
+            color=alt.Color("category:N", sort=[*_top, "other"]),
+            tooltip=[
+                alt.Tooltip("yearmonth(month):T", title="month"),
+                "category:N",
+                alt.Tooltip("sum(spent):Q", format=",.2f", title="spent"),
+            ],
+        )
+        .properties(width="container", height=320)
+    )
+    mo.vstack([mo.md("## By month and category"), _chart])
+    return
+
+
+@app.cell(hide_code=True)
+def _(alt, last12, mo, money, pl):
+    _shares = last12.with_columns(
+        (-pl.col("amount_cents") / 100).alias("spent"),
+        pl.col("amount_cents").map_elements(lambda c: money(-c), return_dtype=pl.String).alias("total"),
+    )
+    _bars = (
+        alt.Chart(_shares, title="Spent per category, last 12 months")
+        .mark_bar()
+        .encode(
+            x=alt.X("spent:Q", title="spent"),
+            y=alt.Y("category_name:N", sort="-x", title=None),
+            tooltip=["category_name:N", "total:N", "transactions:Q"],
+        )
+        .properties(width="container", height=max(120, 22 * _shares.height))
+    )
+    mo.vstack(
+        [
+            mo.md("## Categories over the last 12 months"),
+            _bars,
+            _shares.select("category_name", "total", "transactions", "first_month", "last_month"),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo, money, pl, q):
+    _merchants = q(
+        """
+        SELECT merchant, sum(amount_cents)::BIGINT AS amount_cents, sum(transactions)::BIGINT AS expenses,
+               min(month) AS first_month, max(month) AS last_month
+        FROM marts.spending_by_month_merchant
+        WHERE month > (SELECT max(month) FROM marts.spending_by_month_merchant) - INTERVAL 12 MONTH
+        GROUP BY merchant ORDER BY amount_cents LIMIT 15
+        """
+    ).with_columns(
+        pl.col("amount_cents").map_elements(lambda c: money(-c), return_dtype=pl.String).alias("spent")
+    )
+    mo.vstack(
+        [
+            mo.md("## Top merchants, last 12 months"),
+            _merchants.select("merchant", "spent", "expenses", "first_month", "last_month"),
+        ]
+    )
+    return
+
+
+@app.cell(hide_code=True)
+def _(last12, mo):
+    _names = last12.get_column("category_name").to_list() or ["(no spending yet)"]
+    # the category with the most expenses first: the richest drill-down
+    _busiest = last12.sort("transactions", descending=True).get_column("category_name").to_list()
+    category = mo.ui.dropdown(
+        options=_names,
+        value=(_busiest or _names)[0],
+        label="Category",
+    )
+    mo.vstack([mo.md("## Drill down into one category"), category])
+    return (category,)
+
+
+@app.cell(hide_code=True)
+def _(alt, category, mo, money, pl, q):
+    _chosen = category.value
+    _per_month = q(
+        """
+        SELECT month, -amount_cents / 100.0 AS spent, amount_cents, transactions
+        FROM marts.spending_by_month_category WHERE category_name = ? ORDER BY month
+        """,
+        [_chosen],
+    )
+    _rows = q(
+        """
+        SELECT t.booked_at, t.concept, a.name AS account, t.amount
+        FROM core.transactions t
+        JOIN core.accounts a ON a.id = t.account_id
+        LEFT JOIN (SELECT DISTINCT category_id, category_name FROM marts.spending_by_month_category) c
+               ON c.category_id IS NOT DISTINCT FROM t.category_id
+        WHERE t.type = 'expense' AND c.category_name = ?
+        ORDER BY t.booked_at DESC LIMIT 25
+        """,
+        [_chosen],
+    ).with_columns(
+        pl.col("amount").map_elements(money, return_dtype=pl.String).alias("amount")
+    )
+    _line = (
+        alt.Chart(_per_month, title=f"{_chosen}: spent per month")
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("month:T", title="month"),
+            y=alt.Y("spent:Q", title="spent"),
+            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip("spent:Q", format=",.2f"), "transactions:Q"],
+        )
+        .properties(width="container", height=240)
+    )
+    _total = int(_per_month.get_column("amount_cents").sum() or 0)
+    mo.vstack(
+        [
+            mo.md(f"**{_chosen}**: {money(-_total)} spent in {_per_month.height} months."),
+            _line,
+            mo.md("The latest expenses in it:"),
+            _rows,
+        ]
+    )
+    return
+
+
+if __name__ == "__main__":
+    app.run()
