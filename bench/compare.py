@@ -47,7 +47,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import psutil
 
@@ -125,20 +124,14 @@ def start_server(tmp: Path, transactions: int | None, years: int) -> Server:
             raise RuntimeError("the sandbox did not serve within 900 s")
         time.sleep(0.1)
     k = json.loads(keys.read_text())
-    with duckdb.connect() as con:
-        rows = con.execute(f"SELECT count(*) FROM read_parquet('{truth}')").fetchone()
-    assert rows is not None
-    server = Server(proc, k["base_url"], k["read_only"], k["admin_token"], truth, int(rows[0]))
-    # the API's own total must be the truth's: the Parquet file is what the clients can see
     total = httpx.get(
-        f"{server.base_url}/v1/transactions",
+        f"{k['base_url']}/v1/transactions",
         params={"limit": 1},
-        headers={"Authorization": f"Bearer {server.key}"},
+        headers={"Authorization": f"Bearer {k['read_only']}"},
         timeout=30,
     ).json()["total"]
-    if total != server.rows:
-        raise RuntimeError(f"the API says {total} rows, the truth file {server.rows}")
-    return server
+    # (every check compares the truth file's count with what the API said too)
+    return Server(proc, k["base_url"], k["read_only"], k["admin_token"], truth, int(total))
 
 
 # ---- measuring one child process -----------------------------------------------------------
@@ -289,8 +282,27 @@ def env_for(tool: Tool, server: Server, run_dir: Path) -> dict[str, str]:
 # ---- exactness -----------------------------------------------------------------------------
 
 
-def check(db: Path, table: str, truth: Path) -> tuple[bool, str, int]:
-    """Compare what a tool loaded with the server's ledger, field by field."""
+def check(db: Path, table: str, truth: Path, api_total: int) -> tuple[bool, str, int]:
+    """Compare what a tool loaded with the server's ledger, field by field, in a child process.
+
+    Not in this one: a child inherits the parent's memory high-water mark through fork and
+    exec (Linux keeps the larger of the two in `ru_maxrss`), so the driver must stay small for
+    the tools' own peaks to be theirs.
+    """
+    p = subprocess.run(
+        [sys.executable, __file__, "--check", str(db), table, str(truth), str(api_total)],
+        capture_output=True,
+        text=True,
+    )
+    if p.returncode != 0:
+        return False, f"the check failed: {p.stderr.strip()[-300:]}", 0
+    exact, why, n = json.loads(p.stdout)
+    return bool(exact), str(why), int(n)
+
+
+def _check(db: Path, table: str, truth: Path, api_total: int) -> tuple[bool, str, int]:
+    import duckdb
+
     if not db.exists():
         return False, "no warehouse file", 0
     con = duckdb.connect(str(db), read_only=True)
@@ -330,6 +342,8 @@ def check(db: Path, table: str, truth: Path) -> tuple[bool, str, int]:
         ).fetchone()  # type: ignore[misc]
     finally:
         con.close()
+    if want != api_total:
+        return False, f"the truth file has {want:,} rows, the API said {api_total:,}", n
     if n == want and distinct == n and extra == 0 and missing == 0:
         return True, "exact", n
     return (
@@ -394,7 +408,7 @@ def run_one(
     load1 = os.getloadavg()[0]
     m = measure(tool.cmd, env, run_dir)
     spent, scpu = server.requests() - before, server.cpu() - scpu
-    exact, why, rows = check(run_dir / tool.db, tool.table, server.truth)
+    exact, why, rows = check(run_dir / tool.db, tool.table, server.truth, server.rows)
     if m.rc != 0:
         exact, why = False, f"exit {m.rc}: {(m.stderr or m.stdout).strip()[-300:]}; {why}"
     run = Run(
@@ -550,14 +564,21 @@ def main() -> None:
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     ap.add_argument("--dlt-venv", type=Path, default=RESULTS / "venv-dlt")
     ap.add_argument("--out", type=Path, default=None, help="JSON of every run")
+    ap.add_argument("--check", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.check:
+        db, tbl, truth, total = args.check
+        print(json.dumps(_check(Path(db), tbl, Path(truth), int(total))))
+        return
     sizes = list(args.sizes) + ([1_000_000] if args.full and 1_000_000 not in args.sizes else [])
 
     RESULTS.mkdir(exist_ok=True)
     dlt_py = dlt_python(args.dlt_venv) if "dlt" in args.tools else None
     chosen = tools(args.tools, dlt_py)
     base = Path(tempfile.mkdtemp(prefix="centsync-compare-"))
+    rss = psutil.Process().memory_info().rss / 2**20
     print(
+        f"driver RSS {rss:.0f} MB (a floor of every ru_maxrss below); "
         f"{os.cpu_count()} cores; load {_load()}; {tree_state()}; tools {', '.join(chosen)}; "
         f"{args.reps} reps",
         flush=True,
