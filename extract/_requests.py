@@ -124,7 +124,7 @@ def _past_budget(exc: BaseException, waited: float, budget: float) -> BaseExcept
         when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=exc.retry_after)
         exc.args = (
             f"{exc}. Waited {waited:.0f} s; the service asks for {exc.retry_after:.0f} s more, "
-            f"past the {budget:.0f} s wait budget ({MAX_WAIT_ENV}): run again after "
+            f"past the {budget:g} s wait budget ({MAX_WAIT_ENV}): run again after "
             f"{when:%H:%M:%S} UTC",
         )
     return exc

@@ -186,7 +186,9 @@ def demo() -> None:
         click.echo(
             f"\nThe reconciliation report (open it in a browser, no network needed): {meta['report_path']}"
         )
-    click.echo("Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)")
+    click.echo(
+        "Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)"
+    )
     if verdict == "differ":
         raise SystemExit(EXIT_DIFFER)
 
@@ -462,6 +464,13 @@ def status(as_json: bool) -> None:
     if rng:
         click.echo(
             f"Transactions: {rng['transactions']:,} booked {rng['first']} .. {rng['last']} ({rng['months']} months)"
+        )
+    ver = info.get("verification")
+    if ver and ver.get("oldest_verified_at"):
+        click.echo(
+            f"Verification: oldest month re-read {ver['oldest_month']} at "
+            f"{str(ver['oldest_verified_at'])[:16]} (service clock); every month is re-read "
+            "within the verification period (docs/refresh.md)"
         )
     recon = info["reconciliation"]
     if recon:

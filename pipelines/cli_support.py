@@ -189,6 +189,12 @@ def _print_summary(meta: dict[str, Any]) -> None:
         f"Warehouse: {default_path().absolute()}   Dagster run: {meta.get('run_id')}"
     )
     report = meta.get("report") or {}
+    verification = report.get("verification") or {}
+    if verification.get("months") or verification.get("oldest_verified"):
+        click.echo(
+            f"Verification: {verification.get('months', 0)} month(s) re-read because they were "
+            f"verified longest ago; the oldest verification is now {verification.get('oldest_verified') or 'none'}."
+        )
     rejected = (report.get("rows") or {}).get("rejected", 0)
     if rejected:
         click.echo(

@@ -72,6 +72,7 @@ def read_status(path: Path) -> dict[str, Any]:
                    count(DISTINCT month) AS months FROM core.transactions
             """,
         )[0]
+        verification = _verification(con)
         tables = {
             t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0])
             for t in TABLES
@@ -113,12 +114,44 @@ def read_status(path: Path) -> dict[str, Any]:
         "last_refresh": last[0] if last else None,
         "last_success": succeeded[0] if succeeded else None,
         "synced_range": span if span["transactions"] else None,
+        "verification": verification,
         "tables": tables,
         "reconciliation": recon[0] if recon else None,
         "outbox": _outbox(path),
         "key_expires_at": expires,
         "warnings": warnings,
     }
+
+
+def _verification(con: Any) -> dict[str, Any] | None:
+    """The month verified longest ago (rolling verification, docs/refresh.md): which month,
+    when (on the service's clock), and how many months were verified in the last 7 days."""
+    column = (
+        "coalesce(s.verified_at, s.read_at)"
+        if _rows(
+            con,
+            "SELECT 1 AS x FROM information_schema.columns WHERE table_schema = 'ops' "
+            "AND table_name = 'month_state' AND column_name = 'verified_at'",
+        )
+        else "s.read_at"
+    )
+    rows = _rows(
+        con,
+        f"""
+        WITH m AS (
+            SELECT t.month, any_value({column}) AS verified_at
+            FROM (SELECT DISTINCT month FROM core.transactions) t
+            LEFT JOIN ops.month_state s ON s.month = t.month GROUP BY t.month
+        )
+        SELECT (SELECT strftime(month, '%Y-%m') FROM m ORDER BY verified_at NULLS FIRST, month
+                LIMIT 1) AS oldest_month,
+               min(verified_at) AS oldest_verified_at,
+               max(verified_at) AS newest_verified_at,
+               count(*) AS months
+        FROM m
+        """,
+    )
+    return rows[0] if rows and rows[0]["months"] else None
 
 
 def _outbox(warehouse: Path) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from centsync.pipelines.refresh import (
     parse_month_range,
     run_refresh,
 )
+from centsync.pipelines.summary import verification_settings
 
 OWNERS = ["team:centsync"]
 # seconds between progress lines when stderr is not a terminal (a log, CI, cron)
@@ -127,6 +128,9 @@ class RefreshConfig(dg.Config):
     hot_months: int = 2
     rebind: bool = False  # a warehouse bound to another source is kept as a backup, not refused
     report: bool = False  # write the HTML reconciliation report next to the warehouse
+    # rolling verification (docs/refresh.md): unset = CENTSYNC_VERIFY_DAYS / _PAGES, else 7 / 4
+    verify_days: float | None = None
+    verify_pages: int | None = None
 
 
 # One spec per GET endpoint the refresh reads: each shows in the UI with what the run landed.
@@ -308,6 +312,7 @@ def refresh_assets(
             hot_months=config.hot_months,
             rebind=config.rebind,
             report=config.report,
+            **verification_settings(config.verify_days, config.verify_pages),
             # the embedded sandbox listens on a new port each time: the CLI names it
             source=os.environ.get("CENTSYNC_SOURCE", ""),
         ),
@@ -331,7 +336,11 @@ def transactions_by_month(
     keys = context.partition_key_range
     first, last = keys.start[:7], keys.end[:7]
     with api.client() as client:
-        summary = run_refresh(client, warehouse.resolved(), RefreshOptions(months=(first, last)))
+        summary = run_refresh(
+            client,
+            warehouse.resolved(),
+            RefreshOptions(months=(first, last), **verification_settings(None, None)),
+        )
     return dg.MaterializeResult(
         metadata={
             "months": f"{first}..{last}",

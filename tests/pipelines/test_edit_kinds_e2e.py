@@ -1,0 +1,200 @@
+"""Edits that keep a month's count and per-type sums reach the warehouse within the stated bound
+(docs/refresh.md, "What a refresh catches, and when").
+
+Two families, each made in old months between two refreshes, over real loopback HTTP:
+- caught at once, by the per-year fingerprints (spending by merchant): two expenses of one
+  category with different merchants swap amounts; an expense's concept is renamed;
+- caught by rolling verification within the period (no aggregate of the API sees them): an
+  income re-categorised, an expense assigned to an Expense, a date moved within its month, an
+  income renamed, two expenses of one category, merchant and account swap amounts.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import httpx
+import pytest
+
+from .conftest import Env
+
+HOT = "2026-10"  # the hot window starts here (sandbox clock 2026-11-15, two hot months)
+
+
+def _v1(env: Env, method: str, path: str, body: Any) -> dict[str, Any]:
+    """A write through the public API with the read-write key (the application's edit)."""
+    with httpx.Client(
+        base_url=env.base_url, headers={"Authorization": f"Bearer {env.sb.keys['read_write']}"}
+    ) as c:
+        r = c.request(method, path, json=body)
+        assert r.status_code == 200, r.text
+        return r.json()
+
+
+def _local(env: Env, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    rows = env.sql(
+        "SELECT id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), "
+        "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions "
+        "WHERE id::VARCHAR IN (SELECT unnest(?))",
+        [ids],
+    )
+    return {r[0]: r[1:] for r in rows}
+
+
+def _server(env: Env, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    by_id = {t["id"]: t for t in env.sb.state()["transactions"]}
+    return {
+        i: (
+            by_id[i]["concept"],
+            by_id[i]["amount"],
+            by_id[i]["booked_at"],
+            by_id[i]["category_id"],
+            by_id[i]["expense_goal_id"],
+        )
+        for i in ids
+    }
+
+
+def _swap_pair(tx: list[dict[str, Any]], *, same_merchant: bool, months: range) -> tuple[Any, Any]:
+    """Two expenses of one month, category and account with different amounts: of one merchant,
+    or of two."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+    for t in tx:
+        if t["type"] != "expense" or t["booked_at"][:7] >= HOT:
+            continue
+        if int(t["booked_at"][5:7]) not in months:
+            continue
+        key = (t["booked_at"][:7], t["category_id"], t["account_id"])
+        groups[key + ((t["concept"].lower(),) if same_merchant else ())].append(t)
+    for rows in groups.values():
+        for a in rows:
+            for b in rows:
+                if a["amount"] != b["amount"] and (
+                    same_merchant or a["concept"].lower() != b["concept"].lower()
+                ):
+                    return a, b
+    raise AssertionError("the household has no such pair")
+
+
+def _swap(env: Env, a: dict[str, Any], b: dict[str, Any]) -> None:
+    env.admin("PATCH", f"/_sandbox/transactions/{a['id']}", {"amount": b["amount"]})
+    env.admin("PATCH", f"/_sandbox/transactions/{b['id']}", {"amount": a["amount"]})
+
+
+def test_swaps_and_renames_of_expenses_are_caught_by_the_next_refresh(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # rolling verification off: what is caught here is caught by the fingerprints alone
+    monkeypatch.setenv("CENTSYNC_VERIFY_DAYS", "0")
+    env.refresh()
+    tx = env.sb.state()["transactions"]
+    a, b = _swap_pair(tx, same_merchant=False, months=range(1, 13))
+    _swap(env, a, b)
+    renamed = next(
+        t
+        for t in tx
+        if t["type"] == "expense" and "2025-03" <= t["booked_at"] < "2025-04" and t not in (a, b)
+    )
+    _v1(env, "PATCH", f"/v1/transactions/{renamed['id']}", {"concept": "Renamed by the user"})
+    ids = [a["id"], b["id"], renamed["id"]]
+    assert _local(env, ids) != _server(env, ids)  # the edits are not in the warehouse yet
+
+    meta = env.refresh()
+    assert _local(env, ids) == _server(env, ids)
+    assert meta["rows"]["changed"] >= 3
+    reasons = {r["reason"] for r in meta["months_reread"]}
+    assert any("differs" in r for r in reasons), reasons
+    assert meta["verification"]["months"] == 0
+    env.assert_exact()
+
+
+def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Daily refreshes with a 7-day period and a 1-page minimum: each day re-reads about a
+    seventh of the history; by the seventh day every edit is in the warehouse."""
+    monkeypatch.setenv("CENTSYNC_VERIFY_PAGES", "1")
+    env.refresh()
+    state = env.sb.state()
+    tx = state["transactions"]
+    old = [t for t in tx if "2025-05" <= t["booked_at"] < HOT]
+    income = [t for t in old if t["type"] == "income"]
+    recategorised, renamed = income[0], income[-1]
+    other_category = next(
+        c["id"] for c in state["categories"] if c["id"] != recategorised["category_id"]
+    )
+    _v1(env, "PATCH", f"/v1/transactions/{recategorised['id']}", {"category_id": other_category})
+    _v1(env, "PATCH", f"/v1/transactions/{renamed['id']}", {"concept": "Salary, renamed"})
+    a, b = _swap_pair(tx, same_merchant=True, months=range(1, 13))
+    assigned = next(
+        t
+        for t in old
+        if t["type"] == "expense" and t["expense_goal_id"] is None and t not in (a, b)
+    )
+    _v1(
+        env,
+        "POST",
+        f"/v1/transactions/{assigned['id']}/expense",
+        {"expense_goal_id": state["expenses"][0]["id"]},
+    )
+    moved = next(t for t in old if t["type"] == "transfer" and int(t["booked_at"][8:]) <= 20)
+    day = int(moved["booked_at"][8:]) + 5
+    env.admin(
+        "PATCH",
+        f"/_sandbox/transactions/{moved['id']}",
+        {"booked_at": f"{moved['booked_at'][:8]}{day:02d}"},
+    )
+    _swap(env, a, b)
+    ids = [recategorised["id"], renamed["id"], assigned["id"], moved["id"], a["id"], b["id"]]
+    assert len(set(ids)) == len(ids)
+
+    caught_on: dict[str, int] = {}
+    verified = []
+    for day_n in range(1, 8):
+        env.admin("POST", "/_sandbox/clock/advance", {"days": 1})
+        meta = env.refresh()
+        verified.append(meta["verification"]["months"])
+        local, server = _local(env, ids), _server(env, ids)
+        for i in ids:
+            if local.get(i) == server[i]:
+                caught_on.setdefault(i, day_n)
+        if len(caught_on) == len(ids):
+            break
+    assert set(caught_on) == set(ids), f"not caught within 7 days: {set(ids) - set(caught_on)}"
+    code, out = env.cli("status")
+    assert code == 0 and "Verification: oldest month re-read" in out
+    code, out = env.cli("status", "--json")
+    assert json.loads(out)["verification"]["months"] >= 20
+    # spread out: no day re-read the whole history at once
+    months = len({t["booked_at"][:7] for t in tx if t["booked_at"][:7] < HOT})
+    assert max(verified) < months, verified
+    env.assert_exact()
+
+
+def test_a_burst_of_ten_429s_is_waited_out_and_the_refresh_ends_exact(env: Env) -> None:
+    env.refresh()
+    env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 10})
+    meta = env.refresh()
+    assert meta["requests"]["retries"] >= 10
+    env.assert_exact()
+
+
+def test_a_rate_limit_past_the_wait_budget_stops_with_when_to_run_again(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from centsync.pipelines.cli import main
+
+    env.refresh()
+    monkeypatch.setenv("CENTSYNC_MAX_WAIT", "0.5")  # shorter than the 1 s the service asks
+    env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 3})
+    result = CliRunner().invoke(main, ["refresh"], catch_exceptions=False)
+    assert result.exit_code == 5, result.output
+    assert "CENTSYNC_MAX_WAIT" in result.output and "run again after" in result.output
+    assert env.sb.keys["read_only"] not in result.output
+    env.admin("DELETE", "/_sandbox/faults")
+    env.refresh()
+    env.assert_exact()
