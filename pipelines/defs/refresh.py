@@ -219,6 +219,8 @@ def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
                 "mode": f"{summary.mode} ({summary.reason})",
                 "months_checked": summary.months_checked,
                 "months_reread": len(summary.months_reread),
+                "months_verified": summary.months_verified,
+                "oldest_verified": summary.oldest_verified or "",
                 "requests_total": summary.requests_total,
                 "requests_floor": summary.floor,
                 "rereads": summary.rereads,
