@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from centsync.extract import Allowance, Pacer
+from centsync.extract import Allowance, Pacer, RateLimited
 from centsync.extract._pacing import safe_bucket
 
 from .conftest import Env, run
@@ -139,5 +139,29 @@ def test_headers_appearing_after_a_blind_start_do_not_stall_requests() -> None:
         assert pacer.headers_seen
         for _ in range(50):  # the server says 990 are left: no wait at all
             await asyncio.wait_for(pacer.acquire(), timeout=1)
+
+    run(go())
+
+
+def test_a_spent_hourly_allowance_stops_at_once_saying_when_to_run_again(
+    limited_env: Env,
+) -> None:
+    """Past the wait budget (CENTSYNC_MAX_WAIT) the client does not sit out the hour: it stops
+    at once, with the time to run again."""
+    if 3600 - time.time() % 3600 < 30:
+        pytest.skip("too close to the hour: the allowance would come back within the budget")
+
+    async def go() -> None:
+        admin = limited_env.admin()
+        key = await admin.new_key(scopes=["data.read"], minute_limit=1200, hour_limit=5)
+        async with limited_env.client(key, max_wait=20) as c:
+            for _ in range(4):  # /v1/me (the pace) and four more: the hour's five are spent
+                await c.settings()
+            started = time.monotonic()
+            with pytest.raises(RateLimited) as err:
+                await c.settings()
+            elapsed = time.monotonic() - started
+        assert elapsed < 2.0  # not a wait for the next hour
+        assert "run again after" in str(err.value) and "CENTSYNC_MAX_WAIT" in str(err.value)
 
     run(go())
