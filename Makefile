@@ -33,8 +33,8 @@ test-all: setup
 	RUN_SLOW=1 $(UV) run --frozen pytest -n 2 -q
 
 lint: setup
-	$(UV) run --frozen ruff check $(LAYERS) tests bench
-	$(UV) run --frozen ruff format --check $(LAYERS) tests bench
+	$(UV) run --frozen ruff check $(LAYERS) tests bench notebooks
+	$(UV) run --frozen ruff format --check $(LAYERS) tests bench notebooks
 	@# mypy cannot follow setuptools' editable import hook: give it the centsync.<layer> names
 	@# through a tree of links (build/typecheck/centsync/<layer> -> <layer>).
 	@mkdir -p build/typecheck/centsync && for l in $(LAYERS); do ln -sfn ../../../$$l build/typecheck/centsync/$$l; done

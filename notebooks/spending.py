@@ -123,7 +123,9 @@ def _(alt, mo, pl, q):
 def _(alt, last12, mo, money, pl):
     _shares = last12.with_columns(
         (-pl.col("amount_cents") / 100).alias("spent"),
-        pl.col("amount_cents").map_elements(lambda c: money(-c), return_dtype=pl.String).alias("total"),
+        pl.col("amount_cents")
+        .map_elements(lambda c: money(-c), return_dtype=pl.String)
+        .alias("total"),
     )
     _bars = (
         alt.Chart(_shares, title="Spent per category, last 12 months")
@@ -156,7 +158,9 @@ def _(mo, money, pl, q):
         GROUP BY merchant ORDER BY amount_cents LIMIT 15
         """
     ).with_columns(
-        pl.col("amount_cents").map_elements(lambda c: money(-c), return_dtype=pl.String).alias("spent")
+        pl.col("amount_cents")
+        .map_elements(lambda c: money(-c), return_dtype=pl.String)
+        .alias("spent")
     )
     mo.vstack(
         [
@@ -202,16 +206,18 @@ def _(alt, category, mo, money, pl, q):
         ORDER BY t.booked_at DESC LIMIT 25
         """,
         [_chosen],
-    ).with_columns(
-        pl.col("amount").map_elements(money, return_dtype=pl.String).alias("amount")
-    )
+    ).with_columns(pl.col("amount").map_elements(money, return_dtype=pl.String).alias("amount"))
     _line = (
         alt.Chart(_per_month, title=f"{_chosen}: spent per month")
         .mark_line(point=True)
         .encode(
             x=alt.X("month:T", title="month"),
             y=alt.Y("spent:Q", title="spent"),
-            tooltip=[alt.Tooltip("month:T", format="%Y-%m"), alt.Tooltip("spent:Q", format=",.2f"), "transactions:Q"],
+            tooltip=[
+                alt.Tooltip("month:T", format="%Y-%m"),
+                alt.Tooltip("spent:Q", format=",.2f"),
+                "transactions:Q",
+            ],
         )
         .properties(width="container", height=240)
     )

@@ -59,11 +59,11 @@ def notebook(name: str | None, as_app: bool, port: int | None, headless: bool) -
 
     warehouse = _warehouse_path()
     if not warehouse.exists():
-        raise NoWarehouseError(f"no warehouse at {warehouse}: run `make demo` or `centsync refresh`")
+        raise NoWarehouseError(f"no warehouse at {warehouse} (`make demo` makes one)")
     if as_app and name is None:
         raise click.UsageError("--run opens one notebook: name it (e.g. spending)")
     target = notebook_file(name) if name else notebooks_folder()
-    cmd = [sys.executable, "-m", "marimo", "-q", "run" if as_app else "edit", str(target)]
+    cmd = [sys.executable, "-m", "marimo", "run" if as_app else "edit", str(target)]
     cmd += ["--headless"] if headless else []
     cmd += ["--port", str(port)] if port else []
     click.echo(f"Opening {target} on {warehouse} (read only); Ctrl-C stops it.")

@@ -97,9 +97,12 @@ def describe(con: duckdb.DuckDBPyConnection) -> list[Schema]:
         ).fetchall()
     ]
     described: dict[str, tuple[int, str]] = {}
-    if "ops" in names and con.execute(
-        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' AND table_name = 'schemas'"
-    ).fetchall()[0][0]:
+    if (
+        "ops" in names
+        and con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' AND table_name = 'schemas'"
+        ).fetchall()[0][0]
+    ):
         described = {
             n: (p, c)
             for n, p, c in con.execute(
@@ -126,9 +129,7 @@ def describe(con: duckdb.DuckDBPyConnection) -> list[Schema]:
     ).fetchall()
     by_table: dict[tuple[str, str], list[Column]] = {}
     for s, t, c, typ, comment in columns:
-        by_table.setdefault((s, t), []).append(
-            Column(c, _TYPE_NAMES.get(typ, typ), _cell(comment))
-        )
+        by_table.setdefault((s, t), []).append(Column(c, _TYPE_NAMES.get(typ, typ), _cell(comment)))
     schemas = {n: Schema(n, _cell(described.get(n, (0, ""))[1])) for n in names}
     for s, t, kind, comment in relations:
         if s in schemas:
@@ -153,7 +154,7 @@ def _template() -> jinja2.Template:
         .read_text("utf-8")
     )
     env = jinja2.Environment(
-        autoescape=False,  # Markdown, from our own comments  # noqa: S701
+        autoescape=False,  # Markdown, from our own comments
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
     )

@@ -1,0 +1,158 @@
+"""Write-back: the outbox by state, and the rejected rows with their reasons.
+
+A marimo notebook over the centsync warehouse, opened read only. `centsync notebook writeback`
+opens it; `python notebooks/writeback.py` runs it as a script.
+"""
+
+import marimo
+
+__generated_with = "0.25.2"
+app = marimo.App(width="medium", app_title="centsync: write-back")
+
+
+@app.cell(hide_code=True)
+def _():
+    import os
+    from pathlib import Path
+
+    import altair as alt
+    import duckdb
+    import marimo as mo
+    import polars as pl
+
+    return Path, alt, duckdb, mo, os, pl
+
+
+@app.cell(hide_code=True)
+def _(Path, duckdb, mo, os, pl):
+    def warehouse_path() -> Path:
+        """CENTSYNC_WAREHOUSE, else the documented default (as `centsync` resolves it)."""
+        if os.environ.get("CENTSYNC_WAREHOUSE"):
+            return Path(os.environ["CENTSYNC_WAREHOUSE"]).absolute()
+        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+        return Path(base).absolute() / "centsync" / "centsync.duckdb"
+
+    path = warehouse_path()
+    mo.stop(
+        not path.exists(),
+        mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
+    )
+    # read only: a refresh publishes a new file by rename and never blocks this connection
+    con = duckdb.connect(str(path), read_only=True)
+
+    def q(sql: str, params: list | None = None) -> pl.DataFrame:
+        """A query's result as a Polars frame."""
+        return pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
+
+    currency = (q("SELECT currency FROM core.settings").get_column("currency").to_list() or [""])[0]
+
+    def money(cents: int) -> str:
+        """Integer cents as text (display only): 1234567 -> '12,345.67 EUR'."""
+        sign = "-" if cents < 0 else ""
+        whole, part = divmod(abs(int(cents)), 100)
+        return f"{sign}{whole:,}.{part:02d} {currency}".strip()
+
+    return con, currency, money, path, q
+
+
+@app.cell(hide_code=True)
+def _(mo, path, q):
+    has_outbox = bool(
+        q(
+            "SELECT count(*) AS n FROM duckdb_tables() "
+            "WHERE schema_name = 'ops' AND table_name = 'outbox'"
+        ).item()
+    )
+    outbox = (
+        q("SELECT * EXCLUDE (body, response_body) FROM ops.outbox ORDER BY id")
+        if has_outbox
+        else None
+    )
+    mo.md(
+        f"""
+        # Write-back
+
+        Warehouse `{path}` (read only). `ops.outbox` is the outbox as of the last refresh: a
+        copy of `centsync.outbox.duckdb` beside the warehouse, which is the truth
+        (`docs/writeback.md`). Drop a CSV into the inbox and run `centsync writeback`.
+        """
+    )
+    return (outbox,)
+
+
+@app.cell(hide_code=True)
+def _(alt, mo, outbox, pl):
+    if outbox is None or outbox.is_empty():
+        _out = mo.md("## The outbox by state\n\nNothing yet: no request has been written back.")
+    else:
+        _states = (
+            outbox.group_by("state", "operation").agg(pl.len().alias("requests")).sort("state")
+        )
+        _chart = (
+            alt.Chart(_states, title="Requests per state")
+            .mark_bar()
+            .encode(
+                x=alt.X("requests:Q", title="requests"),
+                y=alt.Y("state:N", title=None),
+                color="operation:N",
+                tooltip=["state:N", "operation:N", "requests:Q"],
+            )
+            .properties(width="container", height=40 + 30 * _states.get_column("state").n_unique())
+        )
+        _out = mo.vstack([mo.md("## The outbox by state"), _chart, _states])
+    _out
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo, money, outbox, pl):
+    _bad = (
+        None
+        if outbox is None
+        else outbox.filter(pl.col("state").is_in(["rejected", "needs_attention"]))
+    )
+    if _bad is None or _bad.is_empty():
+        _out = mo.md("## Rejected rows and their reasons\n\nNothing yet: no row was rejected.")
+    else:
+        _out = mo.vstack(
+            [
+                mo.md(f"## Rejected rows and their reasons ({_bad.height})"),
+                _bad.select("state", "source_name", "source_line", "reason", "row_text"),
+            ]
+        )
+    _out
+    return
+
+
+@app.cell(hide_code=True)
+def _(mo, money, outbox, pl):
+    if outbox is None or outbox.is_empty():
+        _out = mo.md("## Every request\n\nNothing yet.")
+    else:
+        _out = mo.vstack(
+            [
+                mo.md(f"## Every request ({outbox.height})"),
+                outbox.with_columns(
+                    pl.col("amount").map_elements(money, return_dtype=pl.String)
+                ).select(
+                    "id",
+                    "state",
+                    "operation",
+                    "source_name",
+                    "source_line",
+                    "booked_at",
+                    "amount",
+                    "concept",
+                    "attempts",
+                    "replayed",
+                    "created_at",
+                    "confirmed_at",
+                ),
+            ]
+        )
+    _out
+    return
+
+
+if __name__ == "__main__":
+    app.run()
