@@ -83,6 +83,8 @@ def _package(file: str) -> str:
 
 def classify(stack: list[tuple[str, str]]) -> str:
     """The phase of one sample: `stack` is (function, file) from the root to the leaf."""
+    if not stack:
+        return "no Python frame (interpreter start-up, shutdown)"
     for i, (func, _file) in enumerate(stack):
         if func == "_find_and_load":
             for f2, file2 in stack[i + 1 :]:
@@ -109,21 +111,25 @@ def cli(*extra: str) -> list[str]:
     return [sys.executable, *extra, "-m", "centsync.pipelines.cli", "refresh", "--json"]
 
 
-def importtime(env: dict[str, str], cwd: Path) -> list[tuple[str, float]]:
+def importtime(env: dict[str, str], cwd: Path) -> list[tuple[str, float, float]]:
+    """(top-level package, seconds of its own modules' import, cumulative as a first import)."""
     p = subprocess.run(cli("-X", "importtime"), env=env, cwd=cwd, capture_output=True, text=True)
-    totals: collections.Counter[str] = collections.Counter()
+    own: collections.Counter[str] = collections.Counter()
+    first: collections.Counter[str] = collections.Counter()
     for line in p.stderr.splitlines():
         if not line.startswith("import time:") or "cumulative" in line:
             continue
-        _, _self, cumulative, raw = line.split("|", 3)
-        depth = len(raw) - len(raw.lstrip(" "))
-        if depth == 1:  # a top-level import of the process
-            totals[raw.strip().split(".")[0]] += int(cumulative.strip()) / 1e6
-    return totals.most_common()
+        head, cumulative, raw = line.split("|", 2)
+        pkg = raw.strip().split(".")[0]
+        own[pkg] += int(head.split(":", 1)[1].strip()) / 1e6
+        if len(raw) - len(raw.lstrip(" ")) == 1:  # imported by the process itself
+            first[pkg] += int(cumulative.strip()) / 1e6
+    return [(pkg, s, first.get(pkg, 0.0)) for pkg, s in own.most_common()]
 
 
 def pyspy(env: dict[str, str], cwd: Path, out: Path) -> dict[str, object]:
-    cmd = [*_pyspy(), "record", "--rate", "200", "--idle", "--threads", "--format", "raw"]
+    cmd = [*_pyspy(), "record", "--rate", "200", "--idle", "--threads", "--subprocesses"]
+    cmd += ["--format", "raw"]
     cmd += ["--output", str(out), "--", *cli()]
     t = time.perf_counter()
     p = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True)
@@ -132,21 +138,32 @@ def pyspy(env: dict[str, str], cwd: Path, out: Path) -> dict[str, object]:
     funcs: collections.Counter[str] = collections.Counter()
     threads: collections.Counter[str] = collections.Counter()
     samples = 0
+    children: collections.Counter[str] = collections.Counter()
+    others: collections.Counter[str] = collections.Counter()
     for line in out.read_text().splitlines():
         body, _, count = line.rpartition(" ")
         frames = body.split(";")
         n = int(count)
-        thread = frames[0].split(": ", 1)[-1]
+        procs = []
+        while frames and frames[0].startswith("process "):
+            procs.append(frames.pop(0))
+        if len(procs) > 1:  # a child process of the CLI's (py-spy names its parents first)
+            children[procs[-1].split(":", 1)[-1][:120]] += n
+            continue
+        thread = frames.pop(0).split(": ", 1)[-1]
         threads[thread] += n
-        if not frames[1:] or frames[1] != "MainThread":
+        if thread != "MainThread":
             continue
         stack = []
-        for fr in frames[2:]:
+        for fr in frames:
             m = _FRAME.match(fr)
             if m:
                 stack.append((m["func"], m["file"]))
         samples += n
-        phases[classify(stack)] += n
+        phase = classify(stack)
+        phases[phase] += n
+        if phase == "other":
+            others[" <- ".join(f"{f} ({_short(file)})" for f, file in reversed(stack[-3:]))] += n
         for key in {f"{f} ({_short(file)})" for f, file in stack}:
             funcs[key] += n
     last = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
@@ -158,6 +175,8 @@ def pyspy(env: dict[str, str], cwd: Path, out: Path) -> dict[str, object]:
         "phases": phases,
         "funcs": funcs,
         "threads": threads,
+        "children": children,
+        "others": others,
         "cli": doc,
         "rc": p.returncode,
     }
@@ -286,11 +305,12 @@ def main() -> None:
                 print(f"\n## {name} ({server.rows:,} rows)\n", flush=True)
                 d, env = fresh("importtime")
                 imports = importtime(env, d)
-                total = sum(s for _, s in imports)
-                print(f"Imports (`-X importtime`, top-level packages, {total:.2f} s in all):\n")
-                print("| package | seconds |\n| - | -: |")
-                for pkg, s in imports[:15]:
-                    print(f"| {pkg} | {s:.3f} |")
+                total = sum(s for _, s, _ in imports)
+                print(f"Imports (`-X importtime`, {total:.2f} s in all; own = the package's")
+                print("modules' self time, first = cumulative where the CLI imports it first):\n")
+                print("| package | own seconds | first import, cumulative |\n| - | -: | -: |")
+                for pkg, s, cum in imports[:20]:
+                    print(f"| {pkg} | {s:.3f} | {cum:.3f} |")
                 d, env = fresh("pyspy")
                 slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
                 raw = RESULTS / f"pyspy-{slug}.txt"
@@ -306,11 +326,16 @@ def main() -> None:
                 print("| phase | seconds | share |\n| - | -: | -: |")
                 for phase, c in prof["phases"].most_common():  # type: ignore[attr-defined]
                     print(f"| {phase} | {c * per:.2f} | {c * per / main_s:.0%} |")
+                print("\n'other', by innermost frames:\n")
+                for st, c in prof["others"].most_common(8):  # type: ignore[attr-defined]
+                    print(f"- {c * per:.2f} s: `{st}`")
                 print(f"\nHeaviest functions, main thread, inclusive (top {args.top}):\n")
                 print("| function | seconds |\n| - | -: |")
                 for fn, c in prof["funcs"].most_common(args.top):  # type: ignore[attr-defined]
                     print(f"| `{fn}` | {c * per:.2f} |")
                 print("\nThreads (samples, idle included):", dict(prof["threads"]))  # type: ignore[arg-type]
+                if prof["children"]:
+                    print("Other processes of the tree (samples):", dict(prof["children"]))  # type: ignore[arg-type]
                 if args.rss and not no_change:
                     d, env = fresh("rss")
                     ranked, maxrss = rss_phases(env, d)
