@@ -12,7 +12,9 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from zoneinfo import available_timezones
 
+import pandera.backends.polars.builtin_checks  # noqa: F401  (registers the checks for PolarsData)
 import pandera.polars as pa
+from pandera.api.polars.types import PolarsData
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
@@ -341,9 +343,57 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     return out, parse_reason.alias("parse_reason")
 
 
+def _passes_every_check(spec: EntitySpec, frame: pl.DataFrame) -> bool:
+    """True when every row passes every rule of the entity's pandera schema, by one parallel
+    Polars pass over pandera's own check functions; False means "ask pandera", which then
+    names each failure.
+
+    pandera runs each check as its own query and builds failure cases even when nothing fails
+    (about 2.4 s of a 1,000,000-row first refresh). Only a frame that passes everything skips
+    it, so every rule and every reason stays pandera's; anything this does not model (an
+    element-wise check, uniqueness, a regex column) falls back to pandera.
+    """
+    schema = spec.schema
+    if schema.unique or getattr(schema, "add_missing_columns", False):
+        return False
+    lf = frame.lazy()
+    verdicts: list[pl.LazyFrame] = []
+
+    def add(check: pa.Check, key: str) -> bool:
+        if check.element_wise or check.groupby is not None or check._check_fn is None:
+            return False
+        try:
+            out = check._check_fn(PolarsData(lf, key), **check._check_kwargs)
+        except Exception:  # not a Polars check after all: pandera decides
+            return False
+        if isinstance(out, bool):
+            return out
+        if not isinstance(out, pl.LazyFrame) or len(out.collect_schema()) != 1:
+            return False
+        # as pandera's backend: a null outcome passes when the check ignores nulls
+        ok = pl.first().fill_null(check.ignore_na)
+        verdicts.append(out.select(ok.all().alias(f"v{len(verdicts)}")))
+        return True
+
+    for name, column in schema.columns.items():
+        if column.unique or column.regex or name not in frame.columns:
+            return False
+        if frame.schema[name] != column.dtype.type:
+            return False
+        if not column.nullable and frame.get_column(name).null_count():
+            return False
+        if not all(add(check, name) for check in column.checks):
+            return False
+    if not all(add(check, "*") for check in schema.checks):
+        return False
+    return all(bool(v.item()) for v in pl.collect_all(verdicts)) if verdicts else True
+
+
 def _failure_reasons(spec: EntitySpec, frame: pl.DataFrame) -> pl.DataFrame:
     """Per failing row (index), the pandera failures as text; empty when every row passes."""
     empty = pl.DataFrame(schema={"index": pl.Int64, "column": pl.String, "reason": pl.String})
+    if _passes_every_check(spec, frame):
+        return empty
     try:
         spec.schema.validate(frame, lazy=True)
         return empty

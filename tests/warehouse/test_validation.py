@@ -8,6 +8,7 @@ import polars as pl
 import pytest
 
 from centsync.warehouse import FrameShapeError, split_valid
+from centsync.warehouse import validation as v
 
 from .builders import transactions, with_raw
 
@@ -146,3 +147,46 @@ def test_two_spellings_of_one_uuid_are_one_id() -> None:
     assert split.valid.height == 2
     assert split.valid.get_column("id").to_list() == frame.get_column("id").to_list()
     assert "duplicate id" in split.rejected.get_column("reason")[0]
+
+
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [
+        ("id", "not-a-uuid"),
+        ("category_id", "123"),
+        ("type", "refund"),
+        ("amount", 10**12 + 1),
+        ("concept", ""),
+        ("booked_at", dt.date(1850, 1, 1)),
+        ("concept", None),
+        ("raw", "[1]"),
+        ("id", None),
+    ],
+)
+def test_the_fast_pass_sends_every_broken_rule_to_pandera(column: str, value: object) -> None:
+    # The one-pass screen may skip pandera only for a frame pandera would pass whole.
+    spec = v.TRANSACTIONS
+    good, _ = v.normalise(spec, transactions(5))
+    assert v._passes_every_check(spec, good)
+    bad, _ = v.normalise(spec, _set(transactions(5), 2, column, value))
+    assert not v._passes_every_check(spec, bad)
+    duplicated = pl.concat([good, good.slice(0, 1)])
+    assert not v._passes_every_check(spec, duplicated)
+
+
+def test_the_fast_pass_agrees_with_pandera_on_other_entities() -> None:
+    frame = pl.DataFrame(
+        {
+            "id": ["3fa85f64-5717-4562-b3fc-2c963f66afa6"],
+            "name": ["Main"],
+            "type": ["depository"],
+            "currency": ["EUR"],
+            "balance": [100],
+        }
+    )
+    spec = v.ACCOUNTS
+    good, _ = v.normalise(spec, with_raw(frame))
+    assert v._passes_every_check(spec, good)
+    bad, _ = v.normalise(spec, with_raw(frame.with_columns(pl.lit("eur").alias("currency"))))
+    assert not v._passes_every_check(spec, bad)
+    assert split_valid("accounts", with_raw(frame)).valid.height == 1
