@@ -106,21 +106,21 @@ def _failure(result: Any) -> errors.Failure:
 
 def run_job(name: str, asset: str) -> dict[str, Any]:
     """Run a job of the definitions in process, recorded in the instance; `asset`'s metadata."""
-    from dagster import DagsterInstance
-
+    from centsync.pipelines import dagster_storage
     from centsync.pipelines.definitions import defs
 
     dagster_home()
-    result = defs.resolve_job_def(name).execute_in_process(
-        instance=DagsterInstance.get(),
-        raise_on_error=False,
-        tags={"centsync/command": _command() or name},
-        run_config={
-            "loggers": {
-                "console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}
-            }
-        },
-    )
+    with dagster_storage.instance() as instance:
+        result = defs.resolve_job_def(name).execute_in_process(
+            instance=instance,
+            raise_on_error=False,
+            tags={"centsync/command": _command() or name},
+            run_config={
+                "loggers": {
+                    "console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}
+                }
+            },
+        )
     if not result.success:
         raise Failed(_failure(result))
     meta: dict[str, Any] = {"run_id": result.run_id}
@@ -135,13 +135,11 @@ def run_refresh_job(
     mode: str, months: str = "", *, rebind: bool = False, report: bool = False
 ) -> dict[str, Any]:
     """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
-    from dagster import DagsterInstance
-
+    from centsync.pipelines import dagster_storage
     from centsync.pipelines.definitions import defs
 
     dagster_home()
     os.environ.setdefault("CENTSYNC_PROGRESS", "1")
-    instance = DagsterInstance.get()
     job = defs.resolve_job_def("refresh_job")
     config = {
         "ops": {
@@ -154,9 +152,11 @@ def run_refresh_job(
         "loggers": {"console": {"config": {"log_level": "DEBUG" if _DEBUG.get() else "CRITICAL"}}},
     }
     tags = {"centsync/command": _command(), "centsync/mode": mode}
-    result = job.execute_in_process(
-        run_config=config, instance=instance, raise_on_error=False, tags=tags
-    )
+    # Dagster's SQLite storage, keeping its connections for the run (pipelines/dagster_storage.py)
+    with dagster_storage.instance() as instance:
+        result = job.execute_in_process(
+            run_config=config, instance=instance, raise_on_error=False, tags=tags
+        )
     meta: dict[str, Any] = {"run_id": result.run_id}
     for event in result.get_asset_materialization_events():
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]

@@ -335,7 +335,11 @@ def is_interrupt(exc: BaseException) -> bool:
     interrupt = getattr(duckdb, "InterruptException", None)
     if interrupt is not None and isinstance(exc, interrupt):
         return True
-    return isinstance(exc, RuntimeError) and "Query interrupted" in str(exc)
+    if isinstance(exc, RuntimeError) and "Query interrupted" in str(exc):
+        return True
+    # the signal landed in Python code DuckDB was calling back (reading a registered Arrow
+    # object): DuckDB reports the KeyboardInterrupt inside its own error
+    return isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc)
 
 
 def _publish_interrupted(wh: Session, work: Path, published: Path, exc: BaseException) -> bool:

@@ -1,0 +1,161 @@
+"""Dagster's SQLite storage for runs and their event logs, keeping its connections.
+
+Dagster's own SQLite storages create a new SQLAlchemy engine and a new SQLite connection for
+every event they store and every run record they touch. A household refresh stores about 70
+events: that was 0.5 s of a 3.4 s command (py-spy, docs/benchmarks.md). These subclasses keep
+one engine, and one connection, per database for the life of the process; everything else
+(the schema, the files, the per-run event databases, the watchers the UI uses) is Dagster's.
+
+`instance()` gives the centsync commands an instance of `$DAGSTER_HOME` that uses them where
+the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
+Dagster's defaults put them (`history/runs.db`, `history/runs/<run id>.db`, `schedules/`), so
+`centsync ui`, `dagster dev` and the daemon, which use Dagster's own classes, read and write
+the same history. (Not named in dagster.yaml: tools that make a temporary instance from that
+file, such as `dg list defs`, give storages no home to find their files in.)
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import yaml
+from dagster import DagsterInstance, Field, StringSource
+from dagster._core.instance.ref import InstanceRef
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.sql import create_engine
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._serdes import ConfigurableClassData
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import QueuePool
+
+# Event databases whose engines are kept: the index and the few runs a process touches.
+KEPT_SHARDS = 8
+
+
+def _home(*parts: str) -> str:
+    home = os.environ.get("DAGSTER_HOME")
+    if not home:
+        raise RuntimeError("DAGSTER_HOME is not set: centsync sets it before making an instance")
+    return os.path.join(home, *parts)
+
+
+def _kept_engine(conn_string: str) -> Engine:
+    """One pooled connection, usable from the threads Dagster calls it from (one at a time:
+    the storages serialise their use)."""
+    return create_engine(
+        conn_string,
+        poolclass=QueuePool,
+        pool_size=1,
+        max_overflow=4,
+        connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
+    )
+
+
+class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
+    """`SqliteEventLogStorage` with one engine per database kept, not one per event."""
+
+    def __init__(self, base_dir: str | None = None, inst_data: Any = None) -> None:
+        self._engines: dict[str, Engine] = {}
+        super().__init__(base_dir or _home("history", "runs", ""), inst_data)
+
+    @classmethod
+    def config_type(cls) -> Any:
+        return {"base_dir": Field(StringSource, is_required=False)}
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsEventLogStorage:
+        return cls(inst_data=inst_data, **dict(config_value))
+
+    @contextmanager
+    def _connect(self, shard: str) -> Iterator[Connection]:
+        with self._db_lock:
+            engine = self._engines.get(shard)
+            if engine is None:
+                engine = _kept_engine(self.conn_string_for_shard(shard))
+                if shard not in self._initialized_dbs:
+                    self._initdb(engine)
+                    self._initialized_dbs.add(shard)
+                while len(self._engines) >= KEPT_SHARDS:
+                    self._engines.pop(next(iter(self._engines))).dispose()
+                self._engines[shard] = engine
+            with engine.connect() as conn, conn.begin():
+                yield conn
+
+    def dispose(self) -> None:
+        super().dispose()
+        with self._db_lock:
+            for engine in self._engines.values():
+                engine.dispose()
+            self._engines.clear()
+
+
+class KeptConnectionsRunStorage(SqliteRunStorage):
+    """`SqliteRunStorage` with its engine kept, not one per call."""
+
+    def __init__(self, conn_string: str, inst_data: Any = None) -> None:
+        self._engine = _kept_engine(conn_string)
+        super().__init__(conn_string, inst_data)
+
+    @classmethod
+    def config_type(cls) -> Any:
+        return {"base_dir": Field(StringSource, is_required=False)}
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsRunStorage:
+        # Dagster's from_local creates or checks the schema, then constructs `cls`
+        base = dict(config_value).get("base_dir") or _home("history", "")
+        return cls.from_local(base_dir=base, inst_data=inst_data)
+
+    @contextmanager
+    def connect(self) -> Iterator[Connection]:
+        with self._engine.connect() as conn, conn.begin():
+            yield conn
+
+    def dispose(self) -> None:
+        super().dispose()
+        self._engine.dispose()
+
+
+def _data(cls: type, base_dir: str) -> dict[str, str]:
+    return {
+        "module_name": cls.__module__,
+        "class_name": cls.__name__,
+        "config_yaml": yaml.dump({"base_dir": base_dir}, default_flow_style=False),
+    }
+
+
+def instance() -> DagsterInstance:
+    """The instance of ``$DAGSTER_HOME`` (as ``DagsterInstance.get()``), its default SQLite
+    storage swapped for the one that keeps its connections; other storage is left as configured."""
+    home = _home()
+    ref = InstanceRef.from_dir(home)
+    data = ref.storage_data
+    if data is None or (data.module_name, data.class_name) != (
+        "dagster._core.storage.sqlite_storage",
+        "DagsterSqliteStorage",
+    ):
+        return DagsterInstance.from_ref(ref)
+    base = yaml.safe_load(data.config_yaml).get("base_dir") or home
+    composite = {
+        "run_storage": _data(KeptConnectionsRunStorage, os.path.join(base, "history", "")),
+        "event_log_storage": _data(
+            KeptConnectionsEventLogStorage, os.path.join(base, "history", "runs", "")
+        ),
+        "schedule_storage": {
+            "module_name": "dagster._core.storage.schedules",
+            "class_name": "SqliteScheduleStorage",
+            "config_yaml": yaml.dump(
+                {"base_dir": os.path.join(base, "schedules")}, default_flow_style=False
+            ),
+        },
+    }
+    storage = ConfigurableClassData(
+        "dagster._core.storage.legacy_storage",
+        "CompositeStorage",
+        yaml.dump(composite, default_flow_style=False),
+    )
+    return DagsterInstance.from_ref(ref._replace(storage_data=storage))
