@@ -3,7 +3,6 @@ streaming stage a window lands in, and batches of months."""
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -109,9 +108,8 @@ class Ledger(Session):
             return self._replace_once(*args, reason=reason, everything=False, moves=True)
 
     def stage_transactions(self) -> TransactionStage:
-        """A stage for a window read as a stream: validated batches wait in a DuckDB temp
-        table (which spills to disk under the memory limit) until the read is accepted, then
-        replace their months in one transaction. Python holds one batch at a time."""
+        """A stage for a window read as a stream: validated batches wait as Polars frames until
+        the read is accepted, then replace their months in one transaction."""
         return TransactionStage(self)
 
     def _replace_once(
@@ -251,27 +249,26 @@ class Ledger(Session):
 
 
 class TransactionStage:
-    """Validated rows of a window read as a stream, held in a DuckDB temp table until commit.
+    """Validated rows of a window read as a stream, held as Polars frames until commit.
 
     ``add`` each batch as it arrives, ``reset`` when the read is voided (the window changed
     under the reader), ``commit(months)`` once it is accepted: the months are then replaced in
     one transaction, exactly as ``replace_months`` would with the whole frame. Nothing reaches
     ``core`` before ``commit``; a failure leaves the months as they were.
+
+    The batches stay in Python (about 85 MB for a 170,000-row window) and land straight from
+    Arrow: a DuckDB temp table in between copied every row once more (1.4-1.6 s of a
+    1,000,000-row first refresh) and held as much in DuckDB's buffer pool.
     """
 
-    _counter = 0
-
     def __init__(self, warehouse: Ledger) -> None:
-        TransactionStage._counter += 1
         self.warehouse = warehouse
-        self.table = f"_stage_tx_{TransactionStage._counter}"
-        self.rows = 0
-        self._created = False
+        self._frames: list[pl.DataFrame] = []
         self._rejected: list[pl.DataFrame] = []
         self._template: pl.DataFrame | None = None
 
     def add(self, frame: pl.DataFrame) -> None:
-        """Validate a batch and stage its valid rows (rejected ones wait for the commit)."""
+        """Validate a batch and keep its valid rows (rejected ones wait for the commit)."""
         split = self.warehouse._split("transactions", frame)
         if self._template is None:
             self._template = split.valid.head(0)
@@ -279,30 +276,34 @@ class TransactionStage:
             self._rejected.append(split.rejected)
         if split.valid.height == 0:
             return
-        con = self.warehouse.con
-        with self.warehouse._registered(split.valid) as src:
-            if self._created:
-                con.execute(f"INSERT INTO {self.table} BY NAME SELECT * FROM {src}")
-            else:
-                con.execute(f"CREATE OR REPLACE TEMP TABLE {self.table} AS SELECT * FROM {src}")
-                self._created = True
-        self.rows += split.valid.height
+        self._frames.append(split.valid)
+
+    @property
+    def rows(self) -> int:
+        """Valid rows staged."""
+        return sum(f.height for f in self._frames)
 
     def reset(self) -> None:
         """Drop everything staged (the pass it came from was voided)."""
-        if self._created:
-            self.warehouse.con.execute(f"DELETE FROM {self.table}")
-        self.rows = 0
+        self._frames.clear()
         self._rejected.clear()
+
+    def _staged_months(self) -> list[dt.date]:
+        """The months staged rows are dated in, oldest first."""
+        return sorted(
+            {
+                m
+                for f in self._frames
+                for m in f.get_column("booked_at").dt.truncate("1mo").unique().to_list()
+            }
+        )
 
     def booked_range(self) -> tuple[dt.date, dt.date] | None:
         """Oldest and newest booked_at staged (None when nothing is)."""
         if not self.rows:
             return None
-        lo, hi = self.warehouse.con.execute(
-            f"SELECT min(booked_at), max(booked_at) FROM {self.table}"
-        ).fetchall()[0]
-        return lo, hi
+        dates = [f.get_column("booked_at") for f in self._frames]
+        return min(d.min() for d in dates), max(d.max() for d in dates)  # type: ignore[type-var,return-value]
 
     def commit(self, months: Iterable[MonthLike], *, reason: str = "re-read") -> LoadResult:
         """Replace these months with the staged rows, in one transaction (as replace_months)."""
@@ -315,24 +316,21 @@ class TransactionStage:
             if self._rejected
             else pl.DataFrame(schema={"record": pl.Utf8, "reason": pl.Utf8})
         )
-        if not self._created:
+        if not self._frames:
             if self._template is None:
                 raise ValueError("nothing was added to the stage, not even an empty batch")
-            return wh._replace_transactions(
-                month_list, v.Split(self._template, rejected), reason=reason, everything=False
-            )
-        in_months = _month_filter("date_trunc('month', booked_at)::DATE", month_list)
-        outside = wh.con.execute(
-            f"SELECT DISTINCT date_trunc('month', booked_at)::DATE FROM {self.table} "
-            f"WHERE NOT ({in_months})"
-        ).fetchall()
-        if outside:
-            raise MonthBoundsError(
-                f"rows dated in {sorted(month_key(r[0]) for r in outside)} were staged for "
-                f"{[month_key(d) for d in month_list]}; nothing was changed"
-            )
-        result = wh._replace_from(
-            month_list, self.table, self.rows, rejected, reason=reason, everything=False
+            valid = self._template
+        else:
+            outside = [m for m in self._staged_months() if m not in month_list]
+            if outside:
+                raise MonthBoundsError(
+                    f"rows dated in {sorted(month_key(m) for m in outside)} were staged for "
+                    f"{[month_key(d) for d in month_list]}; nothing was changed"
+                )
+            # no rechunk: the batches go to DuckDB as one Arrow table of many chunks, uncopied
+            valid = pl.concat(self._frames, how="vertical_relaxed", rechunk=False)
+        result = wh._replace_transactions(
+            month_list, v.Split(valid, rejected), reason=reason, everything=False
         )
         self.reset()
         return result
@@ -344,30 +342,21 @@ class TransactionStage:
         read whole; the oldest may be partial. None when no month was complete. The next
         refresh's fingerprints prove (or re-read) what this kept.
         """
-        if not self._created or not self.rows:
+        if not self.rows:
             return None
-        months = [
-            r[0]
-            for r in self.warehouse.con.execute(
-                f"SELECT DISTINCT date_trunc('month', booked_at)::DATE AS m FROM {self.table} ORDER BY m"
-            ).fetchall()
-        ]
+        months = self._staged_months()
         if len(months) < 2:
             return None
         partial = months[0]
-        self.warehouse.con.execute(
-            f"DELETE FROM {self.table} WHERE date_trunc('month', booked_at)::DATE = ?", [partial]
-        )
-        (self.rows,) = self.warehouse.con.execute(f"SELECT count(*) FROM {self.table}").fetchall()[
-            0
+        kept = [
+            f.filter(pl.col("booked_at").dt.truncate("1mo") != partial) for f in self._frames
         ]
+        self._frames = [f for f in kept if f.height]
         return self.commit(months[1:], reason=reason)
 
     def close(self) -> None:
-        if self._created:
-            with contextlib.suppress(duckdb.Error):
-                self.warehouse.con.execute(f"DROP TABLE IF EXISTS {self.table}")
-            self._created = False
+        self._frames.clear()
+        self._rejected.clear()
 
     def __enter__(self) -> TransactionStage:
         return self
