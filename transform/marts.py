@@ -122,7 +122,7 @@ MART_NAMES = tuple(SCHEMAS)
 class CoreFrames:
     """The inputs of the marts, as read from the warehouse."""
 
-    transactions: pl.LazyFrame  # id, account_id, concept, amount, booked_at, type, category_id
+    transactions: pl.LazyFrame  # account_id, concept, amount, booked_at, type, category_id
     accounts: pl.LazyFrame  # id, name, type, balance
     categories: pl.LazyFrame  # id, name
     net_worth_history: pl.LazyFrame  # history.net_worth

@@ -6,7 +6,7 @@ The rules (API contract section 6): spending is every `type = expense` transacti
 collapsed to one space. Money keeps the service's sign (negative = money out), in cents.
 
 Every function takes and returns `pl.LazyFrame`s, so they compose with `.pipe()` and collect
-once. The transactions frame has at least `id`, `account_id`, `concept`, `amount` (Int64
+once. The transactions frame has at least `account_id`, `concept`, `amount` (Int64
 cents), `booked_at` (Date), `type` and `category_id` (String, null = uncategorised).
 """
 
