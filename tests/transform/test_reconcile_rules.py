@@ -149,3 +149,43 @@ def test_narrowest_first_puts_unexplained_months_before_wider_scopes() -> None:
     out = rules.explain(res, rules.Evidence(read_at={"2024-01": "r"}, confirmed={"2024-02"}))
     order = rules.narrowest_first(out)
     assert order["status"].to_list()[0] == "differ"
+
+
+def test_spending_checks_sum_every_spelling_of_a_merchant_and_every_day_of_a_month() -> None:
+    tx = pl.DataFrame(
+        {
+            "account_id": ["x"] * 5,
+            "concept": ["Amazon  EU", " amazon eu", "AMAZON EU", "Shop", "Rent"],
+            "amount": [-100, -50, -25, -7, -1000],
+            "booked_at": [D(2024, 1, 3), D(2024, 1, 31), D(2024, 2, 1), D(2024, 2, 9), D(2024, 2, 1)],
+            "type": ["expense", "expense", "expense", "expense", "income"],
+            "category_id": ["c1", None, "c1", None, None],
+        }
+    )
+    lo, hi = D(2024, 1, 1), D(2024, 2, 29)
+    requests = pl.DataFrame(
+        {"group_by": ["merchant", "month", "category"], "from_date": [lo] * 3, "to_date": [hi] * 3}
+    )
+    server = [
+        ("merchant", "amazon eu", -175, 3),
+        ("merchant", "shop", -7, 1),
+        ("month", "2024-01", -150, 2),
+        ("month", "2024-02", -32, 2),
+        ("category", "c1", -125, 2),
+        (None, None, -57, 2),  # uncategorised
+    ]
+    rows = pl.DataFrame(
+        {
+            "group_by": [g or "category" for g, *_ in server],
+            "from_date": [lo] * len(server),
+            "to_date": [hi] * len(server),
+            "key": [k for _, k, _, _ in server],
+            "label": [k for _, k, _, _ in server],
+            "amount": [a for _, _, a, _ in server],
+            "count": [n for *_, n in server],
+        }
+    )
+    out = rules.spending_checks(tx.lazy(), requests, rows)
+    assert out.height == len(server)
+    assert out["local_cents"].to_list() == out["server_cents"].to_list()
+    assert out["local_count"].to_list() == out["server_count"].to_list()
