@@ -14,8 +14,8 @@ from zoneinfo import available_timezones
 
 import pandera.backends.polars.builtin_checks  # noqa: F401  (registers the checks for PolarsData)
 import pandera.polars as pa
-from pandera.api.polars.types import PolarsData
 import polars as pl
+from pandera.api.polars.types import PolarsData
 from pandera.errors import SchemaError, SchemaErrors
 
 from centsync.warehouse.errors import FrameShapeError
@@ -300,6 +300,7 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
         raw = pl.Series("raw", [], dtype=pl.String)
     exprs: list[pl.Expr] = []
     reasons: list[pl.Expr] = []
+    unreadable: list[pl.Expr] = []
     for c in spec.columns:
         target = _POLARS_TYPE[c.kind]
         if c.name not in frame.columns:
@@ -311,8 +312,9 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
         exprs.append(parsed)
         if dtype != target:
             # Why a row failed to parse is worth a reason of its own (pandera would only see null).
+            unreadable.append(src.is_not_null() & parsed.is_null())
             reasons.append(
-                pl.when(src.is_not_null() & parsed.is_null())
+                pl.when(unreadable[-1])
                 .then(
                     pl.format(
                         "{}: cannot read {} as {}",
@@ -333,13 +335,15 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     ]
     if upper:
         out = out.with_columns(pl.col(upper).str.to_lowercase())
-    if reasons:
+    # The reasons are text per row: only build them when some value was unreadable (a
+    # millisecond timestamp, as the client sends, always differs from the target type).
+    if reasons and frame.select(pl.any_horizontal(unreadable).any()).item():
         parse_reason = frame.select(
             pl.concat_str(reasons, separator="; ", ignore_nulls=True)
         ).to_series()
         parse_reason = parse_reason.replace("", None)
     else:
-        parse_reason = pl.Series([None] * frame.height, dtype=pl.String)
+        parse_reason = pl.repeat(None, frame.height, dtype=pl.String, eager=True)
     return out, parse_reason.alias("parse_reason")
 
 
