@@ -348,9 +348,7 @@ class TransactionStage:
         if len(months) < 2:
             return None
         partial = months[0]
-        kept = [
-            f.filter(pl.col("booked_at").dt.truncate("1mo") != partial) for f in self._frames
-        ]
+        kept = [f.filter(pl.col("booked_at").dt.truncate("1mo") != partial) for f in self._frames]
         self._frames = [f for f in kept if f.height]
         return self.commit(months[1:], reason=reason)
 

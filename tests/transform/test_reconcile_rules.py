@@ -157,7 +157,13 @@ def test_spending_checks_sum_every_spelling_of_a_merchant_and_every_day_of_a_mon
             "account_id": ["x"] * 5,
             "concept": ["Amazon  EU", " amazon eu", "AMAZON EU", "Shop", "Rent"],
             "amount": [-100, -50, -25, -7, -1000],
-            "booked_at": [D(2024, 1, 3), D(2024, 1, 31), D(2024, 2, 1), D(2024, 2, 9), D(2024, 2, 1)],
+            "booked_at": [
+                D(2024, 1, 3),
+                D(2024, 1, 31),
+                D(2024, 2, 1),
+                D(2024, 2, 9),
+                D(2024, 2, 1),
+            ],
             "type": ["expense", "expense", "expense", "expense", "income"],
             "category_id": ["c1", None, "c1", None, None],
         }
