@@ -193,7 +193,10 @@ class Session:
 
     def _split(self, entity: str, frame: pl.DataFrame) -> v.Split:
         """Validate a frame, also rejecting rows whose raw payload is not valid JSON."""
-        split = v.split_valid(entity, frame)
+        return self._reject_bad_json(v.split_valid(entity, frame))
+
+    def _reject_bad_json(self, split: v.Split) -> v.Split:
+        """Move the valid rows whose raw payload DuckDB's JSON type refuses to the rejected."""
         if split.valid.height == 0:
             return split
         with self._registered(split.valid.select("raw")) as name:

@@ -126,3 +126,19 @@ def test_a_row_moved_from_another_month_is_moved(wh: Warehouse) -> None:
         "SELECT count(*) FROM raw.transactions WHERE id = ?::UUID", [moved_id]
     ).fetchall()
     assert raws == [(1,)]
+
+
+def test_a_staged_row_with_malformed_raw_json_is_rejected_at_commit(wh: Warehouse) -> None:
+    frame = transactions(12, months=["2024-01"])
+    raws = frame.get_column("raw").to_list()
+    raws[7] = '{"id": broken}'
+    raws[9] = '{"concept": "\\ud800"}'  # a lone surrogate: Polars reads it, DuckDB's JSON refuses
+    frame = frame.with_columns(pl.Series("raw", raws))
+    with wh.stage_transactions() as stage:
+        for part in _batches(frame, 5):
+            stage.add(part)
+        result = stage.commit(["2024-01"], reason="stream")
+    assert (result.landed, result.rejected) == (10, 2)
+    assert set(wh.rejected_rows().get_column("reason")) == {"raw: not valid JSON"}
+    ids = set(_state(wh).get_column("id").cast(pl.String))
+    assert ids == set(frame.get_column("id")) - {frame["id"][7], frame["id"][9]}
