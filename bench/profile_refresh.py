@@ -63,7 +63,7 @@ RULES: list[tuple[str, str, str]] = [
     ("warehouse/session.py", "refreshing", "warehouse: working copy, publish"),
     ("warehouse/session.py", "finish_refresh", "warehouse: finish refresh"),
     ("warehouse/migrate.py", "*", "warehouse: migrations"),
-    ("warehouse/ledger.py", "add", "load: stage a batch (validate, DuckDB temp table)"),
+    ("warehouse/ledger.py", "add", "load: stage a batch (validate, keep as a Polars frame)"),
     ("warehouse/ledger.py", "commit", "load: commit a window (core + raw)"),
     ("warehouse/ledger.py", "commit_complete", "load: commit a window (core + raw)"),
     ("warehouse/validation.py", "*", "load: pandera validation"),
