@@ -12,46 +12,25 @@ app = marimo.App(width="medium", app_title="centsync: write-back")
 
 @app.cell(hide_code=True)
 def _():
-    import os
-    from pathlib import Path
-
     import altair as alt
-    import duckdb
     import marimo as mo
     import polars as pl
 
-    return Path, alt, duckdb, mo, os, pl
+    return alt, mo, pl
 
 
 @app.cell(hide_code=True)
-def _(Path, duckdb, mo, os, pl):
-    def warehouse_path() -> Path:
-        """CENTSYNC_WAREHOUSE, else the documented default (as `centsync` resolves it)."""
-        if os.environ.get("CENTSYNC_WAREHOUSE"):
-            return Path(os.environ["CENTSYNC_WAREHOUSE"]).absolute()
-        base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-        return Path(base).absolute() / "centsync" / "centsync.duckdb"
+def _(mo):
+    # the opening every notebook here shares (notebooks/notebook_warehouse.py)
+    from notebook_warehouse import ReadOnlyWarehouse, warehouse_path
 
     path = warehouse_path()
     mo.stop(
         not path.exists(),
         mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
     )
-    # read only: a refresh publishes a new file by rename and never blocks this connection
-    con = duckdb.connect(str(path), read_only=True)
-
-    def q(sql: str, params: list | None = None) -> pl.DataFrame:
-        """A query's result as a Polars frame."""
-        return pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
-
-    currency = (q("SELECT currency FROM core.settings").get_column("currency").to_list() or [""])[0]
-
-    def money(cents: int) -> str:
-        """Integer cents as text (display only): 1234567 -> '12,345.67 EUR'."""
-        sign = "-" if cents < 0 else ""
-        whole, part = divmod(abs(int(cents)), 100)
-        return f"{sign}{whole:,}.{part:02d} {currency}".strip()
-
+    wh = ReadOnlyWarehouse(path)
+    con, currency, money, q = wh.con, wh.currency, wh.money, wh.q
     return con, currency, money, path, q
 
 

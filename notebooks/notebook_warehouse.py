@@ -1,0 +1,42 @@
+"""What every notebook here opens with: the warehouse file, read only.
+
+The path is `CENTSYNC_WAREHOUSE`, else the documented default (as `centsync` resolves it).
+Plain Python with no centsync import: notebooks read the DuckDB file as any analyst's own code
+would (docs/architecture.md). The notebooks import this module from their own folder.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+
+def warehouse_path() -> Path:
+    """CENTSYNC_WAREHOUSE, else `$XDG_DATA_HOME/centsync/centsync.duckdb` (or ~/.local/share)."""
+    if os.environ.get("CENTSYNC_WAREHOUSE"):
+        return Path(os.environ["CENTSYNC_WAREHOUSE"]).absolute()
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base).absolute() / "centsync" / "centsync.duckdb"
+
+
+class ReadOnlyWarehouse:
+    """A read-only connection: a refresh publishes a new file by rename and never blocks it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.con = duckdb.connect(str(path), read_only=True)
+        currency = self.q("SELECT currency FROM core.settings").get_column("currency").to_list()
+        self.currency = (currency or [""])[0]
+
+    def q(self, sql: str, params: list | None = None) -> pl.DataFrame:
+        """A query's result as a Polars frame."""
+        return pl.from_arrow(self.con.sql(sql, params=params or None).to_arrow_table())
+
+    def money(self, cents: int) -> str:
+        """Integer cents as text (display only): 1234567 -> '12,345.67 EUR'."""
+        sign = "-" if cents < 0 else ""
+        whole, part = divmod(abs(int(cents)), 100)
+        return f"{sign}{whole:,}.{part:02d} {self.currency}".strip()
