@@ -52,7 +52,7 @@ def one(n: int, years: int) -> None:
                 extra = s.requests_total - floor if label == "first refresh" else s.requests_total
                 print(
                     f"{n:>9,} rows, {years} years, {label:<17}: {secs:7.2f} s, {s.requests_total:6,} requests "
-                    f"(floor {floor:,}; {'over floor ' + str(extra) if label == 'first refresh' else 'budget 6+2y+hot+aggregates'}), "
+                    f"(floor {floor:,}; {'over floor ' + str(extra) if label == 'first refresh' else 'budget 6+3y+hot+aggregates+verification'}), "
                     f"{s.transactions / secs:10,.0f} rows/s, changed {s.rows_changed:,}, peak RSS {rss:,.0f} MB",
                     flush=True,
                 )
