@@ -43,15 +43,15 @@ def split(s: RefreshSummary) -> dict[str, int]:
         pages[kind] += max(1, math.ceil(r["rows"] / 200)) + (0 if s.mode == "full" else 1)
     spending = s.requests.get("GET /v1/analytics/spending", 0)
     summaries = s.requests.get("GET /v1/transactions/summary", 0)
-    return {
-        "total": s.requests_total,
-        # per year: a summary and spending by category and by merchant (checks of windows read
-        # are counted with their reads; 3 spending and 1 summary are the landed aggregates)
-        "fingerprints": max(0, summaries - 1 - len(s.months_reread)) + max(0, spending - 3)
+    # per year: a summary and spending by category and by merchant (checks of windows read
+    # are counted with their reads; 3 spending and 1 summary are the landed aggregates)
+    fingerprints = (
+        max(0, summaries - 1 - len(s.months_reread)) + max(0, spending - 3)
         if s.mode != "full"
-        else 0,
-        **pages,
-    }
+        else 0
+    )
+    fixed = s.requests_total - fingerprints - sum(pages.values())
+    return {"total": s.requests_total, "fingerprints": fingerprints, **pages, "fixed": fixed}
 
 
 def one(years: int, n: int | None) -> None:
@@ -97,7 +97,7 @@ def one(years: int, n: int | None) -> None:
             print(
                 f"{label:<20} {s.mode:<12} {p['total']:>6} {p['fingerprints']:>9} "
                 f"{p['verification']:>6} {p['hot window']:>4} {p['other reads']:>5} "
-                f"{p['total'] - p['fingerprints'] - p['verification'] - p['hot window'] - p['other reads']:>5} "
+                f"{p['fixed']:>5} "
                 f"{s.months_verified:>15} {s.rows_changed:>12}"
             )
     finally:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
+from collections.abc import Iterable, Mapping
 
 
 def _month(d: dt.date) -> dt.date:
@@ -24,6 +26,34 @@ def _months_between(a: dt.date, b: dt.date) -> list[dt.date]:
 
 def _month_end(m: dt.date) -> dt.date:
     return _add_months(m, 1) - dt.timedelta(days=1)
+
+
+def _contiguous(
+    windows: Iterable[tuple[dt.date | None, dt.date]],
+) -> list[tuple[dt.date | None, dt.date]]:
+    """Date ranges in order, each run of adjacent ranges merged into one."""
+    out: list[tuple[dt.date | None, dt.date]] = []
+    for lo, hi in windows:
+        if out and lo is not None and out[-1][1] + dt.timedelta(days=1) == lo:
+            out[-1] = (out[-1][0], hi)
+        else:
+            out.append((lo, hi))
+    return out
+
+
+def _pages(rows_by_month: Mapping[str, int], page: int) -> int:
+    """List requests to read these months ('YYYY-MM': rows), each run of adjacent months as
+    one window (at least one request a window)."""
+    total = run = 0
+    previous: dt.date | None = None
+    for key in sorted(rows_by_month):
+        month = _parse_month(key)
+        if previous is not None and _add_months(previous, 1) != month:
+            total += max(1, math.ceil(run / page))
+            run = 0
+        run += rows_by_month[key]
+        previous = month
+    return total + (max(1, math.ceil(run / page)) if previous is not None else 0)
 
 
 def _parse_month(text: str) -> dt.date:

@@ -12,7 +12,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -22,17 +22,19 @@ import polars as pl
 
 from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
 from centsync.pipelines import binding, writeback_confirm
+from centsync.pipelines import fingerprints as fp
 from centsync.pipelines.months import (
     _add_months,
+    _contiguous,
     _month,
     _month_end,
     _months_between,
+    _pages,
     _parse_month,
     parse_month_range,
 )
 from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
-from centsync.transform.spending import merchant_key
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse.session import is_interrupt
@@ -53,11 +55,6 @@ PAGE_CONCURRENCY = 3
 # 520 MB peak, 250 pages 90-95k rows/s at 590 MB, 100 pages 77-80k rows/s at 483 MB.
 STREAM_BATCH_PAGES = 150
 STREAM_DEPTH = 1
-EPOCH = dt.date(1900, 1, 1)
-# Requests per fingerprint: the summary, spending by category, spending by merchant.
-FINGERPRINT_REQUESTS = 3
-# Count and sums per type; spending per category; spending per merchant: (key, cents, rows).
-Fingerprint = tuple[tuple[int, ...], frozenset[tuple[Any, ...]], frozenset[tuple[Any, ...]]]
 
 
 class Refresher:
@@ -178,7 +175,7 @@ class Refresher:
             if self._months_done(month):
                 continue  # read whole by this refresh already (a differing fingerprint)
             due = verified_at is None or verified_at <= due_before
-            if not due and _pages({**chosen, month: rows}) > budget:
+            if not due and _pages({**chosen, month: rows}, PAGE) > budget:
                 break  # oldest first: what is left was verified more recently
             chosen[month] = rows
         self.wh.set_meta("verify.last_at", now.isoformat())
@@ -252,7 +249,7 @@ class Refresher:
             (before.count, before.income, before.expense, before.transfer),
             (after.count, after.income, after.expense, after.transfer),
         }
-        local = self._local_totals(None, dt.date(2999, 12, 31))
+        local = fp.local_totals(self.wh, None, dt.date(2999, 12, 31))
         if server != {local}:
             log.info("the ledger changed while it was read: checking every year's fingerprint")
             self.summary.reason += "; changed during the read, repaired by fingerprints"
@@ -319,12 +316,12 @@ class Refresher:
                 continue
             self.summary.months_checked += len(_months_between(lo or first_local, hi))
             server = self._fingerprint(lo, hi, "year")
-            if server == self._local_fingerprint(lo, hi):
+            if server == fp.local(self.wh, lo, hi):
                 continue
             count = server[0][0]
             months = _months_between(lo or first_local, hi)
             # Drilling costs three requests a month; re-reading the year costs its pages.
-            cheaper_to_read = math.ceil(count / PAGE) + 1 <= FINGERPRINT_REQUESTS * len(months)
+            cheaper_to_read = math.ceil(count / PAGE) + 1 <= fp.REQUESTS * len(months)
             if self.opt.expect is not None and cheaper_to_read:
                 self.opt.expect(count)
             if cheaper_to_read:
@@ -334,60 +331,17 @@ class Refresher:
             for j, m in enumerate(months):
                 mlo = None if (i == 0 and j == 0) else m
                 mhi = _month_end(m)
-                if self._fingerprint(mlo, mhi, "month") != self._local_fingerprint(mlo, mhi):
+                if self._fingerprint(mlo, mhi, "month") != fp.local(self.wh, mlo, mhi):
                     differing.append((mlo, mhi))
             for lo_, hi_ in _contiguous(differing):
                 self._read([(lo_, hi_)], reason=f"month differs in {year}")
 
-    def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> Fingerprint:
-        """The service's fingerprint of ``lo``..``hi``: count and sums per type, spending per
-        category and spending per merchant (three requests; docs/refresh.md says what each
-        catches)."""
-        summ = self.client.transactions_summary(lo, hi)
-        self._record_summary(scope, lo, hi, summ)
-        groups = []
-        for group_by in ("category", "merchant"):
-            spend = self.client.spending(lo or EPOCH, hi, group_by=group_by)
-            self.spendings.append(orjson.loads(spend.raw))
-            groups.append(
-                frozenset(
-                    (r["key"], r["amount"], r["count"]) for r in spend.rows.iter_rows(named=True)
-                )
-            )
-        return (summ.count, summ.income, summ.expense, summ.transfer), groups[0], groups[1]
-
-    def _local_totals(self, lo: dt.date | None, hi: dt.date) -> tuple[int, ...]:
-        """Count and sums per type of the local rows booked in ``lo``..``hi``."""
-        row = self.wh.query(
-            """
-            SELECT count(*)::BIGINT,
-                   coalesce(sum(amount) FILTER (WHERE type = 'income'), 0)::BIGINT,
-                   coalesce(sum(amount) FILTER (WHERE type = 'expense'), 0)::BIGINT,
-                   coalesce(sum(amount) FILTER (WHERE type = 'transfer'), 0)::BIGINT
-            FROM core.transactions WHERE booked_at BETWEEN ? AND ?
-            """,
-            [lo or EPOCH, hi],
-        ).row(0)
-        return tuple(int(v) for v in row)
-
-    def _local_fingerprint(self, lo: dt.date | None, hi: dt.date) -> Fingerprint:
-        cats = self.wh.query(
-            """
-            SELECT category_id::VARCHAR AS key, sum(amount)::BIGINT AS amount, count(*)::BIGINT AS count
-            FROM core.transactions WHERE type = 'expense' AND booked_at BETWEEN ? AND ? GROUP BY 1
-            """,
-            [lo or EPOCH, hi],
-        )
-        merchants = (
-            self.wh.local_merchant_spending(lo or EPOCH, hi)
-            .group_by(key=merchant_key(pl.col("concept")))
-            .agg(amount=pl.col("amount").sum(), count=pl.len().cast(pl.Int64))
-        )
-        return (
-            self._local_totals(lo, hi),
-            frozenset(cats.iter_rows()),
-            frozenset(merchants.iter_rows()),
-        )
+    def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> fp.Fingerprint:
+        """The service's fingerprint, its responses kept for `server.*`."""
+        found, summary, spendings = fp.server(self.client, lo, hi)
+        self._record_summary(scope, lo, hi, summary)
+        self.spendings.extend(spendings)
+        return found
 
     def _read(
         self,
@@ -525,32 +479,6 @@ class Refresher:
         wh.load_transactions_summaries(self.summaries)
         wh.load_spending(self.spendings)
         self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())
-
-
-def _pages(rows_by_month: dict[str, int]) -> int:
-    """Page requests to read these months, contiguous ones as one window each."""
-    total = 0
-    windows = _contiguous(
-        (_parse_month(m), _month_end(_parse_month(m))) for m in sorted(rows_by_month)
-    )
-    for lo, hi in windows:
-        rows = sum(
-            n for m, n in rows_by_month.items() if lo is not None and lo <= _parse_month(m) <= hi
-        )
-        total += max(1, math.ceil(rows / PAGE))
-    return total
-
-
-def _contiguous(
-    windows: Iterable[tuple[dt.date | None, dt.date]],
-) -> list[tuple[dt.date | None, dt.date]]:
-    out: list[tuple[dt.date | None, dt.date]] = []
-    for lo, hi in windows:
-        if out and lo is not None and out[-1][1] + dt.timedelta(days=1) == lo:
-            out[-1] = (out[-1][0], hi)
-        else:
-            out.append((lo, hi))
-    return out
 
 
 def run_refresh(

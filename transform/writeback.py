@@ -400,14 +400,17 @@ def _cell(cells: Mapping[str, str], name: str) -> str:
     return cells.get(name) or ""
 
 
+def _by_id_or_name(frame: pl.DataFrame, v: str) -> pl.DataFrame:
+    """The rows of ``frame`` whose id (a uuid, any case) or exact name is ``v``."""
+    if _UUID.match(v):
+        return frame.filter(pl.col("id").cast(pl.String) == v.lower())
+    return frame.filter(pl.col("name") == v)
+
+
 def _account(value: str, ref: Reference) -> tuple[str, str]:
     v = value.strip()
     acc = ref.accounts
-    hit = (
-        acc.filter(pl.col("id").cast(pl.String) == v.lower())
-        if _UUID.match(v)
-        else acc.filter(pl.col("name") == v)
-    )
+    hit = _by_id_or_name(acc, v)
     if hit.height == 0:
         names = ", ".join(sorted(acc.get_column("name").to_list())[:8])
         raise RowError("account", f"no account {v!r}: use an account's id or exact name ({names})")
@@ -419,11 +422,7 @@ def _account(value: str, ref: Reference) -> tuple[str, str]:
 def _category(value: str, ref: Reference) -> str:
     v = value.strip()
     cats = ref.categories
-    hit = (
-        cats.filter(pl.col("id").cast(pl.String) == v.lower())
-        if _UUID.match(v)
-        else cats.filter(pl.col("name") == v)
-    )
+    hit = _by_id_or_name(cats, v)
     if hit.height != 1:
         names = ", ".join(sorted(cats.get_column("name").to_list())[:15])
         why = "several categories" if hit.height else "no category"
