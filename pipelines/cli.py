@@ -506,7 +506,13 @@ def entry() -> None:
     interpreter's own teardown (freeing every module Dagster, Polars and DuckDB loaded, joining
     idle pools) took about 0.6 s of a 4 s household refresh (docs/benchmarks.md) and does
     nothing a user needs, so it is skipped. An exception other than an exit is left alone.
+
+    pandera imports hypothesis, for its data-synthesis strategies, whenever it is installed (it
+    is in the development environment, for the tests): 0.1 s of every command, for a feature
+    no command uses. The console script's process marks it unavailable, as a user's install
+    without it would be; pandera then leaves its strategies out.
     """
+    sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     try:
         main()
     except SystemExit as exc:

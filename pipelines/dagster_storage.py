@@ -29,6 +29,7 @@ from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorag
 from dagster._core.storage.sql import create_engine
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
 from dagster._serdes import ConfigurableClassData
+from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import QueuePool
 
@@ -46,13 +47,30 @@ def _home(*parts: str) -> str:
 def _kept_engine(conn_string: str) -> Engine:
     """One pooled connection, usable from the threads Dagster calls it from (one at a time:
     the storages serialise their use)."""
-    return create_engine(
+    engine = create_engine(
         conn_string,
         poolclass=QueuePool,
         pool_size=1,
         max_overflow=4,
         connect_args={"timeout": SQLITE_BUSY_TIMEOUT_SECONDS, "check_same_thread": False},
     )
+    event.listen(engine, "connect", _wal_normal_sync)
+    return engine
+
+
+def _wal_normal_sync(dbapi_conn: Any, _record: Any) -> None:
+    """In WAL mode (Dagster puts each of its SQLite files in it), `synchronous=NORMAL`:
+    SQLite's recommended setting for WAL, where a commit no longer waits for an fsync. A crash
+    of the process loses nothing; a power cut may lose the last events, never the file. A
+    household refresh stores about 100 events: 0.29 s -> 0.19 s (docs/benchmarks.md). A file
+    in rollback-journal mode keeps SQLite's default, which NORMAL would make corruptible."""
+    cursor = dbapi_conn.cursor()
+    try:
+        (mode,) = cursor.execute("PRAGMA journal_mode").fetchone()
+        if str(mode).lower() == "wal":
+            cursor.execute("PRAGMA synchronous=NORMAL")
+    finally:
+        cursor.close()
 
 
 class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
@@ -79,6 +97,8 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
                 if shard not in self._initialized_dbs:
                     self._initdb(engine)
                     self._initialized_dbs.add(shard)
+                    # a new file is in WAL mode only now: reconnect to get its synchronous mode
+                    engine.dispose()
                 while len(self._engines) >= KEPT_SHARDS:
                     self._engines.pop(next(iter(self._engines))).dispose()
                 self._engines[shard] = engine

@@ -93,11 +93,10 @@ class Refresher:
                 s.warnings.append(
                     f"the API key expires in {max(0, left.days)} days ({me.key_expires_at:%Y-%m-%d}): create a new one"
                 )
-        settings = c.settings()
+        settings, nw = c.gather(lambda a: a.settings(), lambda a: a.net_worth())
         sres = wh.snapshot_settings(orjson.loads(settings.raw))
         s.timezone = settings.timezone
         self._bind(me.account_id, settings.currency, settings.timezone)
-        nw = c.net_worth()
         wh.load_net_worth(orjson.loads(nw.raw))
         # "Today" is the service's, read off net worth's as_of, in the settings timezone.
         now = nw.as_of or dt.datetime.now(dt.UTC)
@@ -134,11 +133,9 @@ class Refresher:
                 self._verify_oldest(hot_start, now)
             self._read([(hot_start, None)], reason="hot window")
 
-        # Snapshots after the ledger: balances then include every row the ledger read saw.
-        wh.snapshot_accounts(c.accounts())
-        wh.snapshot_connections(c.connections())
-        wh.snapshot_sync_status(c.sync_status())
-        self._aggregates(today)
+        # Snapshots and aggregates after the ledger: balances then include every row the
+        # ledger read saw. They are independent of each other: asked for at once.
+        self._after_ledger(today)
         oldest = wh.verification_order().filter(pl.col("month") < hot_start.strftime("%Y-%m"))
         if oldest.height and oldest.item(0, "verified_at") is not None:
             s.oldest_verified = oldest.item(0, "verified_at").date().isoformat()
@@ -306,20 +303,24 @@ class Refresher:
         return out
 
     def _check_history(self, present: list[str], hot_start: dt.date) -> None:
-        """Per-year fingerprints of everything before the hot window; drill into years that differ."""
+        """Per-year fingerprints of everything before the hot window; drill into years that differ.
+
+        Every year's fingerprint is asked for at once (one round trip), then compared in order.
+        """
         first_local = _parse_month(present[0])
-        years = list(range(first_local.year, hot_start.year + 1))
-        for i, year in enumerate(years):
+        years: list[tuple[int, dt.date | None, dt.date]] = []
+        for i, year in enumerate(range(first_local.year, hot_start.year + 1)):
             lo = None if i == 0 else dt.date(year, 1, 1)
             hi = min(dt.date(year, 12, 31), hot_start - dt.timedelta(days=1))
-            if lo is not None and hi < lo:
-                continue
-            self.summary.months_checked += len(_months_between(lo or first_local, hi))
-            server = self._fingerprint(lo, hi, "year")
+            if lo is None or hi >= lo:
+                years.append((year, lo, hi))
+        found = self._fingerprints([(lo, hi) for _, lo, hi in years], "year")
+        for (year, lo, hi), server in zip(years, found, strict=True):
+            months = _months_between(lo or first_local, hi)
+            self.summary.months_checked += len(months)
             if server == fp.local(self.wh, lo, hi):
                 continue
             count = server[0][0]
-            months = _months_between(lo or first_local, hi)
             # Drilling costs three requests a month; re-reading the year costs its pages.
             cheaper_to_read = math.ceil(count / PAGE) + 1 <= fp.REQUESTS * len(months)
             if self.opt.expect is not None and cheaper_to_read:
@@ -327,21 +328,31 @@ class Refresher:
             if cheaper_to_read:
                 self._read([(lo, hi)], reason=f"year {year} differs")
                 continue
-            differing = []
-            for j, m in enumerate(months):
-                mlo = None if (i == 0 and j == 0) else m
-                mhi = _month_end(m)
-                if self._fingerprint(mlo, mhi, "month") != fp.local(self.wh, mlo, mhi):
-                    differing.append((mlo, mhi))
+            ranges = [
+                (None if (lo is None and j == 0) else m, _month_end(m))
+                for j, m in enumerate(months)
+            ]
+            per_month = self._fingerprints(ranges, "month")
+            differing = [
+                (mlo, mhi)
+                for (mlo, mhi), got in zip(ranges, per_month, strict=True)
+                if got != fp.local(self.wh, mlo, mhi)
+            ]
             for lo_, hi_ in _contiguous(differing):
                 self._read([(lo_, hi_)], reason=f"month differs in {year}")
 
-    def _fingerprint(self, lo: dt.date | None, hi: dt.date, scope: str) -> fp.Fingerprint:
-        """The service's fingerprint, its responses kept for `server.*`."""
-        found, summary, spendings = fp.server(self.client, lo, hi)
-        self._record_summary(scope, lo, hi, summary)
-        self.spendings.extend(spendings)
-        return found
+    def _fingerprints(
+        self, ranges: list[tuple[dt.date | None, dt.date]], scope: str
+    ) -> list[fp.Fingerprint]:
+        """The service's fingerprints of `ranges`, asked at once; responses kept for `server.*`."""
+        out = []
+        for (lo, hi), (found, summary, spendings) in zip(
+            ranges, fp.server_many(self.client, ranges), strict=True
+        ):
+            self._record_summary(scope, lo, hi, summary)
+            self.spendings.extend(spendings)
+            out.append(found)
+        return out
 
     def _read(
         self,
@@ -463,19 +474,33 @@ class Refresher:
         if present:
             self.wh.replace_months(present, self._empty(), reason="the server has no transactions")
 
-    def _aggregates(self, today: dt.date) -> None:
-        """The server's own aggregates, landed for reconciliation."""
+    def _after_ledger(self, today: dt.date) -> None:
+        """Accounts, connections, sync status and the server's own aggregates (landed for
+        reconciliation), every request made at once."""
         c, wh = self.client, self.wh
-        wh.load_accounts_summary(orjson.loads(c.accounts_summary().raw))
         oldest = wh.query(
             "SELECT min(booked_at) AS d, max(booked_at) AS e FROM core.transactions"
         ).row(0)
         lo = oldest[0] or today
         hi = max(oldest[1] or today, today)
-        for group_by in ("category", "merchant", "month"):
-            self.spendings.append(orjson.loads(c.spending(lo, hi, group_by=group_by).raw))
-        if not any(r["scope"] == "all" for r in self.summaries):
-            self._whole_summary()
+        whole = not any(r["scope"] == "all" for r in self.summaries)
+        groups = ("category", "merchant", "month")
+        got = c.gather(
+            lambda a: a.accounts(),
+            lambda a: a.connections(),
+            lambda a: a.sync_status(),
+            lambda a: a.accounts_summary(),
+            *(lambda a, g=g: a.spending(lo, hi, group_by=g) for g in groups),
+            *([lambda a: a.transactions_summary()] if whole else []),
+        )
+        accounts, connections, sync, accounts_summary = got[:4]
+        wh.snapshot_accounts(accounts)
+        wh.snapshot_connections(connections)
+        wh.snapshot_sync_status(sync)
+        wh.load_accounts_summary(orjson.loads(accounts_summary.raw))
+        self.spendings.extend(orjson.loads(sp.raw) for sp in got[4 : 4 + len(groups)])
+        if whole:
+            self._record_summary("all", None, None, got[-1])
         wh.load_transactions_summaries(self.summaries)
         wh.load_spending(self.spendings)
         self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())

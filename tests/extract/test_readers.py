@@ -16,7 +16,7 @@ from centsync.extract import (
     NotFound,
 )
 
-from .conftest import Env, comparable, run, state_frame
+from .conftest import BASE, FAST, Env, comparable, run, state_frame
 
 
 def test_me_reports_owner_scopes_and_allowance(env: Env) -> None:
@@ -267,3 +267,30 @@ def test_blocking_facade_stops_cleanly_when_the_caller_breaks(env: Env) -> None:
             assert batch.frame.height > 0
             break
         assert c.settings().timezone  # the client is still usable afterwards
+
+
+def test_gather_answers_in_order_in_one_round_and_raises_a_failure_as_itself(env: Env) -> None:
+    """The blocking client's `gather` (the refresh's fingerprints and after-ledger requests):
+    every call's answer in the calls' order, the same requests as one by one, and a failing
+    call's own error (not an exception group) for the refresh's error messages."""
+    from centsync.extract import ApiClient, NotFound
+
+    with ApiClient(BASE, env.keys["read_only"], transport=env.transport, **FAST) as client:
+        one_by_one = [
+            client.transactions_summary("2025-01-01", "2025-12-31").count,
+            client.spending("2025-01-01", "2025-12-31", group_by="merchant").total,
+            client.settings().timezone,
+        ]
+        before = client.stats.total().requests
+        got = client.gather(
+            lambda c: c.transactions_summary("2025-01-01", "2025-12-31"),
+            lambda c: c.spending("2025-01-01", "2025-12-31", group_by="merchant"),
+            lambda c: c.settings(),
+        )
+        assert [got[0].count, got[1].total, got[2].timezone] == one_by_one
+        assert client.stats.total().requests - before == 3
+        with pytest.raises(NotFound):
+            client.gather(
+                lambda c: c.settings(),
+                lambda c: c.transaction("00000000-0000-4000-8000-000000000000"),
+            )

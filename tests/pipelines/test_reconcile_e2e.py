@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -120,18 +121,52 @@ def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(env: Env) -> Non
 
 
 class _ChangesTheServerBeforeItsAggregates(ApiClient):
-    """A client whose first accounts-summary request comes after a server-side edit: the
-    transactions were read before the edit, the aggregates after it."""
+    """A client that edits the server once its ledger read is done, before the requests that
+    follow it (snapshots and aggregates, asked for at once): the transactions were read before
+    the edit, the aggregates after it."""
 
     def __init__(self, *args: Any, edit: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._edit = edit
+        self._reading = False
 
-    def accounts_summary(self) -> Any:
-        if self._edit is not None:
+    def stream_window(self, *args: Any, **kwargs: Any) -> Any:
+        self._reading = True
+        return super().stream_window(*args, **kwargs)
+
+    def gather(self, *calls: Any) -> list[Any]:
+        if self._reading and self._edit is not None:
             self._edit()
             self._edit = None
-        return super().accounts_summary()
+        return super().gather(*calls)
+
+
+class _EditsBetweenTheSnapshotAndTheSummary(ApiClient):
+    """A client whose accounts summary is asked for after a server-side edit that the accounts
+    snapshot, answered just before, did not see. (The refresh asks for both at once; this
+    orders them.)"""
+
+    def __init__(self, *args: Any, edit: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        inner = self.async_client
+        accounts, summary = inner.accounts, inner.accounts_summary
+        snapshot_answered = asyncio.Event()
+        pending = [edit]
+
+        async def accounts_then_signal(**kwargs: Any) -> Any:
+            try:
+                return await accounts(**kwargs)
+            finally:
+                snapshot_answered.set()
+
+        async def edit_then_summary() -> Any:
+            if pending:
+                await snapshot_answered.wait()
+                await asyncio.to_thread(pending.pop())
+            return await summary()
+
+        inner.accounts = accounts_then_signal  # type: ignore[method-assign]
+        inner.accounts_summary = edit_then_summary  # type: ignore[method-assign]
 
 
 def test_a_server_change_between_the_read_and_the_aggregates_is_explained(
@@ -155,7 +190,12 @@ def test_a_server_change_between_the_read_and_the_aggregates_is_explained(
     assert any(
         d["check"] == "spending.month" and d["scope"] == t["booked_at"][:7] for d in explained
     )
-    assert all("changed" in d["explanation"] for d in explained)
+    # each says what moved on the service: the month changed after its read, or (net worth,
+    # read at the start) the accounts moved before their snapshot
+    assert all(
+        "changed" in d["explanation"] or "moved before their snapshot" in d["explanation"]
+        for d in explained
+    ), [(d["check"], d["explanation"]) for d in explained]
     # offline, the same verdict: the local rows are what the service sent
     code, report = env.reconcile()
     unexplained = [d for d in report["differences"] if d["status"] == "differ"]
@@ -214,7 +254,7 @@ def test_an_account_hidden_after_the_snapshot_is_explained_by_name(env: Env) -> 
     def hide() -> None:
         env.admin("PATCH", f"/_sandbox/accounts/{account['id']}", {"hidden": True})
 
-    with _ChangesTheServerBeforeItsAggregates(
+    with _EditsBetweenTheSnapshotAndTheSummary(
         env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=hide
     ) as client:
         summary = run_refresh(client, str(env.warehouse), RefreshOptions())
