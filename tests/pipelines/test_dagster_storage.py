@@ -56,3 +56,51 @@ def test_a_refresh_run_is_recorded_in_dagsters_own_files(
     run_db = home / "history" / "runs" / f"{result.run_id}.db"
     mode = sqlite3.connect(run_db).execute("PRAGMA journal_mode").fetchone()[0]
     assert mode == "wal"
+
+
+def test_new_run_databases_start_from_an_empty_one_at_dagsters_head(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's event database is a copy of an empty one Dagster's own `_initdb` made: stamped
+    at the head revision Dagster checks for, invisible to Dagster's listing of runs, and left
+    alone when another process created the run's file first."""
+    import dagster as dg
+    from dagster import DagsterInstance
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    from dagster._core.storage.sql import check_alembic_revision, get_alembic_config
+
+    home = tmp_path / "dagster"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+
+    @dg.asset
+    def one() -> int:
+        return 1
+
+    defs = dg.Definitions(assets=[one], jobs=[dg.define_asset_job("j", selection=[one])])
+    run_ids = []
+    for _ in range(2):
+        with dagster_storage.instance() as instance:
+            result = defs.resolve_job_def("j").execute_in_process(instance=instance)
+            assert result.success
+            run_ids.append(result.run_id)
+    runs_dir = home / "history" / "runs"
+    assert [p.name for p in runs_dir.glob(".empty-*.sqlite")] == [f".empty-{dg.__version__}.sqlite"]
+    config = get_alembic_config(sqlite_event_log.__file__)
+    with DagsterInstance.get() as plain:
+        assert sorted(plain.event_log_storage.get_all_run_ids()) == sorted(run_ids)  # type: ignore[attr-defined]
+        for run_id in run_ids:
+            engine = dagster_storage.create_engine(f"sqlite:///{runs_dir / f'{run_id}.db'}")
+            with engine.connect() as conn:
+                db, head = check_alembic_revision(config, conn)
+            engine.dispose()
+            assert db == head and db is not None
+            assert plain.get_run_by_id(run_id) is not None
+            assert plain.get_records_for_run(run_id).records
+    # a file another process made first is not replaced by the copy
+    storage = dagster_storage.KeptConnectionsEventLogStorage(str(runs_dir))
+    (runs_dir / "made-elsewhere.db").write_bytes(b"")
+    assert not storage._start_from_empty("made-elsewhere")
+    assert (runs_dir / "made-elsewhere.db").read_bytes() == b""
+    assert storage._start_from_empty("fresh")
+    assert not list(runs_dir.glob("*.tmp"))
