@@ -110,7 +110,15 @@ def network_transport(limits: httpx.Limits | None = None) -> httpx.AsyncBaseTran
     # generators; taking whatever has arrived, up to 1 MiB, at a time cut the instructions a
     # 67 KB page request costs the client by 15-19 % (callgrind, docs/benchmarks.md)
     AiohttpResponseStream.CHUNK_SIZE = max(AiohttpResponseStream.CHUNK_SIZE, 1 << 20)
-    return AiohttpTransport(limits=limits)
+    return AiohttpTransport(limits=limits, verify=_tls_context())
+
+
+@lru_cache(maxsize=1)
+def _tls_context() -> ssl.SSLContext:
+    """One verifying TLS context for the process, as httpx makes it (certifi's CA bundle, or
+    SSL_CERT_FILE / SSL_CERT_DIR): loading the bundle took 20 ms of every client's creation,
+    two clients a refresh. A context is shared safely by connections and threads."""
+    return httpx.create_ssl_context()
 
 
 def _is_loopback(host: str) -> bool:
