@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import os
@@ -507,11 +508,16 @@ def entry() -> None:
     idle pools) took about 0.6 s of a 4 s household refresh (docs/benchmarks.md) and does
     nothing a user needs, so it is skipped. An exception other than an exit is left alone.
 
-    pandera imports hypothesis, for its data-synthesis strategies, whenever it is installed (it
-    is in the development environment, for the tests): 0.1 s of every command, for a feature
-    no command uses. The console script's process marks it unavailable, as a user's install
-    without it would be; pandera then leaves its strategies out.
+    Two start-up costs are cut here (docs/benchmarks.md, "What changed"):
+    - pandera imports hypothesis, for its data-synthesis strategies, whenever it is installed
+      (it is in the development environment, for the tests): 0.1 s of every command, for a
+      feature no command uses. The process marks it unavailable, as a user's install without
+      it would be; pandera then leaves its strategies out.
+    - The cyclic garbage collector is off until the command's imports are in
+      (`cli_support.imports_done`: at once for most commands, after the Dagster imports for
+      those that run a job): its full collections during the imports were 0.34 s.
     """
+    gc.disable()
     sys.modules.setdefault("hypothesis", None)  # type: ignore[arg-type]
     try:
         main()
