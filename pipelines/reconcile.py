@@ -22,6 +22,7 @@ from centsync.extract import ApiClient
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
 from centsync.warehouse import marts as store
+from centsync.warehouse import validation
 
 Source = Literal["refresh", "offline", "live"]
 # Confirmation requests a reconciliation may spend on differing months (one summary each).
@@ -90,7 +91,7 @@ def rebuild_marts(
         net_worth_history=store.net_worth_history(con).lazy(),
         today=today,
     )
-    return store.replace_marts(con, mart_rules.build(core))
+    return store.replace_marts(con, mart_rules.build(core, validate=validation.validated))
 
 
 def fetch_aggregates(

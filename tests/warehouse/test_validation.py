@@ -167,11 +167,11 @@ def test_the_fast_pass_sends_every_broken_rule_to_pandera(column: str, value: ob
     # The one-pass screen may skip pandera only for a frame pandera would pass whole.
     spec = v.TRANSACTIONS
     good, _ = v.normalise(spec, transactions(5))
-    assert v._passes_every_check(spec, good)
+    assert v.passes_every_check(spec.schema, good)
     bad, _ = v.normalise(spec, _set(transactions(5), 2, column, value))
-    assert not v._passes_every_check(spec, bad)
+    assert not v.passes_every_check(spec.schema, bad)
     duplicated = pl.concat([good, good.slice(0, 1)])
-    assert not v._passes_every_check(spec, duplicated)
+    assert not v.passes_every_check(spec.schema, duplicated)
 
 
 def test_the_fast_pass_agrees_with_pandera_on_other_entities() -> None:
@@ -186,7 +186,49 @@ def test_the_fast_pass_agrees_with_pandera_on_other_entities() -> None:
     )
     spec = v.ACCOUNTS
     good, _ = v.normalise(spec, with_raw(frame))
-    assert v._passes_every_check(spec, good)
+    assert v.passes_every_check(spec.schema, good)
     bad, _ = v.normalise(spec, with_raw(frame.with_columns(pl.lit("eur").alias("currency"))))
-    assert not v._passes_every_check(spec, bad)
+    assert not v.passes_every_check(spec.schema, bad)
     assert split_valid("accounts", with_raw(frame)).valid.height == 1
+
+
+def test_validated_is_pandera_for_any_schema_unique_strict_and_checks() -> None:
+    """`validated` (the marts' and any schema's fast path) returns the frame untouched when it
+    fits, and pandera's own error whenever pandera would raise: a duplicate of the unique
+    key, an extra column of a strict schema, a failed check, a null, a wrong type."""
+    import pandera.polars as pa
+    from pandera.errors import SchemaError
+
+    schema = pa.DataFrameSchema(
+        {
+            "month": pa.Column(pl.Date),
+            "key": pa.Column(pl.String, nullable=True),
+            "cents": pa.Column(pl.Int64, pa.Check.in_range(-100, 100)),
+            "n": pa.Column(pl.Int64, pa.Check.ge(0)),
+        },
+        strict=True,
+        unique=["month", "key"],
+    )
+    good = pl.DataFrame(
+        {
+            "month": [dt.date(2026, 1, 1), dt.date(2026, 1, 1), dt.date(2026, 2, 1)],
+            "key": ["a", None, None],
+            "cents": [5, -100, 100],
+            "n": [1, 0, 3],
+        }
+    )
+    assert v.passes_every_check(schema, good)
+    assert v.validated(schema, good) is good
+    broken = {
+        "duplicate key": pl.concat([good, good.slice(1, 1)]),
+        "extra column": good.with_columns(pl.lit(1).alias("extra")),
+        "failed check": good.with_columns(pl.Series("cents", [5, -100, 101])),
+        "null": good.with_columns(pl.Series("n", [1, None, 3], dtype=pl.Int64)),
+        "wrong type": good.with_columns(pl.col("n").cast(pl.Int32)),
+    }
+    for why, frame in broken.items():
+        assert not v.passes_every_check(schema, frame), why
+        with pytest.raises(SchemaError):
+            schema.validate(frame)
+        with pytest.raises(SchemaError):
+            v.validated(schema, frame)
