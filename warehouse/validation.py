@@ -328,11 +328,11 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     out = frame.select(exprs).with_columns(raw.alias("raw")) if exprs else frame
     # Two spellings of one uuid must collide here, in validation, not in the primary key. The
     # server sends lower case: only copy a column (1M rows: ~40 MB each) when it is not.
-    upper = [
-        c.name
-        for c in spec.columns
-        if c.kind == "uuid" and out.get_column(c.name).str.contains("[A-F]").any()
-    ]
+    uuids = [c.name for c in spec.columns if c.kind == "uuid"]
+    has_upper = (
+        out.select(pl.col(uuids).str.contains("[A-F]").any()).row(0) if uuids and out.height else ()
+    )
+    upper = [name for name, found in zip(uuids, has_upper, strict=False) if found]
     if upper:
         out = out.with_columns(pl.col(upper).str.to_lowercase())
     # The reasons are text per row: only build them when some value was unreadable (a
@@ -463,6 +463,9 @@ def split_valid(entity: str | EntitySpec, frame: pl.DataFrame) -> Split:
     spec = ENTITIES[entity] if isinstance(entity, str) else entity
     normal, parse_reason = normalise(spec, frame)
     failures = _failure_reasons(spec, normal)
+    if failures.height == 0 and parse_reason.null_count() == parse_reason.len():
+        # every row fits (the usual case): nothing to join or explain
+        return Split(normal, pl.DataFrame(schema={"record": pl.String, "reason": pl.String}))
     parse_failed = (
         pl.DataFrame({"parse_reason": parse_reason})
         .with_row_index("index")
