@@ -11,6 +11,7 @@ import datetime as dt
 import threading
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import Any, TypeVar
 
 import polars as pl
@@ -74,6 +75,21 @@ class ApiClient:
         return future.result()
 
     def _stop_loop(self) -> None:
+        """Stop the loop as `asyncio.run` ends one: what is still pending (a reader stopped by
+        an interrupt, its queue's waiters) is cancelled and its async generators closed while
+        the loop can still run their cleanup, then the loop stops."""
+
+        async def finish_pending() -> None:
+            current = asyncio.current_task()
+            pending = [t for t in asyncio.all_tasks() if t is not current]
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+            await self._loop.shutdown_asyncgens()
+
+        if self._thread.is_alive():
+            with suppress(Exception):
+                asyncio.run_coroutine_threadsafe(finish_pending(), self._loop).result(timeout=5)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=5)
         self._loop.close()

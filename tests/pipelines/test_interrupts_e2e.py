@@ -24,6 +24,10 @@ from helpers import make_sandbox
 
 from .conftest import Env
 
+# An interrupted read must leave nothing pending on the client's loop: a coroutine finalised
+# after the loop closed (a reader's queue waiter) would be reported here as an error.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+
 
 def _warehouse_state(path: Path) -> tuple[str, int, int]:
     con = duckdb.connect(str(path), read_only=True)
