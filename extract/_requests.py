@@ -167,7 +167,7 @@ class RequestCore:
         limits = httpx.Limits(max_connections=max(4, concurrency * (REQUESTS_PER_WINDOW + 1)))
         self._http = http_client or httpx.AsyncClient(
             base_url=self._prefix,
-            transport=transport or network_transport(limits),
+            transport=transport or network_transport(limits, tls=self.base_url.scheme == "https"),
             timeout=timeout,
             limits=limits,
         )

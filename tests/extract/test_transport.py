@@ -234,3 +234,17 @@ def test_request_urls_are_parsed_from_strings_where_httpx_keeps_no_parse(
 
     run(go())
     assert seen[0].url == httpx.URL(f"{BASE}/v1/transactions?search=a%20b&page=2")
+
+
+def test_one_verifying_tls_context_per_process_and_none_loaded_for_loopback_http() -> None:
+    """Loading the CA bundle costs 20 ms: https clients share one verifying context; a plain
+    http transport (allowed only on loopback) never makes a TLS connection and loads none."""
+    import ssl
+
+    from centsync.extract._transport import _tls_context, network_transport
+
+    first, second = network_transport(tls=True), network_transport(tls=True)
+    assert first.ssl_context is second.ssl_context is _tls_context()  # type: ignore[attr-defined]
+    assert _tls_context().verify_mode == ssl.CERT_REQUIRED and _tls_context().check_hostname
+    plain = network_transport(tls=False)
+    assert plain.ssl_context is not _tls_context()  # type: ignore[attr-defined]
