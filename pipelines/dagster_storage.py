@@ -5,9 +5,10 @@ every event they store and every run record they touch. A household refresh stor
 events: that was 0.5 s of a 3.4 s command (py-spy, docs/benchmarks.md). These subclasses keep
 one engine, and one connection, per database for the life of the process; everything else
 (the schema, the files, the per-run event databases, the watchers the UI uses) is Dagster's.
-Two more savings, each measured in docs/benchmarks.md: Dagster's WAL files commit with
-`synchronous=NORMAL`, and a run's new event database starts as a copy of an empty one made
-by Dagster's own `_initdb`, so no run loads alembic's migration scripts to create or check it.
+More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit with
+`synchronous=NORMAL`; a run's new event database starts as a copy of an empty one made by
+Dagster's own `_initdb`, so no run loads alembic's migration scripts to create or check it;
+and a CLI run's stdout and stderr, already on the user's terminal, are not captured again.
 
 `instance()` gives the centsync commands an instance of `$DAGSTER_HOME` that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
@@ -220,9 +221,11 @@ def _data(cls: type, base_dir: str) -> dict[str, str]:
 
 def instance() -> DagsterInstance:
     """The instance of ``$DAGSTER_HOME`` (as ``DagsterInstance.get()``), its default SQLite
-    storage swapped for the one that keeps its connections; other storage is left as configured."""
+    storage swapped for the one that keeps its connections and its default stdout/stderr
+    capture left out (`_cli_compute_logs`); anything else is left as configured."""
     home = _home()
     ref = InstanceRef.from_dir(home)
+    ref = ref._replace(compute_logs_data=_cli_compute_logs(ref))
     data = ref.storage_data
     if data is None or (data.module_name, data.class_name) != (
         "dagster._core.storage.sqlite_storage",
@@ -249,3 +252,25 @@ def instance() -> DagsterInstance:
         yaml.dump(composite, default_flow_style=False),
     )
     return DagsterInstance.from_ref(ref._replace(storage_data=storage))
+
+
+def _cli_compute_logs(ref: InstanceRef) -> ConfigurableClassData:
+    """No stdout/stderr capture for a run the CLI makes, where Dagster's default would capture it.
+
+    Dagster's `LocalComputeLogManager` mirrors a run's stdout and stderr into files by starting
+    four helper processes (`tail` and a watcher for each stream) and waiting for them at the end:
+    40 ms of a household refresh (docs/benchmarks.md). A CLI run's output is already on the
+    user's terminal, and everything the run reports (its log lines, warnings, failures with
+    their tracebacks) is in its event log, which the UI shows. Runs that the UI or the daemon
+    launch use the instance's own setting and keep their captured output; a compute-log
+    manager other than Dagster's default is left as configured.
+    """
+    data = ref.compute_logs_data
+    if (data.module_name, data.class_name) != (
+        "dagster._core.storage.local_compute_log_manager",
+        "LocalComputeLogManager",
+    ):
+        return data
+    return ConfigurableClassData(
+        "dagster._core.storage.noop_compute_log_manager", "NoOpComputeLogManager", "{}\n"
+    )

@@ -104,3 +104,37 @@ def test_new_run_databases_start_from_an_empty_one_at_dagsters_head(
     assert (runs_dir / "made-elsewhere.db").read_bytes() == b""
     assert storage._start_from_empty("fresh")
     assert not list(runs_dir.glob("*.tmp"))
+
+
+def test_cli_runs_skip_stdout_capture_and_keep_every_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CLI run's output is on the terminal: its instance captures no stdout/stderr (no
+    helper processes), while the instance the UI and the daemon load keeps Dagster's capture;
+    the run's event log, warnings included, is whole either way."""
+    import dagster as dg
+    from dagster import DagsterInstance
+
+    home = tmp_path / "dagster"
+    home.mkdir()
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+
+    @dg.asset
+    def noisy(context) -> int:  # type: ignore[no-untyped-def]  # (a local name: no string annotation)
+        print("to stdout")
+        context.log.warning("a warning the UI must show")
+        return 1
+
+    defs = dg.Definitions(assets=[noisy], jobs=[dg.define_asset_job("j", selection=[noisy])])
+    with dagster_storage.instance() as instance:
+        assert type(instance.compute_log_manager).__name__ == "NoOpComputeLogManager"
+        result = defs.resolve_job_def("j").execute_in_process(instance=instance)
+        assert result.success
+    with DagsterInstance.get() as plain:
+        assert type(plain.compute_log_manager).__name__ == "LocalComputeLogManager"
+        records = plain.get_records_for_run(result.run_id).records
+        messages = [r.event_log_entry.user_message for r in records]
+        assert any("a warning the UI must show" in m for m in messages)
+        types = {r.event_log_entry.dagster_event_type for r in records}
+        assert dg.DagsterEventType.ASSET_MATERIALIZATION in types
+        assert dg.DagsterEventType.RUN_SUCCESS in types
