@@ -48,6 +48,11 @@ PUBLISH_EVERY_S = 30.0
 # DuckDB's buffer pool for the refresh (it spills past it). At 1,000,000 rows 160 MB gave the
 # same speed as 256 MB with 75 MB less peak RSS; 64 MB ran out of memory.
 DUCKDB_MEMORY = os.environ.get("CENTSYNC_DUCKDB_MEMORY", "160MB")
+# Below this many rows (in the warehouse, or announced by the server for a full read) DuckDB
+# runs the refresh on one thread: its statements are small and many (about 40 in a household
+# refresh), and waking a second worker for each cost more than it gave (2.04 -> 2.00 s, median
+# of 10, docs/benchmarks.md). A bigger ledger gets DuckDB's default, all cores.
+ONE_THREAD_ROWS = 100_000
 # List requests in flight while reading one window (2-3 measured fastest against one server core).
 PAGE_CONCURRENCY = 3
 # Pages per streamed batch and batches the reader may run ahead of the loader. Validation has
@@ -211,6 +216,7 @@ class Refresher:
         """
         before = self.client.transactions_summary()
         total = before.count
+        _size_threads(self.wh, total)
         if self.opt.expect is not None:
             self.opt.expect(total)
         if total == 0:
@@ -506,6 +512,11 @@ class Refresher:
         self.summary.transactions = int(wh.query("SELECT count(*) FROM core.transactions").item())
 
 
+def _size_threads(wh: Warehouse, rows: int) -> None:
+    """One DuckDB thread for a small ledger, DuckDB's default for a big one (ONE_THREAD_ROWS)."""
+    wh.con.execute("SET threads = 1" if rows < ONE_THREAD_ROWS else "RESET threads")
+
+
 def run_refresh(
     client: ApiClient, warehouse_path: str | None, options: RefreshOptions
 ) -> RefreshSummary:
@@ -530,6 +541,7 @@ def run_refresh(
     with Warehouse.refreshing(warehouse_path, mode=mode) as wh:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         wh.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
+        _size_threads(wh, int(wh.query("SELECT count(*) FROM core.transactions").item()))
         options.written_months = writeback_confirm.written_months(wh.con, published)
         r = Refresher(client, wh, options, me=me, source=source)
         r.summary.source = source

@@ -146,3 +146,18 @@ def test_the_key_never_reaches_the_warehouse_or_the_dagster_instance(env: Env) -
     for path in env.tmp.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
+
+
+def test_duckdb_runs_a_small_ledger_on_one_thread_and_a_big_one_on_all(tmp_path: Path) -> None:
+    from centsync.pipelines.refresh import ONE_THREAD_ROWS, _size_threads
+    from centsync.warehouse import Warehouse
+
+    wh = Warehouse.open(tmp_path / "w.duckdb")
+    try:
+        default = wh.query("SELECT current_setting('threads')").item()
+        _size_threads(wh, 1_765)
+        assert wh.query("SELECT current_setting('threads')").item() == 1
+        _size_threads(wh, ONE_THREAD_ROWS)
+        assert wh.query("SELECT current_setting('threads')").item() == default
+    finally:
+        wh.close()
