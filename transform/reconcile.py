@@ -101,21 +101,22 @@ def _in_range(lo: dt.date | None, hi: dt.date | None) -> pl.Expr:
 
 
 def _compare(
-    local: pl.DataFrame,
-    server: pl.DataFrame,
+    local: pl.LazyFrame,
+    server: pl.LazyFrame,
     *,
     check: str,
     scope_prefix: str,
     lo: dt.date | None,
     hi: dt.date | None,
-) -> pl.DataFrame:
+) -> pl.LazyFrame:
     """Outer-join local and server rows of one comparison on `subject`: missing means zero.
 
     `local`: subject, local_cents, local_count (and optionally local_label); `server`: subject,
     server_cents, server_count (and optionally label, the service's name for the subject).
     """
     both = local.join(server, on="subject", how="full", coalesce=True, nulls_equal=True)
-    names = [pl.col(c) for c in ("label", "local_label") if c in both.columns]
+    present = both.collect_schema().names()
+    names = [pl.col(c) for c in ("label", "local_label") if c in present]
     label = pl.coalesce(*names, pl.col("subject"), pl.lit("Uncategorized"))
     return both.select(
         pl.lit(check).alias("check"),
@@ -146,6 +147,7 @@ def spending_checks(
         expenses(tx)
         .select("booked_at", "amount", pl.col("category_id").alias("category"), "concept")
         .collect()
+        .lazy()
     )
     # Group keys that need computing are computed on the groups, not on every row: a merchant
     # key and a month label per expense row were about 40 MB at 1,000,000 rows. Per key: what
@@ -161,7 +163,11 @@ def spending_checks(
         if month_requests.height
         else (EPOCH, EPOCH)
     )
-    out: list[pl.DataFrame] = []
+    # every comparison is planned lazily and collected at once: about 11 requests, each a few
+    # small operations whose fixed cost was most of the check's time on a household ledger
+    out: list[pl.LazyFrame] = []
+    server_rows = rows.lazy()
+    labels = category_labels.lazy() if category_labels is not None else None
     for req in requests.unique(["group_by", "from_date", "to_date"], keep="last").iter_rows(
         named=True
     ):
@@ -178,15 +184,15 @@ def spending_checks(
                 .group_by("subject")
                 .agg(pl.col("local_cents").sum(), pl.col("local_count").sum())
             )
-        if group_by == "category" and category_labels is not None:
+        if group_by == "category" and labels is not None:
             local = local.join(
-                category_labels.rename({"id": "subject", "name": "local_label"}),
+                labels.rename({"id": "subject", "name": "local_label"}),
                 on="subject",
                 how="left",
                 nulls_equal=True,
             )
         server = (
-            rows.filter(
+            server_rows.filter(
                 (pl.col("group_by") == group_by)
                 & (pl.col("from_date") == lo)
                 & (pl.col("to_date") == hi)
@@ -217,7 +223,7 @@ def spending_checks(
                 local, server, check=f"spending.{group_by}", scope_prefix=label, lo=lo, hi=hi
             )
         out.append(cmp)
-    return pl.concat(out, how="vertical_relaxed") if out else _empty_results()
+    return pl.concat(pl.collect_all(out), how="vertical_relaxed") if out else _empty_results()
 
 
 def summary_checks(tx: pl.LazyFrame, summaries: pl.DataFrame) -> pl.DataFrame:
