@@ -98,6 +98,8 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
     def __init__(self, base_dir: str | None = None, inst_data: Any = None) -> None:
         self._engines: dict[str, Engine] = {}
         self._empty: tuple[str, str | None] | None = None
+        self._tables: set[str] = set()
+        self._index_engine: Engine | None = None
         super().__init__(base_dir or _home("history", "runs", ""), inst_data)
 
     @classmethod
@@ -107,6 +109,25 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsEventLogStorage:
         return cls(inst_data=inst_data, **dict(config_value))
+
+    def has_table(self, table_name: str) -> bool:
+        """Dagster's `has_table` over the kept index connection, a present table remembered.
+
+        Dagster's own makes a new engine and SQLite connection for each call, and it is asked
+        before reading asset records and storing asset events: 35 times in a household refresh.
+        A table that exists stays (only `dagster instance migrate` adds them, in another process),
+        so a yes is kept; a no is asked again.
+        """
+        if table_name in self._tables:
+            return True
+        # its own kept engine: Dagster asks while it holds another connection of this storage
+        if self._index_engine is None:
+            self._index_engine = _kept_engine(self.conn_string_for_shard(INDEX_SHARD_NAME))
+        with self._index_engine.connect() as conn:
+            found = bool(conn.dialect.has_table(conn, table_name))
+        if found:
+            self._tables.add(table_name)
+        return found
 
     def _empty_revision(self) -> str | None:
         """The alembic revision of an empty event database made by Dagster's own `_initdb` for
@@ -182,6 +203,9 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
             for engine in self._engines.values():
                 engine.dispose()
             self._engines.clear()
+        if self._index_engine is not None:
+            self._index_engine.dispose()
+            self._index_engine = None
 
 
 class KeptConnectionsRunStorage(SqliteRunStorage):

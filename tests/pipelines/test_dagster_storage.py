@@ -138,3 +138,19 @@ def test_cli_runs_skip_stdout_capture_and_keep_every_event(
         types = {r.event_log_entry.dagster_event_type for r in records}
         assert dg.DagsterEventType.ASSET_MATERIALIZATION in types
         assert dg.DagsterEventType.RUN_SUCCESS in types
+
+
+def test_has_table_keeps_a_yes_and_asks_again_after_a_no(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    storage = dagster_storage.KeptConnectionsEventLogStorage(str(tmp_path / "runs"))
+    try:
+        assert storage.has_table("event_logs")
+        assert not storage.has_table("made_later")
+        index = tmp_path / "runs" / "index.db"
+        sqlite3.connect(index).execute("CREATE TABLE made_later (x)").connection.commit()
+        assert storage.has_table("made_later")
+        assert storage._tables >= {"event_logs", "made_later"}
+    finally:
+        storage.dispose()
