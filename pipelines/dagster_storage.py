@@ -97,7 +97,8 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
 
     def __init__(self, base_dir: str | None = None, inst_data: Any = None) -> None:
         self._engines: dict[str, Engine] = {}
-        self._empty: tuple[str, str | None] | None = None
+        self._empty_known = False
+        self._empty_rev: str | None = None
         self._tables: set[str] = set()
         self._index_engine: Engine | None = None
         super().__init__(base_dir or _home("history", "runs", ""), inst_data)
@@ -129,12 +130,15 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
             self._tables.add(table_name)
         return found
 
+    def _empty_path(self) -> str:
+        """An empty event database made by Dagster's own `_initdb` for this Dagster version,
+        kept beside the run files under a name Dagster's `*.db` listing of runs skips."""
+        return os.path.join(self._base_dir, f".empty-{dagster_version}.sqlite")
+
     def _empty_revision(self) -> str | None:
-        """The alembic revision of an empty event database made by Dagster's own `_initdb` for
-        this Dagster version (kept beside the run files as `.empty-<version>.sqlite`, a name
-        Dagster's `*.db` listing of runs skips); made on first use."""
-        if self._empty is None:
-            path = os.path.join(self._base_dir, f".empty-{dagster_version}.sqlite")
+        """The alembic revision of the empty database (made on first use)."""
+        if not self._empty_known:
+            path = self._empty_path()
             if not os.path.exists(path):
                 tmp = f"{path}.{os.getpid()}.tmp"
                 engine = create_engine(f"sqlite:///{tmp}", poolclass=NullPool)
@@ -147,10 +151,11 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
                 f"sqlite:///file:{path}?immutable=1&uri=true", poolclass=NullPool
             )
             try:
-                self._empty = (path, _revision(engine))
+                self._empty_rev = _revision(engine)
             finally:
                 engine.dispose()
-        return self._empty[1]
+            self._empty_known = True
+        return self._empty_rev
 
     def _start_from_empty(self, shard: str) -> bool:
         """A new run's database as a copy of the empty one (no clobbering: if another process,
@@ -158,9 +163,8 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         path = self.path_for_shard(shard)
         if shard == INDEX_SHARD_NAME or os.path.exists(path) or self._empty_revision() is None:
             return False
-        assert self._empty is not None
         tmp = f"{path}.{os.getpid()}.tmp"
-        shutil.copyfile(self._empty[0], tmp)
+        shutil.copyfile(self._empty_path(), tmp)
         try:
             os.link(tmp, path)
         except FileExistsError:

@@ -33,17 +33,10 @@ def _rows(spending: Any) -> frozenset[tuple[Any, ...]]:
 
 
 def server(
-    client: ApiClient, lo: dt.date | None, hi: dt.date
-) -> tuple[Fingerprint, Any, list[dict[str, Any]]]:
-    """The service's fingerprint of ``lo``..``hi`` (three requests), with the summary and the
-    spending responses it fetched (landed in `server.*` for reconciliation)."""
-    return server_many(client, [(lo, hi)])[0]
-
-
-def server_many(
     client: ApiClient, ranges: list[tuple[dt.date | None, dt.date]]
 ) -> list[tuple[Fingerprint, Any, list[dict[str, Any]]]]:
-    """`server` for each range, every request made at once (three per range, one round trip)."""
+    """The service's fingerprint of each range (three requests a range, all made at once), with
+    the summary and the spending responses it fetched (landed in `server.*` for reconciliation)."""
     calls: list[Any] = []
     for lo, hi in ranges:
         calls += [

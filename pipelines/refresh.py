@@ -353,7 +353,7 @@ class Refresher:
         """The service's fingerprints of `ranges`, asked at once; responses kept for `server.*`."""
         out = []
         for (lo, hi), (found, summary, spendings) in zip(
-            ranges, fp.server_many(self.client, ranges), strict=True
+            ranges, fp.server(self.client, ranges), strict=True
         ):
             self._record_summary(scope, lo, hi, summary)
             self.spendings.extend(spendings)

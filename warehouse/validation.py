@@ -329,10 +329,10 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     # Two spellings of one uuid must collide here, in validation, not in the primary key. The
     # server sends lower case: only copy a column (1M rows: ~40 MB each) when it is not.
     uuids = [c.name for c in spec.columns if c.kind == "uuid"]
-    has_upper = (
-        out.select(pl.col(uuids).str.contains("[A-F]").any()).row(0) if uuids and out.height else ()
-    )
-    upper = [name for name, found in zip(uuids, has_upper, strict=False) if found]
+    upper: list[str] = []
+    if uuids and out.height:
+        found = out.select(pl.col(uuids).str.contains("[A-F]").any()).row(0)
+        upper = [name for name, has in zip(uuids, found, strict=True) if has]
     if upper:
         out = out.with_columns(pl.col(upper).str.to_lowercase())
     # The reasons are text per row: only build them when some value was unreadable (a
@@ -383,11 +383,7 @@ def passes_every_check(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
 
     def no_duplicates(columns: list[str]) -> None:
         # pandera's `unique`: no two rows equal on these columns (nulls equal to each other)
-        dup = (
-            pl.struct(columns).is_duplicated().any()
-            if len(columns) > 1
-            else pl.col(columns[0]).is_duplicated().any()
-        )
+        dup = pl.struct(columns).is_duplicated().any()
         verdicts.append(lf.select((~dup).alias(f"v{len(verdicts)}")))
 
     for name, column in schema.columns.items():
