@@ -42,9 +42,9 @@ if mode != "imports-gc":
 sys.modules.setdefault("hypothesis", None)  # likewise
 warnings.simplefilter("ignore")
 if mode != "python":
-    import centsync.pipelines.definitions, centsync.pipelines.refresh, centsync.pipelines.reconcile
-    from centsync.pipelines import dagster_storage
-    from centsync.pipelines.cli_support import imports_done
+    import centsync.pipelines.definitions, centsync.pipelines.refresh.run, centsync.pipelines.reconcile
+    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines.cli.support import imports_done
     imports_done()
 if mode.startswith("run"):
     import dagster as dg

@@ -215,7 +215,7 @@ def rss_child(out: Path) -> None:
     t0 = time.perf_counter()
     sampler.start()
     import centsync.pipelines  # noqa: F401  (first, as the CLI's own entry point does)
-    from centsync.pipelines.cli import main
+    from centsync.pipelines.cli.main import main
 
     rc = 0
     try:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
 from centsync.extract import ApiClient
-from centsync.pipelines.refresh import RefreshOptions, run_refresh
+from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import free_port, spawn_serve
 
 

@@ -27,7 +27,7 @@ import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI r
 
 def build(n: int, years: int, wh: Path) -> None:
     from centsync.extract import ApiClient
-    from centsync.pipelines.refresh import RefreshOptions, run_refresh
+    from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
     from centsync.sandbox.server import free_port, spawn_serve
 
     keys_file = wh.parent / "keys.json"
@@ -67,7 +67,7 @@ def measure(wh: Path) -> None:
     def rss() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    from centsync.pipelines.refresh import DUCKDB_MEMORY
+    from centsync.pipelines.refresh.run import DUCKDB_MEMORY
 
     con = duckdb.connect(str(wh))
     con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")  # as a refresh and `reconcile` run

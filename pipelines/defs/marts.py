@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from centsync.pipelines.refresh import RefreshSummary
+from centsync.pipelines.refresh.run import RefreshSummary
 
 OWNERS = ["team:centsync"]
 # mart -> (what it is, the endpoint assets it is built from, the reconciliation checks that prove it)

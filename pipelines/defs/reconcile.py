@@ -13,7 +13,7 @@ from centsync.extract import ApiClient
 from centsync.pipelines.defs.marts import MARTS, RECON_KEY, mart_key
 from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
 from centsync.pipelines.reconcile import Outcome, reconcile
-from centsync.pipelines.refresh import DUCKDB_MEMORY
+from centsync.pipelines.refresh.run import DUCKDB_MEMORY
 from centsync.warehouse import Warehouse
 
 

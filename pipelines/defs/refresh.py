@@ -12,16 +12,16 @@ from typing import Any
 import dagster as dg
 from tqdm import tqdm
 
-from centsync.pipelines import errors
+from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.defs import marts
 from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
-from centsync.pipelines.refresh import (
+from centsync.pipelines.refresh.run import (
     RefreshOptions,
     RefreshSummary,
     parse_month_range,
     run_refresh,
 )
-from centsync.pipelines.summary import verification_settings
+from centsync.pipelines.refresh.summary import verification_settings
 
 OWNERS = ["team:centsync"]
 # seconds between progress lines when stderr is not a terminal (a log, CI, cron)
@@ -280,7 +280,7 @@ def _run(
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key))
     report_path = None
     if options.report:
-        from centsync.pipelines import report
+        from centsync.pipelines.outputs import report
 
         report_path = report.write(Path(warehouse.resolved()))
         context.log.info(f"reconciliation report: {report_path}")

@@ -7,7 +7,8 @@ import sys
 
 PROBE = r"""
 import gc, sys, click
-from centsync.pipelines import cli, cli_support
+from centsync.pipelines.cli import main as cli
+from centsync.pipelines.cli import support as cli_support
 cli_support.JOB_COMMANDS = cli_support.JOB_COMMANDS | {"probe-job"}
 
 def state():

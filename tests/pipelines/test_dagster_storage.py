@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from centsync.pipelines import dagster_storage
+from centsync.pipelines.cli import instance as dagster_storage
 
 
 def _synchronous(engine: object, sql: str = "PRAGMA synchronous") -> int:

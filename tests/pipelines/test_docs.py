@@ -6,8 +6,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from centsync.pipelines.cli import main
-from centsync.pipelines.docs import fresh, render, undocumented
+from centsync.pipelines.cli.main import main
+from centsync.pipelines.outputs.data_dictionary import fresh, render, undocumented
 
 DICTIONARY = Path(__file__).resolve().parents[2] / "docs" / "data-dictionary.md"
 

@@ -186,7 +186,7 @@ def test_a_rate_limit_past_the_wait_budget_stops_with_when_to_run_again(
 ) -> None:
     from click.testing import CliRunner
 
-    from centsync.pipelines.cli import main
+    from centsync.pipelines.cli.main import main
 
     env.refresh()
     monkeypatch.setenv("CENTSYNC_MAX_WAIT", "0.5")  # shorter than the 1 s the service asks

@@ -15,10 +15,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import centsync.pipelines.refresh as refresh_module
+import centsync.pipelines.refresh.run as refresh_module
 from centsync.extract import ApiClient
-from centsync.pipelines import errors
-from centsync.pipelines.refresh import RefreshOptions, run_refresh
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
 

@@ -24,9 +24,9 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from centsync.pipelines.cli import main
-from centsync.pipelines.cli_analysts import NOTEBOOKS
-from centsync.pipelines.docs import EXAMPLE_QUERIES, render, undocumented
+from centsync.pipelines.cli.main import main
+from centsync.pipelines.cli.analysts import NOTEBOOKS
+from centsync.pipelines.outputs.data_dictionary import EXAMPLE_QUERIES, render, undocumented
 from centsync.warehouse import Warehouse
 
 from .test_report_browser import browser, chromium  # noqa: F401  (fixtures)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from centsync.pipelines import errors
+from centsync.pipelines.cli import failures as errors
 from centsync.sandbox.server import free_port, run_in_thread
 from helpers import make_sandbox
 
@@ -213,7 +213,7 @@ def dg_check_key(asset: object, name: str) -> object:
 def test_default_paths_are_per_user_and_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from centsync.pipelines.cli_support import dagster_home
+    from centsync.pipelines.cli.support import dagster_home
     from centsync.warehouse import default_path
 
     monkeypatch.delenv("CENTSYNC_WAREHOUSE", raising=False)

@@ -10,7 +10,7 @@ import duckdb
 import polars as pl
 
 from centsync.extract import ApiClient
-from centsync.pipelines.refresh import RefreshOptions, run_refresh
+from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.transform.marts import MART_NAMES
 
 from .conftest import Env

@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from centsync.extract import ApiClient
-from centsync.pipelines import writeback
-from centsync.pipelines.cli import main
+from centsync.pipelines.writeback import run as writeback
+from centsync.pipelines.cli.main import main
 from centsync.warehouse.outbox import Outbox, outbox_path
 
 from .conftest import Env
@@ -302,7 +302,7 @@ ZYGOTE = """
 import os, sys
 from pathlib import Path
 from centsync.extract import ApiClient
-from centsync.pipelines import writeback
+from centsync.pipelines.writeback import run as writeback
 base, key, warehouse = sys.argv[1:4]
 send = ApiClient.write
 def write(self, *args, **kwargs):

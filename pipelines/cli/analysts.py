@@ -10,14 +10,14 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines.cli_support import _warehouse_path
+from centsync.pipelines.cli.support import _warehouse_path
 
 NOTEBOOKS = ("spending", "net_worth", "reconciliation", "writeback")
 
 
 def notebooks_folder() -> Path:
     """The notebooks of the source checkout (they are not part of the installed package)."""
-    from centsync.pipelines.docs import repository_file
+    from centsync.pipelines.outputs.data_dictionary import repository_file
 
     folder = repository_file("notebooks")
     if folder is None or not folder.is_dir():
@@ -90,7 +90,7 @@ def docs(out: Path | None, check: bool) -> None:
 
     Example: centsync docs --check
     """
-    from centsync.pipelines.docs import render, repository_file
+    from centsync.pipelines.outputs.data_dictionary import render, repository_file
 
     target = out or repository_file("docs", "data-dictionary.md")
     if target is None:

@@ -21,9 +21,10 @@ import orjson
 import polars as pl
 
 from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
-from centsync.pipelines import binding, writeback_confirm
-from centsync.pipelines import fingerprints as fp
-from centsync.pipelines.months import (
+from centsync.pipelines.refresh import binding
+from centsync.pipelines.writeback import confirm as writeback_confirm
+from centsync.pipelines.refresh import fingerprints as fp
+from centsync.pipelines.refresh.months import (
     _add_months,
     _contiguous,
     _month,
@@ -34,7 +35,7 @@ from centsync.pipelines.months import (
     parse_month_range,
 )
 from centsync.pipelines.reconcile import reconcile
-from centsync.pipelines.summary import Mode, RefreshOptions, RefreshSummary
+from centsync.pipelines.refresh.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse.session import is_interrupt

@@ -149,7 +149,7 @@ def fresh() -> duckdb.DuckDBPyConnection:
 @cache
 def _template() -> jinja2.Template:
     text = (
-        resources.files("centsync.pipelines")
+        resources.files("centsync.pipelines.outputs")
         .joinpath("templates/data-dictionary.md.j2")
         .read_text("utf-8")
     )
@@ -177,7 +177,7 @@ def render(con: duckdb.DuckDBPyConnection | None = None) -> str:
 
 def repository_file(*parts: str) -> Path | None:
     """A file of the source checkout this package runs from (None from an installed wheel)."""
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     if not (root / "pyproject.toml").is_file():
         return None
     return root.joinpath(*parts)

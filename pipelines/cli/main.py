@@ -14,10 +14,10 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines import errors
-from centsync.pipelines.cli_analysts import docs, notebook
-from centsync.pipelines.cli_sandbox import embedded_api, sandbox, tour
-from centsync.pipelines.cli_support import (
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli.analysts import docs, notebook
+from centsync.pipelines.cli.sandbox import embedded_api, sandbox, tour
+from centsync.pipelines.cli.support import (
     _DEBUG,
     _JSON,
     _REBIND,
@@ -91,7 +91,7 @@ def refresh(
 
     Example: centsync refresh --months 2024-01..2024-03 --json | jq .rows
     """
-    from centsync.pipelines.refresh import parse_month_range
+    from centsync.pipelines.refresh.run import parse_month_range
 
     _JSON.set(as_json)
     chosen = [
@@ -198,7 +198,7 @@ def _seed_inbox_example() -> Path | None:
     """Copy the example inbox file into the inbox unless it was processed before."""
     from importlib import resources
 
-    from centsync.pipelines.writeback import inbox_path
+    from centsync.pipelines.writeback.run import inbox_path
 
     inbox = inbox_path(_warehouse_path())
     name = "cash-receipts.csv"
@@ -226,7 +226,7 @@ def report_command(out: Path | None, open_it: bool) -> None:
 
     Example: centsync report --out /tmp/report.html
     """
-    from centsync.pipelines import report
+    from centsync.pipelines.outputs import report
 
     path = report.write(_warehouse_path(), out)
     click.echo(f"Report: {path} ({path.stat().st_size / 2**20:.1f} MB)")
@@ -401,7 +401,7 @@ def writeback_command(dry_run: bool, as_json: bool) -> None:
 
     Example: cp receipts.csv ~/.local/share/centsync/inbox/ && centsync writeback --dry-run
     """
-    from centsync.pipelines import writeback
+    from centsync.pipelines.writeback import run as writeback
 
     _JSON.set(as_json)
     warehouse = _warehouse_path()
@@ -437,7 +437,7 @@ def status(as_json: bool) -> None:
 
     Example: centsync status --json | jq .last_refresh
     """
-    from centsync.pipelines.status import read_status
+    from centsync.pipelines.outputs.status import read_status
 
     _JSON.set(as_json)
     info = read_status(_warehouse_path())
@@ -531,7 +531,3 @@ def entry() -> None:
                 stream.flush()
         logging.shutdown()
         os._exit(code or 0)
-
-
-if __name__ == "__main__":
-    entry()

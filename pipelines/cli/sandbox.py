@@ -10,8 +10,8 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines import errors
-from centsync.pipelines.cli_support import _REBIND, Failed, _money
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli.support import _REBIND, Failed, _money
 
 
 @click.group()
@@ -145,7 +145,7 @@ def embedded_api(seed: int = SANDBOX_SEED) -> Iterator[tuple[str, str]]:
         os.environ.pop("CENTSYNC_SOURCE", None)
         yield base, key
         return
-    from centsync.pipelines import binding
+    from centsync.pipelines.refresh import binding
     from centsync.sandbox import Sandbox, SandboxConfig
     from centsync.sandbox.server import run_in_thread
     from centsync.warehouse import default_path

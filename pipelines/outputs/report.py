@@ -19,7 +19,7 @@ import altair as alt
 import jinja2
 import polars as pl
 
-from centsync.pipelines.money import cents_text
+from centsync.pipelines.outputs.money import cents_text
 from centsync.warehouse import connect_readonly
 
 REPORT_NAME = "centsync-report.html"
@@ -57,7 +57,11 @@ def _runtime() -> str:
 
 @cache
 def _template() -> jinja2.Template:
-    text = resources.files("centsync.pipelines").joinpath("templates/report.html.j2").read_text()
+    text = (
+        resources.files("centsync.pipelines.outputs")
+        .joinpath("templates/report.html.j2")
+        .read_text()
+    )
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
     return env.from_string(text)
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from centsync.pipelines import errors
-from centsync.pipelines.money import cents_text
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.outputs.money import cents_text
 
 # `refresh --rebind` lets embedded_api start the sandbox for a warehouse bound elsewhere
 _REBIND: contextvars.ContextVar[bool] = contextvars.ContextVar("rebind", default=False)
@@ -116,7 +116,7 @@ def dagster_home() -> Path:
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():
-        cfg.write_text((Path(__file__).with_name("dagster.yaml")).read_text())
+        cfg.write_text((Path(__file__).parent.parent / "dagster.yaml").read_text())
     os.environ["DAGSTER_HOME"] = str(home)
     return home
 
@@ -133,7 +133,7 @@ def _failure(result: Any) -> errors.Failure:
 
 def run_job(name: str, asset: str) -> dict[str, Any]:
     """Run a job of the definitions in process, recorded in the instance; `asset`'s metadata."""
-    from centsync.pipelines import dagster_storage
+    from centsync.pipelines.cli import instance as dagster_storage
     from centsync.pipelines.definitions import defs
 
     imports_done()
@@ -163,7 +163,7 @@ def run_refresh_job(
     mode: str, months: str = "", *, rebind: bool = False, report: bool = False
 ) -> dict[str, Any]:
     """Run the refresh as a Dagster run recorded in the instance; returns its transactions metadata."""
-    from centsync.pipelines import dagster_storage
+    from centsync.pipelines.cli import instance as dagster_storage
     from centsync.pipelines.definitions import defs
 
     imports_done()

@@ -156,7 +156,7 @@ def _verification(con: Any) -> dict[str, Any] | None:
 
 def _outbox(warehouse: Path) -> dict[str, Any]:
     """The outbox file's rows per state (the truth, newer than the warehouse's copy)."""
-    from centsync.pipelines import writeback
+    from centsync.pipelines.writeback import run as writeback
 
     inbox = writeback.inbox_path(warehouse)
     return {

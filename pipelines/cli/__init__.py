@@ -1,0 +1,5 @@
+"""The `centsync` command line: one module per command group, the rendering, the failures.
+
+The console script is `centsync.pipelines.cli.main:entry`; `python -m centsync.pipelines.cli`
+runs the same program.
+"""

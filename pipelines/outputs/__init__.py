@@ -1,0 +1,1 @@
+"""What centsync writes for people: the report, the data dictionary, the status."""
