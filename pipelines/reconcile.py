@@ -21,6 +21,7 @@ import polars as pl
 from centsync.extract import ApiClient
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
+from centsync.transform.calendar import month_end
 from centsync.warehouse import marts as store
 from centsync.warehouse import validation
 
@@ -135,7 +136,7 @@ def fetch_aggregates(
     ]
     month = dt.date(lo.year, lo.month, 1)
     while per_month and month <= hi:
-        end = rules._month_end(month)
+        end = month_end(month)
         for group_by in ("category", "merchant"):
             sp = client.spending(month, end, group_by=group_by)
             requests.append({"group_by": group_by, "from_date": month, "to_date": end})
@@ -245,7 +246,7 @@ def gather_evidence(
             for month in months[:CONFIRM_MONTHS]:
                 ev.confirmed.add(month)
                 lo = dt.date.fromisoformat(month + "-01")
-                hi = rules._month_end(lo)
+                hi = month_end(lo)
                 now = client.transactions_summary(lo, hi)
                 local = tx.filter(pl.col("booked_at").is_between(lo, hi))
                 if (now.count, now.net) != (

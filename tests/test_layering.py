@@ -3,6 +3,11 @@
 sandbox, extract, warehouse and transform never import each other; only pipelines wires them.
 transform is pure: frames in, frames out, no I/O. And nothing imports a layer by its folder
 name (`import extract`): the installed name is `centsync.<layer>`.
+
+One exception, the shared kernel: three small pure modules of transform (calendar months, the
+contract's constants, money as text) that extract and warehouse may import too, so that each
+of those facts lives once. They import nothing but the standard library. The sandbox keeps its
+own copies: it is the contract's independent oracle and shares no code with the client.
 """
 
 from __future__ import annotations
@@ -22,6 +27,9 @@ ALLOWED: dict[str, set[str]] = {
     "transform": set(),
     "pipelines": {"sandbox", "extract", "warehouse", "transform"},
 }
+# The shared kernel: the only modules of another layer that extract and warehouse may import.
+KERNEL = {"centsync.transform.calendar", "centsync.transform.contract", "centsync.transform.money"}
+KERNEL_MAY_IMPORT = {"__future__", "datetime", "math", "re", "collections", "typing"}
 # transform has no I/O: no network, files, processes, databases or orchestration.
 IO_MODULES = {
     "duckdb", "httpx", "aiohttp", "requests", "urllib", "socket", "os", "pathlib", "io",
@@ -54,8 +62,19 @@ def test_layer_imports_only_what_the_rule_allows(layer: str) -> None:
             parts = module.split(".")
             if level == 0 and parts[0] == "centsync" and len(parts) > 1:
                 other = parts[1]
-                if other != layer and other not in ALLOWED[layer]:
+                kernel = layer in ("extract", "warehouse") and module in KERNEL
+                if other != layer and other not in ALLOWED[layer] and not kernel:
                     offenders.append(f"{source.relative_to(ROOT)}: {module}")
+    assert offenders == []
+
+
+def test_the_kernel_imports_only_the_standard_library() -> None:
+    offenders = [
+        f"{name}: {module}"
+        for name in sorted(KERNEL)
+        for level, module in imports(ROOT / "transform" / f"{name.rsplit('.', 1)[1]}.py")
+        if level or module.split(".")[0] not in KERNEL_MAY_IMPORT
+    ]
     assert offenders == []
 
 

@@ -17,7 +17,7 @@ from typing import Any
 import click
 
 from centsync.pipelines.cli import failures as errors
-from centsync.pipelines.outputs.money import cents_text
+from centsync.transform.money import cents_text
 
 # `refresh --rebind` lets embedded_api start the sandbox for a warehouse bound elsewhere
 _REBIND: contextvars.ContextVar[bool] = contextvars.ContextVar("rebind", default=False)

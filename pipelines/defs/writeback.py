@@ -4,9 +4,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from centsync.pipelines.writeback import run as writeback
 from centsync.pipelines.defs.refresh import OWNERS, interrupts_as_keyboard
 from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.pipelines.writeback import run as writeback
 from centsync.warehouse.outbox import OutboxBusyError
 
 WRITEBACK_JOB = "writeback_job"

@@ -19,7 +19,7 @@ import altair as alt
 import jinja2
 import polars as pl
 
-from centsync.pipelines.outputs.money import cents_text
+from centsync.transform.money import cents_text
 from centsync.warehouse import connect_readonly
 
 REPORT_NAME = "centsync-report.html"

@@ -21,21 +21,21 @@ import orjson
 import polars as pl
 
 from centsync.extract import ApiClient, Me, WindowRows, WindowStream, WindowVoid
+from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.refresh import binding
-from centsync.pipelines.writeback import confirm as writeback_confirm
 from centsync.pipelines.refresh import fingerprints as fp
-from centsync.pipelines.refresh.months import (
-    _add_months,
-    _contiguous,
-    _month,
-    _month_end,
-    _months_between,
-    _pages,
-    _parse_month,
+from centsync.pipelines.refresh.summary import Mode, RefreshOptions, RefreshSummary
+from centsync.pipelines.writeback import confirm as writeback_confirm
+from centsync.transform.calendar import (
+    add_months,
+    contiguous,
+    month_end,
+    month_start,
+    months_between,
+    pages,
+    parse_month,
     parse_month_range,
 )
-from centsync.pipelines.reconcile import reconcile
-from centsync.pipelines.refresh.summary import Mode, RefreshOptions, RefreshSummary
 from centsync.warehouse import Warehouse, default_path
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse.session import is_interrupt
@@ -109,13 +109,13 @@ class Refresher:
         # every month read is recorded as verified at the service's "now"
         wh.service_now = now
         today = now.astimezone(ZoneInfo(settings.timezone)).date()
-        hot_start = _add_months(_month(today), -(max(1, self.opt.hot_months) - 1))
+        hot_start = add_months(month_start(today), -(max(1, self.opt.hot_months) - 1))
         present = wh.months_present()
 
         if self.opt.months is not None:
             s.mode, s.reason = "months", f"months {self.opt.months[0]}..{self.opt.months[1]} forced"
-            a, b = (_parse_month(m) for m in self.opt.months)
-            self._read([(a, _month_end(b))], reason="forced")
+            a, b = (parse_month(m) for m in self.opt.months)
+            self._read([(a, month_end(b))], reason="forced")
         elif self.opt.mode == "full" or sres.timezone_changed or not present:
             s.mode = "full"
             s.reason = (
@@ -133,7 +133,7 @@ class Refresher:
                 self._check_history(present, hot_start)
             # an edit the write-back sent (a renamed concept) changes no fingerprint: read it back
             written = sorted({m for m in self.opt.written_months if m < hot_start})
-            for lo, hi in _contiguous((m, _month_end(m)) for m in written):
+            for lo, hi in contiguous((m, month_end(m)) for m in written):
                 self._read([(lo, hi)], reason="written back")
             if s.mode == "incremental":
                 self._verify_oldest(hot_start, now)
@@ -178,13 +178,11 @@ class Refresher:
             if self._months_done(month):
                 continue  # read whole by this refresh already (a differing fingerprint)
             due = verified_at is None or verified_at <= due_before
-            if not due and _pages({**chosen, month: rows}, PAGE) > budget:
+            if not due and pages({**chosen, month: rows}, PAGE) > budget:
                 break  # oldest first: what is left was verified more recently
             chosen[month] = rows
         self.wh.set_meta("verify.last_at", now.isoformat())
-        windows = _contiguous(
-            (_parse_month(m), _month_end(_parse_month(m))) for m in sorted(chosen)
-        )
+        windows = contiguous((parse_month(m), month_end(parse_month(m))) for m in sorted(chosen))
         for lo, hi in windows:
             self._read([(lo, hi)], reason="verification (verified longest ago)")
         self.summary.months_verified = len(chosen)
@@ -234,7 +232,7 @@ class Refresher:
                 windows = self._pack(oldest, max(newest, today), total)
                 seen: set[dt.date] = set()
                 for lo, hi in windows:
-                    seen.update(_months_between(lo, hi))
+                    seen.update(months_between(lo, hi))
                 # The first window is open below and the last open above, to catch rows the range missed.
                 bounds = [
                     (None if i == 0 else lo, None if i == len(windows) - 1 else hi)
@@ -244,7 +242,7 @@ class Refresher:
                 stale = [
                     m
                     for m in self.wh.months_present()
-                    if _parse_month(m) not in seen and not self._months_done(m)
+                    if parse_month(m) not in seen and not self._months_done(m)
                 ]
                 if stale:
                     self.wh.replace_months(stale, self._empty(), reason=self.summary.reason)
@@ -300,13 +298,13 @@ class Refresher:
 
     def _pack(self, oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt.date]]:
         """Month-aligned windows of about WINDOW_ROWS rows each, sized from the ledger's span."""
-        months = _months_between(oldest, newest)
+        months = months_between(oldest, newest)
         per_month = max(1.0, total / len(months))
         size = max(1, math.floor(WINDOW_ROWS / per_month))
         out = []
         for i in range(0, len(months), size):
             chunk = months[i : i + size]
-            out.append((chunk[0], _month_end(chunk[-1])))
+            out.append((chunk[0], month_end(chunk[-1])))
         return out
 
     def _check_history(self, present: list[str], hot_start: dt.date) -> None:
@@ -314,7 +312,7 @@ class Refresher:
 
         Every year's fingerprint is asked for at once (one round trip), then compared in order.
         """
-        first_local = _parse_month(present[0])
+        first_local = parse_month(present[0])
         years: list[tuple[int, dt.date | None, dt.date]] = []
         for i, year in enumerate(range(first_local.year, hot_start.year + 1)):
             lo = None if i == 0 else dt.date(year, 1, 1)
@@ -323,7 +321,7 @@ class Refresher:
                 years.append((year, lo, hi))
         found = self._fingerprints([(lo, hi) for _, lo, hi in years], "year")
         for (year, lo, hi), server in zip(years, found, strict=True):
-            months = _months_between(lo or first_local, hi)
+            months = months_between(lo or first_local, hi)
             self.summary.months_checked += len(months)
             if server == fp.local(self.wh, lo, hi):
                 continue
@@ -336,8 +334,7 @@ class Refresher:
                 self._read([(lo, hi)], reason=f"year {year} differs")
                 continue
             ranges = [
-                (None if (lo is None and j == 0) else m, _month_end(m))
-                for j, m in enumerate(months)
+                (None if (lo is None and j == 0) else m, month_end(m)) for j, m in enumerate(months)
             ]
             per_month = self._fingerprints(ranges, "month")
             differing = [
@@ -345,7 +342,7 @@ class Refresher:
                 for (mlo, mhi), got in zip(ranges, per_month, strict=True)
                 if got != fp.local(self.wh, mlo, mhi)
             ]
-            for lo_, hi_ in _contiguous(differing):
+            for lo_, hi_ in contiguous(differing):
                 self._read([(lo_, hi_)], reason=f"month differs in {year}")
 
     def _fingerprints(
@@ -453,20 +450,20 @@ class Refresher:
         """Every month a window covers: its bounds, and for open ends the rows read (``booked``
         gives their date range) and the local months."""
         if lo is not None and hi is not None:
-            return [m.strftime("%Y-%m") for m in _months_between(lo, hi)]
+            return [m.strftime("%Y-%m") for m in months_between(lo, hi)]
         seen = booked()
         dates: list[dt.date] = list(seen) if seen is not None else []
-        local = [_parse_month(m) for m in self.wh.months_present()]
+        local = [parse_month(m) for m in self.wh.months_present()]
         if lo is None:
             lo = min([*dates, *[m for m in local if hi is None or m <= hi]], default=None)
         if hi is None:
             hi = max(
-                [*dates, *[_month_end(m) for m in local if lo is None or m >= _month(lo)]],
+                [*dates, *[month_end(m) for m in local if lo is None or m >= month_start(lo)]],
                 default=None,
             )
         if lo is None or hi is None:
             return []
-        return [m.strftime("%Y-%m") for m in _months_between(lo, hi)]
+        return [m.strftime("%Y-%m") for m in months_between(lo, hi)]
 
     def _months_done(self, month: str) -> bool:
         return any(r["from"] <= month <= r["to"] for r in self.summary.months_reread)

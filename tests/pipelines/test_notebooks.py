@@ -24,8 +24,8 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
-from centsync.pipelines.cli.main import main
 from centsync.pipelines.cli.analysts import NOTEBOOKS
+from centsync.pipelines.cli.main import main
 from centsync.pipelines.outputs.data_dictionary import EXAMPLE_QUERIES, render, undocumented
 from centsync.warehouse import Warehouse
 

@@ -21,8 +21,8 @@ import pytest
 from click.testing import CliRunner
 
 from centsync.extract import ApiClient
-from centsync.pipelines.writeback import run as writeback
 from centsync.pipelines.cli.main import main
+from centsync.pipelines.writeback import run as writeback
 from centsync.warehouse.outbox import Outbox, outbox_path
 
 from .conftest import Env

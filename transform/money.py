@@ -1,4 +1,4 @@
-"""Money as people read it: integer cents shown as a signed decimal amount."""
+"""Money as people read it: integer cents shown as a signed decimal amount (shared kernel)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,203 @@
+"""Every setting of centsync, read once from the environment at the edge and passed down.
+
+This is the only module that reads the process environment (`tests/test_settings.py` holds the
+rest of the source to that). The CLI builds one `Settings` with `Settings.from_env()` (flags
+then override fields with `dataclasses.replace`); a run that Dagster starts (a schedule, the
+UI) builds its own the same way when the run starts. Nothing below writes the environment.
+
+`docs/configuration.md` is generated from the fields' metadata (`centsync docs` writes it,
+`centsync docs --check` and the tests fail when it is stale).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from centsync.extract import ConfigurationError
+
+WAREHOUSE_NAME = "centsync.duckdb"
+
+
+def _setting(
+    env: str, doc: str, default: Any = None, *, shown: str = "", secret: bool = False
+) -> Any:
+    """A field documented for `docs/configuration.md`: its variable, meaning and default."""
+    meta = {"env": env, "doc": doc, "shown": shown or repr(default), "secret": secret}
+    return field(default=default, metadata=meta, repr=not secret)
+
+
+def _number(env: str, raw: str, kind: type, what: str) -> Any:
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = -1
+    if not value >= 0:  # also refuses nan
+        raise ConfigurationError(
+            f"{env}={raw!r} is not {what} >= 0: set it to a number, or unset it for the default"
+        )
+    return value
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a command or a run needs to know of its surroundings; built once, never mutated."""
+
+    api_base_url: str = _setting(
+        "CENTSYNC_API_BASE_URL",
+        "The service's base URL. Unset: commands start the embedded sandbox.",
+        "",
+        shown="the embedded sandbox",
+    )
+    api_key: str = _setting(
+        "CENTSYNC_API_KEY",
+        "The API key (required with CENTSYNC_API_BASE_URL). Never logged, stored or shown.",
+        "",
+        shown="none",
+        secret=True,
+    )
+    data_home: Path = _setting(
+        "XDG_DATA_HOME",
+        "Where centsync keeps its files by default: `$XDG_DATA_HOME/centsync`.",
+        None,
+        shown="`~/.local/share/centsync`",
+    )
+    warehouse: Path = _setting(
+        "CENTSYNC_WAREHOUSE",
+        "The published DuckDB warehouse file.",
+        None,
+        shown="`<data home>/centsync.duckdb`",
+    )
+    dagster_home: Path = _setting(
+        "DAGSTER_HOME",
+        "The Dagster instance (run history, schedules); `dagster.yaml` is written there once.",
+        None,
+        shown="`<data home>/dagster`",
+    )
+    inbox: Path = _setting(
+        "CENTSYNC_INBOX",
+        "The write-back inbox folder of CSV files.",
+        None,
+        shown="`inbox/` beside the warehouse",
+    )
+    max_wait: float = _setting(
+        "CENTSYNC_MAX_WAIT",
+        "Seconds one request may wait for a rate limit to clear before it gives up.",
+        600.0,
+    )
+    http_transport: str = _setting(
+        "CENTSYNC_HTTP_TRANSPORT",
+        "The HTTP layer under httpx: `aiohttp` (faster) or `httpcore` (httpx's own).",
+        "aiohttp",
+    )
+    duckdb_memory: str = _setting(
+        "CENTSYNC_DUCKDB_MEMORY",
+        "DuckDB's memory limit during a refresh (a DuckDB size, e.g. `160MB`, `1GB`).",
+        "160MB",
+    )
+    verify_days: float = _setting(
+        "CENTSYNC_VERIFY_DAYS",
+        "Every synced month is re-read at least this often (days; 0 turns it off).",
+        7.0,
+    )
+    verify_pages: int = _setting(
+        "CENTSYNC_VERIFY_PAGES",
+        "The least pages a refresh spends on re-reading the months verified longest ago.",
+        4,
+    )
+    partitions_start: str = _setting(
+        "CENTSYNC_PARTITIONS_START",
+        "The first month of the Dagster monthly partitions (a date, `YYYY-MM-DD`).",
+        "2015-01-01",
+    )
+    progress: bool = _setting(
+        "CENTSYNC_PROGRESS",
+        "Show refresh progress even when stderr is not a terminal (any non-empty value).",
+        False,
+    )
+
+    def __post_init__(self) -> None:
+        # The paths that default to a place under another one, resolved once.
+        home = Path(self.data_home or Path.home() / ".local" / "share" / "centsync").absolute()
+        warehouse = Path(self.warehouse or home / WAREHOUSE_NAME).absolute()
+        set_ = object.__setattr__
+        set_(self, "data_home", home)
+        set_(self, "warehouse", warehouse)
+        set_(self, "dagster_home", Path(self.dagster_home or home / "dagster").absolute())
+        set_(self, "inbox", Path(self.inbox or warehouse.parent / "inbox").absolute())
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """The settings the environment gives (ConfigurationError names a bad one)."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(f.metadata["env"], "").strip()
+            if not raw:
+                continue
+            if f.name == "data_home":
+                values[f.name] = Path(raw) / "centsync"
+            elif f.name in ("warehouse", "dagster_home", "inbox"):
+                values[f.name] = Path(raw)
+            elif f.name == "max_wait":
+                values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")
+            elif f.name == "verify_days":
+                values[f.name] = _number(f.metadata["env"], raw, float, "a number of days")
+            elif f.name == "verify_pages":
+                values[f.name] = _number(f.metadata["env"], raw, int, "a whole number of pages")
+            elif f.name == "progress":
+                values[f.name] = True
+            elif f.name == "http_transport":
+                if raw.lower() not in ("aiohttp", "httpcore"):
+                    raise ConfigurationError(
+                        f"CENTSYNC_HTTP_TRANSPORT={raw!r} is not known; use 'aiohttp' or 'httpcore'"
+                    )
+                values[f.name] = raw.lower()
+            else:
+                values[f.name] = raw
+        if values.get("api_base_url") and not values.get("api_key"):
+            raise ConfigurationError(
+                "CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too."
+            )
+        return cls(**values)
+
+    @property
+    def embedded(self) -> bool:
+        """True when no service is configured: commands start the embedded sandbox."""
+        return not self.api_base_url
+
+
+def reference() -> list[dict[str, str]]:
+    """One entry per setting (variable, field, default, meaning): `docs/configuration.md`."""
+    return [
+        {
+            "env": f.metadata["env"],
+            "field": f.name,
+            "default": f.metadata["shown"],
+            "doc": f.metadata["doc"],
+        }
+        for f in dataclasses.fields(Settings)
+    ]
+
+
+def configuration_markdown() -> str:
+    """`docs/configuration.md`: every setting, generated from `Settings`."""
+    lines = [
+        "# Configuration",
+        "",
+        "<!-- Generated from centsync.pipelines.settings.Settings by `centsync docs`; do not edit. -->",
+        "",
+        "Every setting centsync reads, all from the environment, read once when a command (or a",
+        "run Dagster starts) begins. Flags of a command override them for that command. A value",
+        "that cannot be used stops the command with exit code 2 and says which variable to fix.",
+        "",
+        "| variable | setting | default | meaning |",
+        "| - | - | - | - |",
+    ]
+    for s in reference():
+        lines.append(f"| `{s['env']}` | `{s['field']}` | {s['default']} | {s['doc']} |")
+    return "\n".join(lines) + "\n"
