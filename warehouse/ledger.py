@@ -11,16 +11,14 @@ from typing import TYPE_CHECKING
 import duckdb
 import polars as pl
 
+from centsync.transform.calendar import MonthLike, month_key, month_start
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     _TX_COMPARED,
     _TX_SELECT,
     LoadResult,
-    MonthLike,
     _date_ranges,
     _month_filter,
-    month_key,
-    month_start,
 )
 from centsync.warehouse.errors import MonthBoundsError
 from centsync.warehouse.session import Session
