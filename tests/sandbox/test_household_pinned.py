@@ -9,7 +9,7 @@ import pytest
 
 from centsync.sandbox.household import Household, generate
 from centsync.sandbox.ledger import Tx
-from tests.helpers import START
+from helpers import START
 
 NOW_MS = int(START.timestamp() * 1000)
 
