@@ -33,7 +33,6 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
@@ -263,6 +262,85 @@ def rss_phases(
 # ---- driver --------------------------------------------------------------------------------
 
 
+def _print_imports(imports: list[tuple[str, float, float]]) -> None:
+    """The import-time table."""
+    total = sum(s for _, s, _ in imports)
+    print(f"Imports (`-X importtime`, {total:.2f} s in all; own = the package's")
+    print("modules' self time, first = cumulative where the CLI imports it first):\n")
+    print("| package | own seconds | first import, cumulative |\n| - | -: | -: |")
+    for pkg, s, cum in imports[:20]:
+        print(f"| {pkg} | {s:.3f} | {cum:.3f} |")
+
+
+def _print_pyspy(prof: dict[str, object], top: int) -> None:
+    """The py-spy phases, 'other' stacks, heaviest functions, threads and child processes."""
+    per = 1 / 200
+    main_s = prof["main_samples"] * per  # type: ignore[operator]
+    cli_doc = prof["cli"]
+    print(
+        f"\npy-spy, main thread: {main_s:.2f} s sampled of {prof['wall']:.2f} s wall "
+        f"under py-spy (exit {prof['rc']}; the CLI's own durations: "
+        f"{json.dumps((cli_doc or {}).get('durations'))}):\n"  # type: ignore[union-attr]
+    )
+    print("| phase | seconds | share |\n| - | -: | -: |")
+    for phase, c in prof["phases"].most_common():  # type: ignore[attr-defined]
+        print(f"| {phase} | {c * per:.2f} | {c * per / main_s:.0%} |")
+    print("\n'other', by innermost frames:\n")
+    for st, c in prof["others"].most_common(8):  # type: ignore[attr-defined]
+        print(f"- {c * per:.2f} s: `{st}`")
+    print(f"\nHeaviest functions, main thread, inclusive (top {top}):\n")
+    print("| function | seconds |\n| - | -: |")
+    for fn, c in prof["funcs"].most_common(top):  # type: ignore[attr-defined]
+        print(f"| `{fn}` | {c * per:.2f} |")
+    print("\nThreads (samples, idle included):", dict(prof["threads"]))  # type: ignore[arg-type]
+    if prof["children"]:
+        print("Other processes of the tree (samples):", dict(prof["children"]))  # type: ignore[arg-type]
+
+
+def _print_rss(ranked: list[tuple[str, float, float, float]], maxrss: float) -> None:
+    """The per-phase peak RSS table."""
+    print(f"\nPeak RSS by phase (in-process sampler, 20 ms; ru_maxrss {maxrss:.0f} MB):\n")
+    print("| phase | seconds | RSS entering | peak RSS |\n| - | -: | -: | -: |")
+    for phase, s, peak, first in ranked:
+        print(f"| {phase} | {s:.2f} | {first:,.0f} MB | {peak:,.0f} MB |")
+
+
+def _profile_case(
+    case: tuple[str, int | None, int, bool], base: Path, args: argparse.Namespace
+) -> None:
+    """Profile one case against its own sandbox: imports, py-spy, and (optionally) RSS."""
+    from compare import RESULTS, Tool, env_for, measure, start_server, tools
+
+    name, n, years, no_change = case
+    tool: Tool = tools(["centsync"], None)["centsync"]
+    tmp = Path(tempfile.mkdtemp(prefix="case-", dir=base))
+    server = start_server(tmp, n, years)
+    try:
+        template = tmp / "template"
+        template.mkdir()
+        if no_change:
+            m = measure(tool.cmd, env_for(tool, server, template), template)
+            assert m.rc == 0, m.stderr[-2000:]
+
+        def fresh(tag: str) -> tuple[Path, dict[str, str]]:
+            d = tmp / tag
+            shutil.copytree(template, d)
+            return d, env_for(tool, server, d)
+
+        print(f"\n## {name} ({server.rows:,} rows)\n", flush=True)
+        d, env = fresh("importtime")
+        _print_imports(importtime(env, d))
+        d, env = fresh("pyspy")
+        slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+        _print_pyspy(pyspy(env, d, RESULTS / f"pyspy-{slug}.txt"), args.top)
+        if args.rss and not no_change:
+            d, env = fresh("rss")
+            _print_rss(*rss_phases(env, d))
+        print(flush=True)
+    finally:
+        server.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="*", default=[20_000])
@@ -276,78 +354,18 @@ def main() -> None:
         rss_child(args.rss_child)
         return
 
-    from compare import RESULTS, Tool, env_for, measure, start_server, tools
+    from compare import RESULTS
 
     RESULTS.mkdir(exist_ok=True)
-    tool: Tool = tools(["centsync"], None)["centsync"]
     base = Path(tempfile.mkdtemp(prefix="centsync-profile-"))
-    cases = [] if args.no_household else [("household no-change", None, 3, True)]
+    cases: list[tuple[str, int | None, int, bool]] = (
+        [] if args.no_household else [("household no-change", None, 3, True)]
+    )
     cases += [(f"first refresh {n:,}", n, args.years, False) for n in args.sizes]
     print(f"load {'/'.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
     try:
-        for name, n, years, no_change in cases:
-            tmp = Path(tempfile.mkdtemp(prefix="case-", dir=base))
-            server = start_server(tmp, n, years)
-            try:
-                template = tmp / "template"
-                template.mkdir()
-                if no_change:
-                    m = measure(tool.cmd, env_for(tool, server, template), template)
-                    assert m.rc == 0, m.stderr[-2000:]
-
-                def fresh(
-                    tag: str, template: Path = template, tmp: Path = tmp, server: Any = server
-                ) -> tuple[Path, dict[str, str]]:
-                    d = tmp / tag
-                    shutil.copytree(template, d)
-                    return d, env_for(tool, server, d)
-
-                print(f"\n## {name} ({server.rows:,} rows)\n", flush=True)
-                d, env = fresh("importtime")
-                imports = importtime(env, d)
-                total = sum(s for _, s, _ in imports)
-                print(f"Imports (`-X importtime`, {total:.2f} s in all; own = the package's")
-                print("modules' self time, first = cumulative where the CLI imports it first):\n")
-                print("| package | own seconds | first import, cumulative |\n| - | -: | -: |")
-                for pkg, s, cum in imports[:20]:
-                    print(f"| {pkg} | {s:.3f} | {cum:.3f} |")
-                d, env = fresh("pyspy")
-                slug = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
-                raw = RESULTS / f"pyspy-{slug}.txt"
-                prof = pyspy(env, d, raw)
-                per = 1 / 200
-                main_s = prof["main_samples"] * per  # type: ignore[operator]
-                cli_doc = prof["cli"]
-                print(
-                    f"\npy-spy, main thread: {main_s:.2f} s sampled of {prof['wall']:.2f} s wall "
-                    f"under py-spy (exit {prof['rc']}; the CLI's own durations: "
-                    f"{json.dumps((cli_doc or {}).get('durations'))}):\n"  # type: ignore[union-attr]
-                )
-                print("| phase | seconds | share |\n| - | -: | -: |")
-                for phase, c in prof["phases"].most_common():  # type: ignore[attr-defined]
-                    print(f"| {phase} | {c * per:.2f} | {c * per / main_s:.0%} |")
-                print("\n'other', by innermost frames:\n")
-                for st, c in prof["others"].most_common(8):  # type: ignore[attr-defined]
-                    print(f"- {c * per:.2f} s: `{st}`")
-                print(f"\nHeaviest functions, main thread, inclusive (top {args.top}):\n")
-                print("| function | seconds |\n| - | -: |")
-                for fn, c in prof["funcs"].most_common(args.top):  # type: ignore[attr-defined]
-                    print(f"| `{fn}` | {c * per:.2f} |")
-                print("\nThreads (samples, idle included):", dict(prof["threads"]))  # type: ignore[arg-type]
-                if prof["children"]:
-                    print("Other processes of the tree (samples):", dict(prof["children"]))  # type: ignore[arg-type]
-                if args.rss and not no_change:
-                    d, env = fresh("rss")
-                    ranked, maxrss = rss_phases(env, d)
-                    print(
-                        f"\nPeak RSS by phase (in-process sampler, 20 ms; ru_maxrss {maxrss:.0f} MB):\n"
-                    )
-                    print("| phase | seconds | RSS entering | peak RSS |\n| - | -: | -: | -: |")
-                    for phase, s, peak, first in ranked:
-                        print(f"| {phase} | {s:.2f} | {first:,.0f} MB | {peak:,.0f} MB |")
-                print(flush=True)
-            finally:
-                server.stop()
+        for case in cases:
+            _profile_case(case, base, args)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

@@ -78,6 +78,63 @@ def _get(base_url: str, key: str, path: str) -> tuple[float, dict]:
         return statistics.median(times), r.json()
 
 
+def _unfiltered_paths(total: int) -> list[str]:
+    """Random pages across the whole ledger (deep offsets included)."""
+    pages = -(-total // 200)
+    return [
+        f"/v1/transactions?limit=200&page={p}"
+        for p in random.Random(1).sample(range(1, pages + 1), min(pages, 2000))
+    ]
+
+
+def _monthly_paths(months: list[dict]) -> list[str]:
+    """Every page of every month, month-filtered, shuffled."""
+    monthly = []
+    for m in months:
+        y, mo = map(int, m["key"].split("-"))
+        last = (
+            31 if mo in (1, 3, 5, 7, 8, 10, 12) else 30 if mo != 2 else (29 if y % 4 == 0 else 28)
+        )
+        frm, to = f"{y:04d}-{mo:02d}-01", f"{y:04d}-{mo:02d}-{last:02d}"
+        mpages = max(1, -(-m["count"] // 200))
+        monthly += [
+            f"/v1/transactions?limit=200&from={frm}&to={to}&page={p}" for p in range(1, mpages + 1)
+        ]
+    random.Random(2).shuffle(monthly)
+    return monthly
+
+
+def _measure(base: str, key: str, args: argparse.Namespace, startup: float) -> None:
+    """Drive the running sandbox and print its page rates and aggregate latencies."""
+    total = _get(base, key, "/v1/transactions?limit=1")[1]["total"]
+    unfiltered = _unfiltered_paths(total)
+    # Month-filtered: random pages of random months.
+    months = _get(base, key, "/v1/analytics/spending?group_by=month&from=2000-01-01&to=2100-12-31")[
+        1
+    ]["data"]
+    monthly = _monthly_paths(months)
+    # Warm the row cache the way any reader would, then measure.
+    asyncio.run(_drive(base, key, unfiltered, 1.0, args.connections))
+    u_rate = asyncio.run(_drive(base, key, unfiltered, args.seconds, args.connections))
+    m_rate = asyncio.run(_drive(base, key, monthly, args.seconds, args.connections))
+    s_ms, _ = _get(base, key, "/v1/transactions/summary")
+    year = f"from={months[-12]['key']}-01&to={months[-1]['key']}-28"
+    y_ms, _ = _get(base, key, f"/v1/transactions/summary?{year}")
+    sp_ms, _ = _get(base, key, f"/v1/analytics/spending?group_by=category&{year}")
+    print(
+        f"sandbox throughput: {total:,} transactions, {args.years} years, startup {startup:.1f} s"
+    )
+    print(
+        f"  unfiltered pages (limit=200):     {u_rate:8,.0f} pages/s  ({u_rate * 200:,.0f} rows/s)"
+    )
+    print(
+        f"  month-filtered pages (limit=200): {m_rate:8,.0f} pages/s  ({m_rate * 200:,.0f} rows/s)"
+    )
+    print(f"  summary, whole ledger:            {s_ms:8.2f} ms (median of 20)")
+    print(f"  summary, one year:                {y_ms:8.2f} ms")
+    print(f"  spending by category, one year:   {sp_ms:8.2f} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--transactions", type=int, default=1_000_000)
@@ -103,62 +160,7 @@ def main() -> None:
     try:
         startup = time.perf_counter() - t0
         keys = json.loads(keys_file.read_text())
-        base, key = keys["base_url"], keys["read_only"]
-        total = _get(base, key, "/v1/transactions?limit=1")[1]["total"]
-        pages = -(-total // 200)
-        # Unfiltered: random pages across the whole ledger (deep offsets included).
-        unfiltered = [
-            f"/v1/transactions?limit=200&page={p}"
-            for p in random.Random(1).sample(range(1, pages + 1), min(pages, 2000))
-        ]
-        # Month-filtered: random pages of random months.
-        months = _get(
-            base, key, "/v1/analytics/spending?group_by=month&from=2000-01-01&to=2100-12-31"
-        )[1]["data"]
-        monthly = []
-        for m in months:
-            y, mo = map(int, m["key"].split("-"))
-            last = (
-                31
-                if mo in (1, 3, 5, 7, 8, 10, 12)
-                else 30
-                if mo != 2
-                else (29 if y % 4 == 0 else 28)
-            )
-            frm, to = f"{y:04d}-{mo:02d}-01", f"{y:04d}-{mo:02d}-{last:02d}"
-            mpages = max(1, -(-m["count"] // 200))
-            monthly += [
-                f"/v1/transactions?limit=200&from={frm}&to={to}&page={p}"
-                for p in range(1, mpages + 1)
-            ]
-        random.Random(2).shuffle(monthly)
-        # Warm the row cache the way any reader would, then measure.
-        asyncio.run(_drive(base, key, unfiltered, 1.0, args.connections))
-        u_rate = asyncio.run(_drive(base, key, unfiltered, args.seconds, args.connections))
-        m_rate = asyncio.run(_drive(base, key, monthly, args.seconds, args.connections))
-        s_ms, _ = _get(base, key, "/v1/transactions/summary")
-        y_ms, _ = _get(
-            base,
-            key,
-            f"/v1/transactions/summary?from={months[-12]['key']}-01&to={months[-1]['key']}-28",
-        )
-        sp_ms, _ = _get(
-            base,
-            key,
-            f"/v1/analytics/spending?group_by=category&from={months[-12]['key']}-01&to={months[-1]['key']}-28",
-        )
-        print(
-            f"sandbox throughput: {total:,} transactions, {args.years} years, startup {startup:.1f} s"
-        )
-        print(
-            f"  unfiltered pages (limit=200):     {u_rate:8,.0f} pages/s  ({u_rate * 200:,.0f} rows/s)"
-        )
-        print(
-            f"  month-filtered pages (limit=200): {m_rate:8,.0f} pages/s  ({m_rate * 200:,.0f} rows/s)"
-        )
-        print(f"  summary, whole ledger:            {s_ms:8.2f} ms (median of 20)")
-        print(f"  summary, one year:                {y_ms:8.2f} ms")
-        print(f"  spending by category, one year:   {sp_ms:8.2f} ms")
+        _measure(keys["base_url"], keys["read_only"], args, startup)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

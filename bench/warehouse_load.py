@@ -136,6 +136,76 @@ def _phase(name: str, rows: int, fn: Callable[[], Any]) -> tuple[float, int]:
     return elapsed, rss.peak
 
 
+def _first_loads(frame: pl.DataFrame, tmp: Path) -> Path:
+    """Validation and the three ways of loading a first sync; returns the whole-frame file."""
+    path = tmp / "centsync.duckdb"
+    _phase(
+        "validate (pandera, collected frame)",
+        frame.height,
+        lambda: split_valid("transactions", frame),
+    )
+
+    def first_load() -> None:
+        with Warehouse.refreshing(path, mode="full") as wh:
+            wh.replace_all_transactions(frame)
+
+    _phase("first full load (validate+load+publish)", frame.height, first_load)
+    windowed = tmp / "windowed.duckdb"
+    keys = frame.select(pl.col("booked_at").dt.strftime("%Y-%m").alias("m")).to_series()
+    parts = {m: frame.filter(keys == m) for m in keys.unique().sort().to_list()}
+
+    def windowed_load() -> None:
+        # The refresh's real pattern: one replace per month read, not one giant frame.
+        with Warehouse.refreshing(windowed, mode="full") as wh:
+            for month, part in parts.items():
+                wh.replace_months([month], part, reason="first sync")
+
+    _phase(f"first sync as {len(parts)} one-month replaces", frame.height, windowed_load)
+    packed = tmp / "packed.duckdb"
+
+    def packed_load() -> None:
+        # The same month-by-month reads, packed by Warehouse.batched into ~100k-row loads.
+        with Warehouse.refreshing(packed, mode="full") as wh, wh.batched() as batch:
+            for month, part in parts.items():
+                batch.add([month], part, reason="first sync")
+
+    _phase("first sync, months packed by batched()", frame.height, packed_load)
+    size = path.stat().st_size
+    print(f"published file: {size / 2**20:.0f} MB")
+    return path
+
+
+def _loaded_warehouse(frame: pl.DataFrame, path: Path) -> None:
+    """A one-month refresh, the fingerprint reads and a full re-read on the loaded file."""
+    month = frame.filter(pl.col("booked_at").dt.truncate("1mo") == dt.date(2020, 6, 1))
+    edited = month.with_columns((pl.col("amount") - 1).alias("amount"))
+
+    def month_replace() -> None:
+        with Warehouse.refreshing(path) as wh:
+            wh.replace_months(["2020-06"], edited, reason="bench")
+
+    _phase("refresh: copy + one-month replace + publish", month.height, month_replace)
+
+    wh = Warehouse.open(path, read_only=True)
+    _phase(
+        "local_fingerprints('month') (SQL)",
+        frame.height,
+        lambda: wh.local_fingerprints("month"),
+    )
+    _phase(
+        "local_category_spending('month') (SQL)",
+        frame.height,
+        lambda: wh.local_category_spending(),
+    )
+    wh.close()
+
+    def full_again() -> None:
+        with Warehouse.refreshing(path, mode="full") as w2:
+            w2.replace_all_transactions(frame)
+
+    _phase("full re-read onto a loaded warehouse", frame.height, full_again)
+
+
 def main() -> None:
     """Run the benchmark and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -152,68 +222,8 @@ def main() -> None:
     print(f"duckdb threads: default; cpus: {os.cpu_count()}")
 
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "centsync.duckdb"
-        _phase(
-            "validate (pandera, collected frame)",
-            frame.height,
-            lambda: split_valid("transactions", frame),
-        )
-
-        def first_load() -> None:
-            with Warehouse.refreshing(path, mode="full") as wh:
-                wh.replace_all_transactions(frame)
-
-        _phase("first full load (validate+load+publish)", frame.height, first_load)
-        windowed = Path(tmp) / "windowed.duckdb"
-        keys = frame.select(pl.col("booked_at").dt.strftime("%Y-%m").alias("m")).to_series()
-        parts = {m: frame.filter(keys == m) for m in keys.unique().sort().to_list()}
-
-        def windowed_load() -> None:
-            # The refresh's real pattern: one replace per month read, not one giant frame.
-            with Warehouse.refreshing(windowed, mode="full") as wh:
-                for month, part in parts.items():
-                    wh.replace_months([month], part, reason="first sync")
-
-        _phase(f"first sync as {len(parts)} one-month replaces", frame.height, windowed_load)
-        packed = Path(tmp) / "packed.duckdb"
-
-        def packed_load() -> None:
-            # The same month-by-month reads, packed by Warehouse.batched into ~100k-row loads.
-            with Warehouse.refreshing(packed, mode="full") as wh, wh.batched() as batch:
-                for month, part in parts.items():
-                    batch.add([month], part, reason="first sync")
-
-        _phase("first sync, months packed by batched()", frame.height, packed_load)
-        size = path.stat().st_size
-        print(f"published file: {size / 2**20:.0f} MB")
-
-        month = frame.filter(pl.col("booked_at").dt.truncate("1mo") == dt.date(2020, 6, 1))
-        edited = month.with_columns((pl.col("amount") - 1).alias("amount"))
-
-        def month_replace() -> None:
-            with Warehouse.refreshing(path) as wh:
-                wh.replace_months(["2020-06"], edited, reason="bench")
-
-        _phase("refresh: copy + one-month replace + publish", month.height, month_replace)
-
-        wh = Warehouse.open(path, read_only=True)
-        _phase(
-            "local_fingerprints('month') (SQL)",
-            frame.height,
-            lambda: wh.local_fingerprints("month"),
-        )
-        _phase(
-            "local_category_spending('month') (SQL)",
-            frame.height,
-            lambda: wh.local_category_spending(),
-        )
-        wh.close()
-
-        def full_again() -> None:
-            with Warehouse.refreshing(path, mode="full") as w2:
-                w2.replace_all_transactions(frame)
-
-        _phase("full re-read onto a loaded warehouse", frame.height, full_again)
+        path = _first_loads(frame, Path(tmp))
+        _loaded_warehouse(frame, path)
 
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     print(f"process peak RSS (incl. generation): {peak_kb / 1024:.0f} MB")

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from centsync.sandbox.errors import ApiError
+from centsync.sandbox.errors import ServiceError
 from centsync.sandbox.household import (
     DAY_MS,
     HOUR_MS,
@@ -99,16 +99,16 @@ class Access:
 
     def authenticate(self, header: str | None) -> Key:
         if not header or not header.startswith("Bearer "):
-            raise ApiError(401, "unauthenticated", "Send `Authorization: Bearer <API key>`.")
+            raise ServiceError(401, "unauthenticated", "Send `Authorization: Bearer <API key>`.")
         digest = _digest(header[7:].strip())
         found = None
         for k in self.keys:  # constant-time comparison against every stored hash
             if hmac.compare_digest(k.digest, digest):
                 found = k
         if found is None or found.revoked:
-            raise ApiError(401, "unauthenticated", "Unknown or revoked API key.")
+            raise ServiceError(401, "unauthenticated", "Unknown or revoked API key.")
         if self.now_ms >= found.expires_ms:
-            raise ApiError(
+            raise ServiceError(
                 401,
                 "key_expired",
                 f"This API key expired at {iso_ms(found.expires_ms)}; create a new one.",
@@ -132,7 +132,7 @@ class Access:
         key.hour_count += 1
         if self.faults.rate_limit_burst > 0:
             self.faults.rate_limit_burst -= 1
-            raise ApiError(
+            raise ServiceError(
                 429,
                 "rate_limited",
                 "Rate limit exceeded (injected burst).",
@@ -141,7 +141,7 @@ class Access:
         mlim, hlim = self.limits(key)
         if key.hour_count > hlim:
             wait = math.ceil((hour + 1) * 3600 - now)
-            raise ApiError(
+            raise ServiceError(
                 429,
                 "rate_limited",
                 f"Hourly allowance of {hlim} requests used up.",
@@ -149,7 +149,7 @@ class Access:
             )
         if key.minute_count > mlim:
             wait = math.ceil((minute + 1) * 60 - now)
-            raise ApiError(
+            raise ServiceError(
                 429,
                 "rate_limited",
                 f"Per-minute allowance of {mlim} requests used up.",
@@ -172,13 +172,13 @@ class Access:
             self.idempotency[(key.owner, idem)] = IdemEntry(fingerprint, self.now_ms)
             return None
         if ent.fingerprint != fingerprint:
-            raise ApiError(
+            raise ServiceError(
                 422,
                 "idempotency_key_reused",
                 "This Idempotency-Key was used with a different request; use a new key for a new request.",
             )
         if not ent.done:
-            raise ApiError(
+            raise ServiceError(
                 409,
                 "idempotency_conflict",
                 "A request with this Idempotency-Key is still being processed; retry shortly.",

@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from centsync.sandbox.errors import ApiError, not_found
+from centsync.sandbox.errors import ServiceError, not_found
 from centsync.sandbox.http import (
     JSON,
     Handler,
@@ -100,7 +100,7 @@ class SandboxApp(V1Routes, AdminRoutes):
                 resp = Response(200, self._openapi)
             else:
                 raise not_found(f"No such path: {path}.")
-        except ApiError as e:
+        except ServiceError as e:
             resp = Response(
                 e.status,
                 orjson.dumps(e.body()),
@@ -110,7 +110,7 @@ class SandboxApp(V1Routes, AdminRoutes):
             raise
         except Exception:
             log.exception("unexpected error on %s %s", method, path)
-            err = ApiError(
+            err = ServiceError(
                 500,
                 "internal_error",
                 "Internal error; the request id identifies it in the sandbox log.",
@@ -147,7 +147,7 @@ class SandboxApp(V1Routes, AdminRoutes):
             handler = self._route(self.v1, req)
             needed = "data.read" if req.method == "GET" else "data.write"
             if needed not in key.scopes:
-                raise ApiError(
+                raise ServiceError(
                     403,
                     "insufficient_scope",
                     f"This key lacks the `{needed}` scope: {'this key is read-only; create a read and write key' if needed == 'data.write' else 'create a key with data.read'}.",
@@ -176,16 +176,16 @@ class SandboxApp(V1Routes, AdminRoutes):
                     ]
                 )
 
-    def _injected_error(self) -> ApiError:
+    def _injected_error(self) -> ServiceError:
         status = self.s.fault_rng.choice(self.s.faults.error_statuses or [500])
         if status == 503:
-            return ApiError(
+            return ServiceError(
                 503,
                 "service_unavailable",
                 "Service unavailable (injected outage); retry later.",
                 headers={"Retry-After": "1"},
             )
-        return ApiError(status, "internal_error", "Internal error (injected fault).")
+        return ServiceError(status, "internal_error", "Internal error (injected fault).")
 
     def _route(self, table: dict[str, dict[str, Handler]], req: Request) -> Handler:
         methods = table.get(req.path)
@@ -195,7 +195,7 @@ class SandboxApp(V1Routes, AdminRoutes):
             raise not_found(f"No such path: {req.path}.")
         handler = methods.get(req.method)
         if handler is None:
-            raise ApiError(
+            raise ServiceError(
                 405,
                 "method_not_allowed",
                 f"{req.method} is not allowed on {req.path}; allowed: {', '.join(methods)}.",
@@ -219,7 +219,7 @@ class SandboxApp(V1Routes, AdminRoutes):
     async def _admin(self, req: Request) -> Response:
         auth = req.headers.get("authorization", "")
         if not hmac.compare_digest(auth.encode(), f"Bearer {self.s.admin_token}".encode()):
-            raise ApiError(
+            raise ServiceError(
                 401,
                 "unauthenticated",
                 "The control surface needs `Authorization: Bearer <admin_token>`.",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 
-class ApiError(Exception):
+class ServiceError(Exception):
     """An error answer: status, code, message, optional field details and extra headers."""
 
     def __init__(
@@ -28,10 +28,10 @@ class ApiError(Exception):
         return {"error": err}
 
 
-def invalid(message: str, field: str | None = None, issue: str | None = None) -> ApiError:
+def invalid(message: str, field: str | None = None, issue: str | None = None) -> ServiceError:
     details = [{"field": field, "issue": issue or message}] if field else None
-    return ApiError(400, "invalid_request", message, details)
+    return ServiceError(400, "invalid_request", message, details)
 
 
-def not_found(message: str = "No such resource.") -> ApiError:
-    return ApiError(404, "not_found", message)
+def not_found(message: str = "No such resource.") -> ServiceError:
+    return ServiceError(404, "not_found", message)

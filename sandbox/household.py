@@ -8,6 +8,20 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from centsync.sandbox.household_data import (
+    ACCOUNTS,
+    AMOUNTS,
+    CASH_CONCEPTS,
+    CATEGORY_NAMES,
+    EXPENSES,
+    INSTITUTIONS,
+    MERCHANTS,
+    MONTHLY_VARIABLE,
+    OTHER_INCOME_CONCEPTS,
+    RESTAURANT_HOURS,
+    SUBSCRIPTIONS,
+    VARIABLE_WEIGHTS,
+)
 from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Tx
 
 DAY_MS = 86_400_000
@@ -76,102 +90,6 @@ class Household:
     owner_id: str
 
 
-# Merchants with the varied spelling and case a real bank feed delivers.
-MERCHANTS: dict[str, list[str]] = {
-    "Groceries": [
-        "MERCADONA 0412 VALENCIA",
-        "Mercadona",
-        "mercadona  valencia",
-        "LIDL",
-        "Lidl Store 223",
-        "Carrefour Express",
-        "CARREFOUR EXPRESS",
-        "Aldi Sud",
-        "Whole Foods Market",
-    ],
-    "Restaurants": [
-        "Starbucks",
-        "STARBUCKS #1182",
-        "La Tagliatella",
-        "Burger King 0098",
-        "burger king",
-        "Sushi Shop",
-        "Cafe de Flor",
-        "Deliveroo",
-        "DELIVEROO  *ORDER",
-    ],
-    "Subscriptions": [
-        "Netflix.com",
-        "NETFLIX.COM",
-        "Spotify AB",
-        "Apple.com/bill",
-        "iCloud Storage",
-    ],
-    "Utilities": [
-        "Iberdrola Electricity",
-        "Aguas de Valencia",
-        "Movistar Fibra",
-        "Vodafone Mobile",
-    ],
-    "Transport": [
-        "Uber *Trip",
-        "UBER   TRIP",
-        "Metro Valencia",
-        "Repsol 2231",
-        "REPSOL ESTACION",
-        "Cabify",
-    ],
-    "Travel": [
-        "Ryanair",
-        "RYANAIR  FR",
-        "Booking.com",
-        "Airbnb * HM4Q",
-        "Iberia",
-        "Renfe Viajeros",
-    ],
-    "Shopping": ["AMZN Mktp ES", "Amazon.es", "Zara", "IKEA Valencia", "Decathlon", "MediaMarkt"],
-    "Health": ["Farmacia Central", "Dental Clinic Ruzafa", "Sanitas"],
-}
-
-CATEGORY_NAMES = [
-    "Salary",
-    "Other income",
-    "Rent",
-    "Groceries",
-    "Restaurants",
-    "Subscriptions",
-    "Utilities",
-    "Transport",
-    "Travel",
-    "Shopping",
-    "Health",
-    "Transfers",
-    "Cash",
-]
-
-# Typical amounts in cents (min, max) for the variable spending categories.
-AMOUNTS = {
-    "Groceries": (1200, 14000),
-    "Restaurants": (450, 8500),
-    "Subscriptions": (499, 1799),
-    "Utilities": (2500, 12000),
-    "Transport": (150, 6500),
-    "Travel": (2900, 45000),
-    "Shopping": (900, 25000),
-    "Health": (500, 9000),
-}
-
-# Relative frequency of variable rows (used for fill rows at scale).
-VARIABLE_WEIGHTS = {
-    "Groceries": 30,
-    "Restaurants": 22,
-    "Transport": 16,
-    "Shopping": 12,
-    "Health": 4,
-    "Travel": 3,
-}
-
-
 class Ids:
     """Deterministic uuids from the seed (uuid4-shaped, drawn from the seeded RNG)."""
 
@@ -191,80 +109,92 @@ def generate(
     providers: tuple[str, str] = ("bankfeed_eu", "openbank_uk"),
 ) -> Household:
     """Build the household and its history up to `now_ms`, deterministically from `seed`."""
-    rng = random.Random(seed)
-    ids = Ids(rng)
-    zone = ZoneInfo(timezone)
-    owner_id = ids.new()
+    return HouseholdBuilder(seed, now_ms, years, timezone, providers).build(transactions)
 
-    categories = {ids.new(): name for name in CATEGORY_NAMES}
-    cat = {name: cid for cid, name in categories.items()}
 
-    conn_a = Connection(ids.new(), providers[0], "Banco Norte")
-    conn_b = Connection(ids.new(), providers[1], "Harbor Bank")
-    acc = {
-        "checking": Account(
-            ids.new(),
-            "Everyday Checking",
-            "depository",
-            "checking",
-            "Banco Norte",
-            conn_a.id,
-            250_000,
-        ),
-        "savings": Account(
-            ids.new(),
-            "Rainy Day Savings",
-            "depository",
-            "savings",
-            "Banco Norte",
-            conn_a.id,
-            800_000,
-        ),
-        "card": Account(
-            ids.new(), "Visa Platinum", "credit", "credit_card", "Harbor Bank", conn_b.id, 0
-        ),
-        "broker": Account(
-            ids.new(),
-            "Index Fund Portfolio",
-            "investment",
-            "brokerage",
-            "Harbor Bank",
-            conn_b.id,
-            1_500_000,
-        ),
-        "loan": Account(
-            ids.new(), "car loan", "loan", "auto", "Banco Norte", conn_a.id, -1_800_000
-        ),
-        "cash": Account(ids.new(), "Cash Wallet", "depository", "cash", None, None, 20_000),
-        "old": Account(
-            ids.new(),
-            "Old Joint Account",
-            "depository",
-            "checking",
-            "Banco Norte",
-            conn_a.id,
-            50_000,
-            hidden=True,
-        ),
-    }
-    conn_a.account_ids = [acc[k].id for k in ("checking", "savings", "loan", "old")]
-    conn_b.account_ids = [acc[k].id for k in ("card", "broker")]
-    expenses = [
-        Expense(ids.new(), "Summer holiday", 150_000),
-        Expense(ids.new(), "New laptop", 120_000),
-        Expense(ids.new(), "Christmas gifts", 50_000),
-    ]
+class HouseholdBuilder:
+    """Draws a household from one seeded RNG, one method per event stream.
 
-    now = datetime.fromtimestamp(now_ms / 1000, tz=UTC).astimezone(zone)
-    first_month = (now.year - years) * 12 + now.month  # months are counted as year*12+month
-    last_month = now.year * 12 + now.month
-    out: list[Tx] = []
+    Every draw comes from the one RNG in a fixed order, so the methods' call order is part of the
+    household's identity: the same seed must give the same household byte for byte (every test and
+    benchmark figure is measured against it; tests/sandbox/test_household_pinned.py pins a hash).
+    """
 
-    def local_ms(y: int, m: int, d: int, hour: int, minute: int) -> int:
-        dt = datetime(y, m, d, hour, minute, tzinfo=zone)
+    def __init__(
+        self, seed: int, now_ms: int, years: int, timezone: str, providers: tuple[str, str]
+    ) -> None:
+        self.rng = random.Random(seed)
+        self.ids = Ids(self.rng)
+        self.now_ms = now_ms
+        self.timezone = timezone
+        self.zone = ZoneInfo(timezone)
+        self.providers = providers
+        self.owner_id = self.ids.new()
+        self.categories = {self.ids.new(): name for name in CATEGORY_NAMES}
+        self.cat = {name: cid for cid, name in self.categories.items()}
+        self.connections = [
+            Connection(self.ids.new(), provider, institution)
+            for provider, institution in zip(providers, INSTITUTIONS, strict=True)
+        ]
+        self.acc: dict[str, Account] = {}
+        for spec in ACCOUNTS:
+            conn = None if spec.connection is None else self.connections[spec.connection].id
+            self.acc[spec.key] = Account(
+                self.ids.new(),
+                spec.name,
+                spec.type,
+                spec.subtype,
+                spec.institution,
+                conn,
+                spec.opening,
+                hidden=spec.hidden,
+            )
+        for i, conn_obj in enumerate(self.connections):
+            conn_obj.account_ids = [
+                self.acc[spec.key].id for spec in ACCOUNTS if spec.connection == i
+            ]
+        self.expenses = [Expense(self.ids.new(), name, budget) for name, budget in EXPENSES]
+        now = datetime.fromtimestamp(now_ms / 1000, tz=UTC).astimezone(self.zone)
+        self.first_month = (now.year - years) * 12 + now.month  # months count as year*12+month
+        self.last_month = now.year * 12 + now.month
+        self.out: list[Tx] = []
+
+    def build(self, transactions: int | None) -> Household:
+        """Every month's events, then the scale knob, then balances consistent with the rows."""
+        for ym in range(self.first_month, self.last_month + 1):
+            self.month(ym)
+        if transactions is not None:
+            # The knob counts visible rows: the hidden account's rows come on top.
+            old = self.acc["old"].id
+            hidden_rows = [t for t in self.out if t.account_id == old]
+            visible_rows = [t for t in self.out if t.account_id != old]
+            self.out = self.rescale(visible_rows, transactions) + hidden_rows
+        return self.finish()
+
+    def month(self, ym: int) -> None:
+        """One month's events, in the order that fixes the RNG's draws."""
+        y, m = divmod(ym - 1, 12)
+        m += 1
+        mdays = _month_days(y, m)
+        self.salary(y, m, mdays)
+        self.rent(y, m)
+        self.subscriptions(y, m)
+        self.utilities(y, m)
+        self.variable_spending(y, m, mdays)
+        self.card_payment(y, m, mdays)
+        self.transfers(y, m)
+        self.cash(y, m, mdays)
+        self.hidden_account(y, m)
+        if ym == self.last_month - 5:
+            self.goal_purchase(y, m)
+
+    def local_ms(self, y: int, m: int, d: int, hour: int, minute: int) -> int:
+        """A wall-clock time in the household's zone as epoch milliseconds."""
+        dt = datetime(y, m, d, hour, minute, tzinfo=self.zone)
         return int(dt.timestamp() * 1000)
 
     def add(
+        self,
         account: str,
         concept: str,
         amount: int,
@@ -275,26 +205,32 @@ def generate(
         goal: str | None = None,
         notes: str | None = None,
     ) -> None:
-        if instant > now_ms - HOUR_MS:
+        """Record one transaction unless it falls in the last hour (not yet visible)."""
+        if instant > self.now_ms - HOUR_MS:
             return
-        a = acc[account]
+        rng = self.rng
+        a = self.acc[account]
         provider = None
         if a.connection_id is not None and not manual:
-            provider = providers[0] if a.connection_id == conn_a.id else providers[1]
+            provider = (
+                self.providers[0]
+                if a.connection_id == self.connections[0].id
+                else self.providers[1]
+            )
         lag = (
             rng.randint(5 * 60_000, 20 * HOUR_MS) if not manual else rng.randint(60_000, 3 * DAY_MS)
         )
-        created = min(instant + lag, now_ms - 1000)
-        out.append(
+        created = min(instant + lag, self.now_ms - 1000)
+        self.out.append(
             Tx(
-                ids.new(),
+                self.ids.new(),
                 a.id,
                 concept,
                 amount,
                 typ,
                 instant,
                 created,
-                category_id=cat[category] if category else None,
+                category_id=self.cat[category] if category else None,
                 expense_goal_id=goal,
                 notes=notes,
                 manual=manual,
@@ -302,240 +238,243 @@ def generate(
             )
         )
 
-    def variable(category: str, y: int, m: int, mdays: int) -> None:
+    def salary(self, y: int, m: int, mdays: int) -> None:
+        """The payroll, and now and then other income."""
+        rng = self.rng
+        self.add(
+            "checking",
+            "ACME Corp Payroll",
+            385_000 + rng.randint(0, 3) * 2500,
+            INCOME,
+            self.local_ms(y, m, min(28, mdays), 6, 0),
+            "Salary",
+        )
+        if rng.random() < 0.35:
+            self.add(
+                "checking",
+                rng.choice(OTHER_INCOME_CONCEPTS),
+                rng.randint(5000, 90000),
+                INCOME,
+                self.local_ms(y, m, rng.randint(1, mdays), 12, 0),
+                "Other income",
+            )
+
+    def rent(self, y: int, m: int) -> None:
+        """The rent, on the first of the month."""
+        self.add(
+            "checking",
+            "Rent - Calle Colon 12",
+            -120_000,
+            EXPENSE,
+            self.local_ms(y, m, 1, 9, 0),
+            "Rent",
+        )
+
+    def subscriptions(self, y: int, m: int) -> None:
+        """The card's monthly subscriptions, sometimes spelled in capitals by the feed."""
+        rng = self.rng
+        for sub in SUBSCRIPTIONS:
+            self.add(
+                "card",
+                sub if rng.random() < 0.8 else sub.upper(),
+                -rng.choice((999, 1099, 1299)) if sub != "iCloud Storage" else -299,
+                EXPENSE,
+                self.local_ms(y, m, rng.randint(3, 7), 4, 0),
+                "Subscriptions",
+            )
+
+    def utilities(self, y: int, m: int) -> None:
+        """One bill per utility, from checking."""
+        rng = self.rng
+        for util in MERCHANTS["Utilities"]:
+            self.add(
+                "checking",
+                util,
+                -rng.randint(*AMOUNTS["Utilities"]),
+                EXPENSE,
+                self.local_ms(y, m, rng.randint(10, 20), 7, 0),
+                "Utilities",
+            )
+
+    def variable_spending(self, y: int, m: int, mdays: int) -> None:
+        """The month's variable rows: everyday categories, sometimes health, travel in season."""
+        rng = self.rng
+        for category, lo, hi in MONTHLY_VARIABLE:
+            for _ in range(rng.randint(lo, hi)):
+                self.variable(category, y, m, mdays)
+        if rng.random() < 0.4:
+            self.variable("Health", y, m, mdays)
+        if m in (4, 7, 8, 12) or rng.random() < 0.15:
+            for _ in range(rng.randint(1, 3)):
+                self.variable("Travel", y, m, mdays)
+
+    def variable(self, category: str, y: int, m: int, mdays: int) -> None:
+        """One variable expense (and now and then its refund)."""
+        rng = self.rng
         lo, hi = AMOUNTS[category]
         amount = -rng.randint(lo, hi)
         day = rng.randint(1, mdays)
-        hour = (
-            rng.choice([8, 9, 11, 13, 14, 17, 19, 20, 21, 23])
-            if category == "Restaurants"
-            else rng.randint(8, 22)
-        )
+        hour = rng.choice(RESTAURANT_HOURS) if category == "Restaurants" else rng.randint(8, 22)
         minute = rng.randint(0, 59)
         account = "card" if rng.random() < 0.55 else "checking"
         # Some rows arrive uncategorised from the feed.
         category_id: str | None = None if rng.random() < 0.06 else category
         goal = None
         if category == "Travel" and m in (6, 7, 8) and rng.random() < 0.7:
-            goal = expenses[0].id
+            goal = self.expenses[0].id
         elif category == "Shopping" and m == 12 and rng.random() < 0.5:
-            goal = expenses[2].id
-        add(
+            goal = self.expenses[2].id
+        self.add(
             account,
             rng.choice(MERCHANTS[category]),
             amount,
             EXPENSE,
-            local_ms(y, m, day, hour, minute),
+            self.local_ms(y, m, day, hour, minute),
             category_id,
             goal=goal,
         )
         # Refunds: a positive expense on the same account a few days later.
         if category in ("Shopping", "Travel") and rng.random() < 0.08:
             rday = min(mdays, day + rng.randint(2, 6))
-            add(
+            self.add(
                 account,
                 "Refund " + rng.choice(MERCHANTS[category]),
                 -amount // rng.choice((1, 2)),
                 EXPENSE,
-                local_ms(y, m, rday, 10, 30),
+                self.local_ms(y, m, rday, 10, 30),
                 category_id,
             )
 
-    for ym in range(first_month, last_month + 1):
-        y, m = divmod(ym - 1, 12)
-        m += 1
-        mdays = _month_days(y, m)
-        add(
-            "checking",
-            "ACME Corp Payroll",
-            385_000 + rng.randint(0, 3) * 2500,
-            INCOME,
-            local_ms(y, m, min(28, mdays), 6, 0),
-            "Salary",
-        )
-        if rng.random() < 0.35:
-            add(
-                "checking",
-                rng.choice(["Freelance invoice", "FREELANCE INVOICE 22", "Wallapop sale"]),
-                rng.randint(5000, 90000),
-                INCOME,
-                local_ms(y, m, rng.randint(1, mdays), 12, 0),
-                "Other income",
-            )
-        add("checking", "Rent - Calle Colon 12", -120_000, EXPENSE, local_ms(y, m, 1, 9, 0), "Rent")
-        for sub in ("Netflix.com", "Spotify AB", "iCloud Storage"):
-            add(
-                "card",
-                sub if rng.random() < 0.8 else sub.upper(),
-                -rng.choice((999, 1099, 1299)) if sub != "iCloud Storage" else -299,
-                EXPENSE,
-                local_ms(y, m, rng.randint(3, 7), 4, 0),
-                "Subscriptions",
-            )
-        for util in MERCHANTS["Utilities"]:
-            add(
-                "checking",
-                util,
-                -rng.randint(*AMOUNTS["Utilities"]),
-                EXPENSE,
-                local_ms(y, m, rng.randint(10, 20), 7, 0),
-                "Utilities",
-            )
-        for _ in range(rng.randint(7, 10)):
-            variable("Groceries", y, m, mdays)
-        for _ in range(rng.randint(4, 8)):
-            variable("Restaurants", y, m, mdays)
-        for _ in range(rng.randint(4, 7)):
-            variable("Transport", y, m, mdays)
-        for _ in range(rng.randint(1, 4)):
-            variable("Shopping", y, m, mdays)
-        if rng.random() < 0.4:
-            variable("Health", y, m, mdays)
-        if m in (4, 7, 8, 12) or rng.random() < 0.15:
-            for _ in range(rng.randint(1, 3)):
-                variable("Travel", y, m, mdays)
-        # Card payment: both legs of the transfer.
-        pay = rng.randint(60_000, 110_000)
-        t = local_ms(y, m, min(25, mdays), 10, 0)
-        add("checking", "Payment to Visa Platinum", -pay, TRANSFER, t, "Transfers")
-        add("card", "PAYMENT RECEIVED - THANK YOU", pay, TRANSFER, t + 60_000, "Transfers")
-        # Savings and investment transfers.
-        t = local_ms(y, m, 2, 8, 0)
-        add("checking", "Transfer to savings", -30_000, TRANSFER, t, "Transfers")
-        add("savings", "Transfer from checking", 30_000, TRANSFER, t + 30_000, "Transfers")
-        t = local_ms(y, m, 5, 8, 0)
-        add("savings", "Monthly investment", -20_000, TRANSFER, t, None)
-        add("broker", "Contribution", 20_000, TRANSFER, t + 30_000, None)
+    def card_payment(self, y: int, m: int, mdays: int) -> None:
+        """The card's monthly payment: both legs of the transfer."""
+        pay = self.rng.randint(60_000, 110_000)
+        t = self.local_ms(y, m, min(25, mdays), 10, 0)
+        self.add("checking", "Payment to Visa Platinum", -pay, TRANSFER, t, "Transfers")
+        self.add("card", "PAYMENT RECEIVED - THANK YOU", pay, TRANSFER, t + 60_000, "Transfers")
+
+    def transfers(self, y: int, m: int) -> None:
+        """Savings and investment transfers, the quarterly dividend, the loan instalment."""
+        t = self.local_ms(y, m, 2, 8, 0)
+        self.add("checking", "Transfer to savings", -30_000, TRANSFER, t, "Transfers")
+        self.add("savings", "Transfer from checking", 30_000, TRANSFER, t + 30_000, "Transfers")
+        t = self.local_ms(y, m, 5, 8, 0)
+        self.add("savings", "Monthly investment", -20_000, TRANSFER, t, None)
+        self.add("broker", "Contribution", 20_000, TRANSFER, t + 30_000, None)
         if m in (3, 6, 9, 12):
-            add(
+            self.add(
                 "broker",
                 "Dividend VWCE",
-                rng.randint(3000, 9000),
+                self.rng.randint(3000, 9000),
                 INCOME,
-                local_ms(y, m, 15, 9, 0),
+                self.local_ms(y, m, 15, 9, 0),
                 "Other income",
             )
         # Loan instalment: both legs.
-        t = local_ms(y, m, 3, 9, 0)
-        add("checking", "Car loan instalment", -35_000, TRANSFER, t, "Transfers")
-        add("loan", "Instalment received", 35_000, TRANSFER, t + 60_000, "Transfers")
-        # Manual cash: an ATM withdrawal (transfer legs) and cash spending, some uncategorised.
-        t = local_ms(y, m, rng.randint(1, mdays), 12, 0)
-        add("checking", "ATM withdrawal", -10_000, TRANSFER, t, "Cash")
-        add("cash", "Cash from ATM", 10_000, TRANSFER, t + 1000, "Cash", manual=True)
+        t = self.local_ms(y, m, 3, 9, 0)
+        self.add("checking", "Car loan instalment", -35_000, TRANSFER, t, "Transfers")
+        self.add("loan", "Instalment received", 35_000, TRANSFER, t + 60_000, "Transfers")
+
+    def cash(self, y: int, m: int, mdays: int) -> None:
+        """Manual cash: an ATM withdrawal (transfer legs) and cash spending, some uncategorised."""
+        rng = self.rng
+        t = self.local_ms(y, m, rng.randint(1, mdays), 12, 0)
+        self.add("checking", "ATM withdrawal", -10_000, TRANSFER, t, "Cash")
+        self.add("cash", "Cash from ATM", 10_000, TRANSFER, t + 1000, "Cash", manual=True)
         for _ in range(rng.randint(2, 4)):
-            add(
+            self.add(
                 "cash",
-                rng.choice(["Farmers market", "coffee", "Parking", "Tip", "Newspaper kiosk"]),
+                rng.choice(CASH_CONCEPTS),
                 -rng.randint(150, 3000),
                 EXPENSE,
-                local_ms(y, m, rng.randint(1, mdays), rng.randint(9, 20), 0),
+                self.local_ms(y, m, rng.randint(1, mdays), rng.randint(9, 20), 0),
                 None if rng.random() < 0.5 else "Groceries",
                 manual=True,
                 notes="cash" if rng.random() < 0.3 else None,
             )
-        # The hidden account still has activity: invisible everywhere.
-        add(
+
+    def hidden_account(self, y: int, m: int) -> None:
+        """The hidden account still has activity: invisible everywhere."""
+        self.add(
             "old",
             "Old joint direct debit",
-            -rng.randint(1000, 5000),
+            -self.rng.randint(1000, 5000),
             EXPENSE,
-            local_ms(y, m, 12, 10, 0),
+            self.local_ms(y, m, 12, 10, 0),
             "Utilities",
         )
-        # A laptop purchase assigned to an Expense, once.
-        if ym == last_month - 5:
-            add(
-                "card",
-                "Apple Store",
-                -119_900,
-                EXPENSE,
-                local_ms(y, m, 9, 16, 0),
-                "Shopping",
-                goal=expenses[1].id,
-            )
 
-    if transactions is not None:
-        # The knob counts visible rows: the hidden account's rows come on top.
-        hidden_rows = [t for t in out if t.account_id == acc["old"].id]
-        visible_rows = [t for t in out if t.account_id != acc["old"].id]
-        out = (
-            _rescale(
-                visible_rows, transactions, rng, ids, acc, cat, first_month, now_ms, zone, providers
-            )
-            + hidden_rows
+    def goal_purchase(self, y: int, m: int) -> None:
+        """A laptop purchase assigned to an Expense, once."""
+        self.add(
+            "card",
+            "Apple Store",
+            -119_900,
+            EXPENSE,
+            self.local_ms(y, m, 9, 16, 0),
+            "Shopping",
+            goal=self.expenses[1].id,
         )
 
-    # Balances consistent with the transactions: opening balance plus every amount.
-    by_account = {a.id: a for a in acc.values()}
-    for a in acc.values():
-        a.balance = a.opening
-        a.updated_ms = now_ms
-    for tx in out:
-        by_account[tx.account_id].balance += tx.amount
-    for c in (conn_a, conn_b):
-        c.last_synced_ms = now_ms - 2 * HOUR_MS
-        c.next_sync_ms = c.last_synced_ms + 6 * HOUR_MS
-    return Household(
-        timezone=timezone,
-        currency="EUR",
-        categories=categories,
-        cat_by_name=cat,
-        accounts=list(acc.values()),
-        connections=[conn_a, conn_b],
-        expenses=expenses,
-        transactions=out,
-        owner_id=owner_id,
-    )
-
-
-def _rescale(
-    out: list[Tx],
-    target: int,
-    rng: random.Random,
-    ids: Ids,
-    acc: dict[str, Account],
-    cat: dict[str, str],
-    first_month: int,
-    now_ms: int,
-    zone: ZoneInfo,
-    providers: tuple[str, str],
-) -> list[Tx]:
-    """Trim or pad the natural history to exactly `target` rows (the benchmark scale knob)."""
-    if target <= len(out):
-        keep = sorted(rng.sample(range(len(out)), target))
-        return [out[i] for i in keep]
-    y0, m0 = divmod(first_month - 1, 12)
-    start_ms = int(datetime(y0, m0 + 1, 1, tzinfo=zone).timestamp() * 1000)
-    span = now_ms - HOUR_MS - start_ms
-    names = list(VARIABLE_WEIGHTS)
-    weights = list(VARIABLE_WEIGHTS.values())
-    card, checking = acc["card"].id, acc["checking"].id
-    cards = (card, providers[1])
-    checks = (checking, providers[0])
-    n = target - len(out)
-    chosen = rng.choices(names, weights, k=n)
-    for category in chosen:
-        lo, hi = AMOUNTS[category]
-        instant = start_ms + int(rng.random() * span)
-        account, provider = cards if rng.random() < 0.55 else checks
-        created = instant + rng.randint(300_000, 20 * HOUR_MS)
-        out.append(
-            Tx(
-                ids.new(),
-                account,
-                rng.choice(MERCHANTS[category]),
-                -rng.randint(lo, hi),
-                EXPENSE,
-                instant,
-                min(created, now_ms - 1000),
-                category_id=None if rng.random() < 0.06 else cat[category],
-                provider=provider,
+    def rescale(self, out: list[Tx], target: int) -> list[Tx]:
+        """Trim or pad the natural history to exactly `target` rows (the benchmark scale knob)."""
+        rng = self.rng
+        if target <= len(out):
+            keep = sorted(rng.sample(range(len(out)), target))
+            return [out[i] for i in keep]
+        y0, m0 = divmod(self.first_month - 1, 12)
+        start_ms = int(datetime(y0, m0 + 1, 1, tzinfo=self.zone).timestamp() * 1000)
+        span = self.now_ms - HOUR_MS - start_ms
+        names = list(VARIABLE_WEIGHTS)
+        weights = list(VARIABLE_WEIGHTS.values())
+        cards = (self.acc["card"].id, self.providers[1])
+        checks = (self.acc["checking"].id, self.providers[0])
+        chosen = rng.choices(names, weights, k=target - len(out))
+        for category in chosen:
+            lo, hi = AMOUNTS[category]
+            instant = start_ms + int(rng.random() * span)
+            account, provider = cards if rng.random() < 0.55 else checks
+            created = instant + rng.randint(300_000, 20 * HOUR_MS)
+            out.append(
+                Tx(
+                    self.ids.new(),
+                    account,
+                    rng.choice(MERCHANTS[category]),
+                    -rng.randint(lo, hi),
+                    EXPENSE,
+                    instant,
+                    min(created, self.now_ms - 1000),
+                    category_id=None if rng.random() < 0.06 else self.cat[category],
+                    provider=provider,
+                )
             )
+        return out
+
+    def finish(self) -> Household:
+        """Balances consistent with the transactions (opening plus every amount) and sync times."""
+        by_account = {a.id: a for a in self.acc.values()}
+        for a in self.acc.values():
+            a.balance = a.opening
+            a.updated_ms = self.now_ms
+        for tx in self.out:
+            by_account[tx.account_id].balance += tx.amount
+        for c in self.connections:
+            c.last_synced_ms = self.now_ms - 2 * HOUR_MS
+            c.next_sync_ms = c.last_synced_ms + 6 * HOUR_MS
+        return Household(
+            timezone=self.timezone,
+            currency="EUR",
+            categories=self.categories,
+            cat_by_name=self.cat,
+            accounts=list(self.acc.values()),
+            connections=self.connections,
+            expenses=self.expenses,
+            transactions=self.out,
+            owner_id=self.owner_id,
         )
-    return out
 
 
 def _month_days(y: int, m: int) -> int:
+    """How many days month `m` of year `y` has (the sandbox keeps its own calendar: it is the
+    independent oracle and imports nothing from centsync's other layers)."""
     nxt = datetime(y + (m == 12), m % 12 + 1, 1)
     return (nxt - timedelta(days=1)).day

@@ -7,7 +7,7 @@ from typing import Any
 
 import orjson
 
-from centsync.sandbox.errors import ApiError, invalid
+from centsync.sandbox.errors import ServiceError, invalid
 from centsync.sandbox.service import Key, Service
 
 Scope = dict[str, Any]
@@ -46,7 +46,7 @@ class Request:
     def json(self) -> Any:
         ctype = self.headers.get("content-type", "")
         if ctype.split(";")[0].strip().lower() != "application/json":
-            raise ApiError(
+            raise ServiceError(
                 415,
                 "unsupported_media_type",
                 "Send the body as JSON with `Content-Type: application/json`.",

@@ -291,14 +291,21 @@ def _operation(
     return op
 
 
-def _paths() -> dict[str, Schema]:
-    tx_id = ["TransactionId"]
+def _identity_paths() -> dict[str, Schema]:
+    """The identity path."""
     return {
         "/v1/me": {
             "get": _operation(
                 "getMe", "The identity record of the calling key", "identity", result="Me"
             )
         },
+    }
+
+
+def _transaction_paths() -> dict[str, Schema]:
+    """The transaction list, summary, detail and write paths."""
+    tx_id = ["TransactionId"]
+    return {
         "/v1/transactions": {
             "get": _operation(
                 "listTransactions",
@@ -360,6 +367,12 @@ def _paths() -> dict[str, Schema]:
                 errors=["NotFound"],
             )
         },
+    }
+
+
+def _account_paths() -> dict[str, Schema]:
+    """The account, account summary and connection paths."""
+    return {
         "/v1/accounts": {
             "get": _operation(
                 "listAccounts", "Every visible account", "accounts", result="AccountList"
@@ -381,6 +394,12 @@ def _paths() -> dict[str, Schema]:
                 result="ConnectionList",
             )
         },
+    }
+
+
+def _analytics_and_settings_paths() -> dict[str, Schema]:
+    """The analytics and settings paths."""
+    return {
         "/v1/analytics/net-worth": {
             "get": _operation(
                 "getNetWorth", "Assets, liabilities and net worth", "analytics", result="NetWorth"
@@ -399,6 +418,12 @@ def _paths() -> dict[str, Schema]:
         "/v1/settings": {
             "get": _operation("getSettings", "Account settings", "settings", result="Settings")
         },
+    }
+
+
+def _sync_paths() -> dict[str, Schema]:
+    """The sync status and trigger paths."""
+    return {
         "/v1/sync/status": {
             "get": _operation(
                 "getSyncStatus",
@@ -419,6 +444,17 @@ def _paths() -> dict[str, Schema]:
                 errors=["SyncRateLimited"],
             )
         },
+    }
+
+
+def _paths() -> dict[str, Schema]:
+    """Every /v1 path, in the order the document lists them."""
+    return {
+        **_identity_paths(),
+        **_transaction_paths(),
+        **_account_paths(),
+        **_analytics_and_settings_paths(),
+        **_sync_paths(),
     }
 
 

@@ -96,8 +96,9 @@ def _body(properties: dict[str, Schema], required: list[str] | None = None, **ex
     return out
 
 
-def _schemas() -> dict[str, Schema]:
-    tx_fields: dict[str, Schema] = {
+def _tx_fields() -> dict[str, Schema]:
+    """A transaction's fields, as the list and the detail share them."""
+    return {
         "id": UUID,
         "account_id": {**UUID, "description": "The account the transaction belongs to."},
         "concept": CONCEPT,
@@ -122,7 +123,11 @@ def _schemas() -> dict[str, Schema]:
         },
         "updated_at": {**TIMESTAMP, "description": "Last change. May be absent."},
     }
-    tx_required = [
+
+
+def _tx_required() -> list[str]:
+    """The fields every transaction carries."""
+    return [
         "id",
         "account_id",
         "concept",
@@ -132,13 +137,23 @@ def _schemas() -> dict[str, Schema]:
         "category_id",
         "expense_goal_id",
     ]
-    sync_item: dict[str, Schema] = {
+
+
+def _sync_item() -> dict[str, Schema]:
+    """One connection's sync state."""
+    return {
         "connection_id": UUID,
         "provider": {"type": "string"},
         "status": {"type": "string", "enum": CONNECTION_STATUSES},
         "last_synced_at": TIMESTAMP,
         "next_sync_at": TIMESTAMP,
     }
+
+
+def _transaction_schemas() -> dict[str, Schema]:
+    """Transactions: the row, its detail, the page and the summary."""
+    tx_fields = _tx_fields()
+    tx_required = _tx_required()
     return {
         "Transaction": _object(
             tx_fields,
@@ -166,6 +181,12 @@ def _schemas() -> dict[str, Schema]:
                 "net": {**CENTS, "description": "Sum of every `amount`."},
             }
         ),
+    }
+
+
+def _transaction_write_schemas() -> dict[str, Schema]:
+    """The bodies that create, change and assign transactions."""
+    return {
         "TransactionCreate": _body(
             {
                 "account_id": {**UUID, "description": "A visible account."},
@@ -222,6 +243,13 @@ def _schemas() -> dict[str, Schema]:
             },
             ["expense_goal_id"],
         ),
+    }
+
+
+def _account_schemas() -> dict[str, Schema]:
+    """Accounts, their summary, connections and sync."""
+    sync_item = _sync_item()
+    return {
         "Account": _object(
             {
                 "id": UUID,
@@ -295,6 +323,12 @@ def _schemas() -> dict[str, Schema]:
                 "providers": {"type": "array", "items": {"type": "string"}},
             }
         ),
+    }
+
+
+def _analytics_schemas() -> dict[str, Schema]:
+    """Net worth and spending."""
+    return {
         "NetWorth": _object(
             {
                 "currency": CURRENCY,
@@ -329,6 +363,12 @@ def _schemas() -> dict[str, Schema]:
                 },
             }
         ),
+    }
+
+
+def _identity_schemas() -> dict[str, Schema]:
+    """Settings, the identity record and the error envelope."""
+    return {
         "Settings": _object(
             {
                 "timezone": {
@@ -377,4 +417,15 @@ def _schemas() -> dict[str, Schema]:
             },
             description="The error envelope of every error response.",
         ),
+    }
+
+
+def _schemas() -> dict[str, Schema]:
+    """Every component schema, in the order the document lists them."""
+    return {
+        **_transaction_schemas(),
+        **_transaction_write_schemas(),
+        **_account_schemas(),
+        **_analytics_schemas(),
+        **_identity_schemas(),
     }

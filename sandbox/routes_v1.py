@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from centsync.sandbox.errors import ApiError, invalid, not_found
+from centsync.sandbox.errors import ServiceError, invalid, not_found
 from centsync.sandbox.http import Request, Response, ok
 from centsync.sandbox.ledger import EXPENSE, INCOME, TYPES, Tx, iso_ms
 from centsync.sandbox.service import Service, canonical
@@ -41,7 +41,15 @@ CREATE_FIELDS = {
     "notes",
 }
 PATCH_FIELDS = {"concept", "category_id", "notes", "amount", "booked_at", "type", "expense_goal_id"}
-LIST_FILTERS = ("type", "account_id", "category_id", "expense_goal_id", "search", "from", "to")
+LIST_FILTER_PARAMS = (
+    "type",
+    "account_id",
+    "category_id",
+    "expense_goal_id",
+    "search",
+    "from",
+    "to",
+)
 
 
 class V1Routes:
@@ -116,7 +124,7 @@ class V1Routes:
         try:
             resp = await work()
             return resp
-        except ApiError as e:
+        except ServiceError as e:
             resp = Response(e.status, b"")
             raise
         finally:

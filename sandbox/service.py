@@ -20,17 +20,16 @@ from centsync.sandbox.access import (
     canonical,
 )
 from centsync.sandbox.aggregates import Aggregates
-from centsync.sandbox.errors import ApiError, invalid
+from centsync.sandbox.errors import ServiceError, invalid
 from centsync.sandbox.household import (
-    AMOUNTS,
     DAY_MS,
     HOUR_MS,
-    MERCHANTS,
     Account,
     Connection,
     Expense,
     generate,
 )
+from centsync.sandbox.household_data import AMOUNTS, MERCHANTS
 from centsync.sandbox.ledger import EXPENSE, Ledger, Tx
 
 SYNC_EVERY_MS = 6 * HOUR_MS
@@ -315,7 +314,7 @@ class Service(Access, Aggregates):
                     if c.provider == p:
                         c.next_sync_ms = max(c.next_sync_ms, frees_at)
                 wait_s = max(1, math.ceil((frees_at - self.now_ms) / 1000))
-                raise ApiError(
+                raise ServiceError(
                     429,
                     "provider_quota_exhausted",
                     f"Provider {p} allows {self.config.provider_quota} manual syncs per 24 hours; its quota frees in {wait_s} s.",

@@ -1,4 +1,5 @@
-"""What every loader shares: load results, refresh counters, month keys and SQL fragments."""
+"""What every loader shares: load results, refresh counters, SQL fragments (and the kernel's
+month names, re-exported)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,12 @@ import duckdb
 import orjson
 import polars as pl
 
-MonthLike = str | dt.date
+# The shared kernel's calendar, re-exported (explicitly, `as`) for the warehouse modules and
+# callers that import the month names from here.
+from centsync.transform.calendar import MonthLike as MonthLike
+from centsync.transform.calendar import month_key as month_key
+from centsync.transform.calendar import month_start as month_start
+
 Mode = Literal["full", "incremental"]
 Period = Literal["month", "year"]
 
@@ -35,21 +41,6 @@ _TX_SELECT = """
     date_trunc('month', booked_at)::DATE AS month, type, category_id::UUID AS category_id,
     expense_goal_id::UUID AS expense_goal_id, created_at, updated_at
 """
-
-
-def month_start(month: MonthLike) -> dt.date:
-    """The first day of a month given as 'YYYY-MM', a date, or a datetime."""
-    if isinstance(month, dt.date):
-        return month.replace(day=1)
-    try:
-        return dt.datetime.strptime(month, "%Y-%m").date()
-    except ValueError as exc:
-        raise ValueError(f"month must be 'YYYY-MM', got {month!r}") from exc
-
-
-def month_key(day: dt.date) -> str:
-    """'YYYY-MM' of a date: the form months take in this API (and the server's month keys)."""
-    return f"{day.year:04d}-{day.month:02d}"
 
 
 def new_refresh_id() -> str:

@@ -4,25 +4,141 @@ streaming stage a window lands in, and batches of months."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import duckdb
 import polars as pl
 
+from centsync.transform.calendar import MonthLike, month_key, month_start
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     _TX_COMPARED,
     _TX_SELECT,
     LoadResult,
-    MonthLike,
     _date_ranges,
     _month_filter,
-    month_key,
-    month_start,
 )
 from centsync.warehouse.errors import MonthBoundsError
 from centsync.warehouse.session import Session
+
+
+@dataclass(frozen=True)
+class _Replace:
+    """One replace's inputs: the months, the view of validated rows, their count, the rejects."""
+
+    months: list[dt.date]
+    src: str
+    landed: int
+    rejected: pl.DataFrame
+    reason: str
+
+    @property
+    def in_months(self) -> str:
+        """core.transactions' rows of the months.
+
+        Literal month lists and date ranges (not subqueries) let DuckDB skip row groups by
+        their min/max, so a one-month replace on a big ledger does not scan it all.
+        """
+        return _month_filter("month", self.months)
+
+    @property
+    def in_raw_months(self) -> str:
+        """raw.transactions' rows of the months (raw has booked_at, not month)."""
+        return _date_ranges("booked_at", self.months)
+
+
+# The columns _old_tx and _moved_tx hold: what a diff compares, and the month a row sat in.
+_OLD_COLS = "id, " + ", ".join(_TX_COMPARED) + ", month"
+
+
+def _stage_everything(con: duckdb.DuckDBPyConnection, job: _Replace) -> None:
+    """Whole ledger: compared in place (a temp copy would hold it all in memory), nothing moves."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {_OLD_COLS} FROM core.transactions LIMIT 0"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {_OLD_COLS} FROM _old_tx LIMIT 0"
+    )
+
+
+def _stage_months(con: duckdb.DuckDBPyConnection, job: _Replace) -> None:
+    """The months' old rows; no row is looked for elsewhere (the optimistic plan)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {_OLD_COLS} FROM core.transactions LIMIT 0"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {_OLD_COLS} FROM core.transactions "
+        f"WHERE {job.in_months}"
+    )
+
+
+def _stage_months_with_moves(con: duckdb.DuckDBPyConnection, job: _Replace) -> None:
+    """The months' old rows plus the frame's rows that sit in another month locally (one scan)."""
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {_OLD_COLS} FROM core.transactions o "
+        f"WHERE NOT ({job.in_months}) AND o.id IN (SELECT id FROM _new_tx)"
+    )
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {_OLD_COLS} FROM core.transactions "
+        f"WHERE {job.in_months} UNION ALL SELECT * FROM _moved_tx"
+    )
+
+
+def _delete_everything(con: duckdb.DuckDBPyConnection, job: _Replace, moved: int) -> None:
+    """Empty both ledgers."""
+    con.execute("DELETE FROM core.transactions")
+    con.execute("DELETE FROM raw.transactions")
+
+
+def _delete_months(con: duckdb.DuckDBPyConnection, job: _Replace, moved: int) -> None:
+    """Delete the months' rows, and the moved rows from the months they sat in."""
+    con.execute(f"DELETE FROM core.transactions WHERE {job.in_months}")
+    con.execute(f"DELETE FROM raw.transactions WHERE {job.in_raw_months}")
+    if moved:
+        con.execute("DELETE FROM core.transactions WHERE id IN (SELECT id FROM _moved_tx)")
+        con.execute("DELETE FROM raw.transactions WHERE id IN (SELECT id FROM _moved_tx)")
+
+
+@dataclass(frozen=True)
+class ReplacePlan:
+    """How a replace finds the old rows it diffs against and deletes them."""
+
+    name: str
+    old: str  # the table the new rows are compared with
+    stage: Callable[[duckdb.DuckDBPyConnection, _Replace], None]  # fills _old_tx and _moved_tx
+    delete: Callable[[duckdb.DuckDBPyConnection, _Replace, int], None]  # (con, job, moved rows)
+
+
+REPLACE_EVERYTHING = ReplacePlan(
+    "replace everything", "core.transactions", _stage_everything, _delete_everything
+)
+REPLACE_MONTHS = ReplacePlan("replace months", "_old_tx", _stage_months, _delete_months)
+REPLACE_MONTHS_WITH_MOVES = ReplacePlan(
+    "replace months with moves", "_old_tx", _stage_months_with_moves, _delete_months
+)
+# Optimistic: rows rarely move between months, and finding moved rows scans every id. If one
+# did move, the primary key refuses the insert and we redo with the scan.
+MONTH_PLANS = (REPLACE_MONTHS, REPLACE_MONTHS_WITH_MOVES)
+
+
+def _diff_counts(
+    con: duckdb.DuckDBPyConnection, old: str, landed: int
+) -> tuple[int, int, int, int]:
+    """Inserted, updated, deleted and moved rows of _new_tx against `old` and _moved_tx."""
+    if con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] == 0:
+        return landed, 0, 0, 0  # new months: nothing to diff
+    differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in _TX_COMPARED)
+    row = con.execute(
+        f"""
+        SELECT (SELECT count(*) FROM _new_tx n ANTI JOIN {old} o ON o.id = n.id),
+               (SELECT count(*) FROM _new_tx n JOIN {old} o ON o.id = n.id WHERE {differs}),
+               (SELECT count(*) FROM {old} o ANTI JOIN _new_tx n ON o.id = n.id),
+               (SELECT count(*) FROM _moved_tx)
+        """
+    ).fetchall()[0]
+    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
 
 
 class Ledger(Session):
@@ -56,7 +172,7 @@ class Ledger(Session):
                 f"rows dated in {sorted(month_key(d) for d in outside)} were handed to replace_months "
                 f"for {[month_key(d) for d in month_list]}; nothing was changed"
             )
-        return self._replace_transactions(month_list, split, reason=reason, everything=False)
+        return self._replace_transactions(month_list, split, reason=reason)
 
     def replace_all_transactions(
         self, frame: pl.DataFrame, *, reason: str = "full refresh"
@@ -70,167 +186,103 @@ class Ledger(Session):
         )
         present = [month_start(m) for m in self.months_present()]
         return self._replace_transactions(
-            sorted(set(months) | set(present)), split, reason=reason, everything=True
+            sorted(set(months) | set(present)), split, reason=reason, plans=(REPLACE_EVERYTHING,)
         )
 
     def _replace_transactions(
-        self, months: list[dt.date], split: v.Split, *, reason: str, everything: bool
-    ) -> LoadResult:
-        with self._registered(split.valid) as src:
-            return self._replace_from(
-                months,
-                src,
-                split.valid.height,
-                split.rejected,
-                reason=reason,
-                everything=everything,
-            )
-
-    def _replace_from(
         self,
         months: list[dt.date],
-        src: str,
-        landed: int,
-        rejected: pl.DataFrame,
+        split: v.Split,
         *,
         reason: str,
-        everything: bool,
+        plans: tuple[ReplacePlan, ...] = MONTH_PLANS,
     ) -> LoadResult:
-        """Replace the months with the validated rows of ``src`` (a view or table), atomically."""
-        args = (months, src, landed, rejected)
-        if everything:
-            return self._replace_once(*args, reason=reason, everything=True, moves=False)
-        try:
-            # Optimistic: rows rarely move between months, and finding moved rows scans every
-            # id. If one did move, the primary key refuses the insert and we redo with the scan.
-            return self._replace_once(*args, reason=reason, everything=False, moves=False)
-        except duckdb.ConstraintException:
-            return self._replace_once(*args, reason=reason, everything=False, moves=True)
+        """Replace the months with the split's valid rows, trying `plans` in order.
+
+        A plan after the first runs only when the primary key refused the previous one's insert
+        (a row moved between months, which only the last plan looks for).
+        """
+        with self._registered(split.valid) as src:
+            job = _Replace(months, src, split.valid.height, split.rejected, reason)
+            for plan in plans[:-1]:
+                try:
+                    return self._apply(job, plan)
+                except duckdb.ConstraintException:
+                    continue
+            return self._apply(job, plans[-1])
 
     def stage_transactions(self) -> TransactionStage:
         """A stage for a window read as a stream: validated batches wait as Polars frames until
         the read is accepted, then replace their months in one transaction."""
         return TransactionStage(self)
 
-    def _replace_once(
-        self,
-        months: list[dt.date],
-        src: str,
-        landed: int,
-        rejected: pl.DataFrame,
-        *,
-        reason: str,
-        everything: bool,
-        moves: bool,
-    ) -> LoadResult:
+    def _apply(self, job: _Replace, plan: ReplacePlan) -> LoadResult:
+        """Run one replace plan in one transaction: diff, delete, insert, month bookkeeping."""
         rid = self._rid()
-        result = LoadResult("transactions", landed=landed, rejected=rejected.height)
+        result = LoadResult("transactions", landed=job.landed, rejected=job.rejected.height)
         timezone = self.get_meta("timezone")
-        # Literal month lists and date ranges (not subqueries) let DuckDB skip row groups by
-        # their min/max, so a one-month replace on a big ledger does not scan it all.
-        in_months = _month_filter("month", months)
-        in_raw_months = _date_ranges("booked_at", months)
         with self.transaction() as con:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT} FROM {src}")
-            differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in _TX_COMPARED)
-            cols = "id, " + ", ".join(_TX_COMPARED) + ", month"
-            old = "_old_tx"
-            if everything:
-                old = "core.transactions"  # compared in place: a temp copy would hold it all in memory
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {cols} FROM core.transactions LIMIT 0"
-                )
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {cols} FROM _old_tx LIMIT 0"
-                )
-            elif not moves:
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {cols} FROM core.transactions LIMIT 0"
-                )
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {cols} FROM core.transactions WHERE {in_months}"
-                )
-            else:
-                # Rows of this frame that sit in another month locally (booked_at moved): one scan.
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _moved_tx AS SELECT {cols} FROM core.transactions o "
-                    f"WHERE NOT ({in_months}) AND o.id IN (SELECT id FROM _new_tx)"
-                )
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _old_tx AS SELECT {cols} FROM core.transactions "
-                    f"WHERE {in_months} UNION ALL SELECT * FROM _moved_tx"
-                )
-            if con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] == 0:
-                row: tuple[Any, ...] = (landed, 0, 0, 0)  # new months: nothing to diff
-            else:
-                row = con.execute(
-                    f"""
-                SELECT (SELECT count(*) FROM _new_tx n ANTI JOIN {old} o ON o.id = n.id),
-                       (SELECT count(*) FROM _new_tx n JOIN {old} o ON o.id = n.id WHERE {differs}),
-                       (SELECT count(*) FROM {old} o ANTI JOIN _new_tx n ON o.id = n.id),
-                       (SELECT count(*) FROM _moved_tx)
-                """
-                ).fetchall()[0]
-            result.inserted, result.updated, result.deleted = int(row[0]), int(row[1]), int(row[2])
-            if row[3]:
-                moved = con.execute("SELECT DISTINCT month FROM _moved_tx ORDER BY 1").fetchall()
-                result.moved_from = [month_key(r[0]) for r in moved]
-            if everything:
-                con.execute("DELETE FROM core.transactions")
-                con.execute("DELETE FROM raw.transactions")
-            else:
-                con.execute(f"DELETE FROM core.transactions WHERE {in_months}")
-                con.execute(f"DELETE FROM raw.transactions WHERE {in_raw_months}")
-                if row[3]:
-                    con.execute(
-                        "DELETE FROM core.transactions WHERE id IN (SELECT id FROM _moved_tx)"
-                    )
-                    con.execute(
-                        "DELETE FROM raw.transactions WHERE id IN (SELECT id FROM _moved_tx)"
-                    )
+            con.execute(
+                f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT} FROM {job.src}"
+            )
+            plan.stage(con, job)
+            inserted, updated, deleted, moved = _diff_counts(con, plan.old, job.landed)
+            result.inserted, result.updated, result.deleted = inserted, updated, deleted
+            if moved:
+                months = con.execute("SELECT DISTINCT month FROM _moved_tx ORDER BY 1").fetchall()
+                result.moved_from = [month_key(r[0]) for r in months]
+            plan.delete(con, job, moved)
             con.execute("DROP TABLE _old_tx")
             con.execute("DROP TABLE _moved_tx")
-            self._insert_core_transactions(src, rid)
+            self._insert_core_transactions(job.src, rid)
             con.execute(
-                f"INSERT INTO raw.transactions SELECT id::UUID, booked_at, ?, raw::JSON FROM {src}",
+                f"INSERT INTO raw.transactions SELECT id::UUID, booked_at, ?, raw::JSON FROM {job.src}",
                 [rid],
             )
-            self._land_rejected("transactions", rejected)
+            self._land_rejected("transactions", job.rejected)
             # Month bookkeeping commits with the rows, so a stopped refresh knows what it read.
-            counts = pl.DataFrame(
-                con.execute(
-                    f"SELECT date_trunc('month', booked_at)::DATE AS month, count(*) AS rows "
-                    f"FROM {src} GROUP BY 1"
-                ).fetchall(),
-                schema={"month": pl.Date, "rows": pl.Int64},
-                orient="row",
-            )
-            per_month = (
-                pl.DataFrame({"month": pl.Series(months, dtype=pl.Date)})
-                .join(counts, on="month", how="left")
-                .with_columns(pl.col("rows").fill_null(0).cast(pl.Int64))
-            )
-            with self._registered(per_month) as pm:
-                con.execute(
-                    f"""
-                    INSERT INTO ops.month_state (month, read_refresh, read_at, read_reason,
-                        read_rows, read_timezone, verified_at)
-                    SELECT month, ?, now(), ?, rows, ?, coalesce(?::TIMESTAMPTZ, now()) FROM {pm}
-                    ON CONFLICT (month) DO UPDATE SET read_refresh = excluded.read_refresh,
-                        read_at = excluded.read_at, read_reason = excluded.read_reason,
-                        read_rows = excluded.read_rows, read_timezone = excluded.read_timezone,
-                        verified_at = excluded.verified_at
-                    """,
-                    [rid, reason, timezone, self.service_now],
-                )
-                con.execute(
-                    f"INSERT INTO ops.month_reads SELECT ?, month, ?, rows, now() FROM {pm}",
-                    [rid, reason],
-                )
+            self._record_month_reads(con, job, rid, timezone)
             con.execute("DROP VIEW IF EXISTS _new_tx")
         self.stats.add(result)
-        self.stats.months_reread.extend({"month": month_key(m), "reason": reason} for m in months)
+        self.stats.months_reread.extend(
+            {"month": month_key(m), "reason": job.reason} for m in job.months
+        )
         return result
+
+    def _record_month_reads(
+        self, con: duckdb.DuckDBPyConnection, job: _Replace, rid: str, timezone: str | None
+    ) -> None:
+        """Upsert ops.month_state and append ops.month_reads for every replaced month."""
+        counts = pl.DataFrame(
+            con.execute(
+                f"SELECT date_trunc('month', booked_at)::DATE AS month, count(*) AS rows "
+                f"FROM {job.src} GROUP BY 1"
+            ).fetchall(),
+            schema={"month": pl.Date, "rows": pl.Int64},
+            orient="row",
+        )
+        per_month = (
+            pl.DataFrame({"month": pl.Series(job.months, dtype=pl.Date)})
+            .join(counts, on="month", how="left")
+            .with_columns(pl.col("rows").fill_null(0).cast(pl.Int64))
+        )
+        with self._registered(per_month) as pm:
+            con.execute(
+                f"""
+                INSERT INTO ops.month_state (month, read_refresh, read_at, read_reason,
+                    read_rows, read_timezone, verified_at)
+                SELECT month, ?, now(), ?, rows, ?, coalesce(?::TIMESTAMPTZ, now()) FROM {pm}
+                ON CONFLICT (month) DO UPDATE SET read_refresh = excluded.read_refresh,
+                    read_at = excluded.read_at, read_reason = excluded.read_reason,
+                    read_rows = excluded.read_rows, read_timezone = excluded.read_timezone,
+                    verified_at = excluded.verified_at
+                """,
+                [rid, job.reason, timezone, self.service_now],
+            )
+            con.execute(
+                f"INSERT INTO ops.month_reads SELECT ?, month, ?, rows, now() FROM {pm}",
+                [rid, job.reason],
+            )
 
     def batched(self, *, rows: int = 100_000) -> MonthBatch:
         """A writer that packs month replaces into transactions of at least `rows` rows.
@@ -334,7 +386,7 @@ class TransactionStage:
             valid = pl.concat(self._frames, how="vertical_relaxed", rechunk=False)
         split = v.Split(valid, rejected)
         try:
-            result = wh._replace_transactions(month_list, split, reason=reason, everything=False)
+            result = wh._replace_transactions(month_list, split, reason=reason)
         except duckdb.ConversionException:
             # Optimistic, as the moved rows: the insert into raw casts every payload to JSON,
             # so a separate json_valid pass per batch (0.4-0.6 s at 1,000,000 rows) is paid
@@ -342,7 +394,7 @@ class TransactionStage:
             checked = wh._reject_bad_json(split)
             if checked.rejected.height == split.rejected.height:
                 raise
-            result = wh._replace_transactions(month_list, checked, reason=reason, everything=False)
+            result = wh._replace_transactions(month_list, checked, reason=reason)
         self.reset()
         return result
 

@@ -15,7 +15,7 @@ from centsync.warehouse.common import (
 from centsync.warehouse.session import Session
 
 
-class ServerAggregates(Session):
+class ServerAggregateLoader(Session):
     """Loaders of server.* tables, stamped with the refresh."""
 
     def load_transactions_summaries(self, rows: Sequence[Mapping[str, Any]]) -> LoadResult:

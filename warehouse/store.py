@@ -26,11 +26,11 @@ from centsync.warehouse.common import (
 )
 from centsync.warehouse.fingerprints import Fingerprints
 from centsync.warehouse.ledger import Ledger, MonthBatch, TransactionStage
-from centsync.warehouse.server_aggregates import ServerAggregates
+from centsync.warehouse.server_aggregates import ServerAggregateLoader
 from centsync.warehouse.snapshots import Snapshots
 
 
-class Warehouse(Ledger, Snapshots, ServerAggregates, Fingerprints):
+class Warehouse(Ledger, Snapshots, ServerAggregateLoader, Fingerprints):
     """A read-write handle on one DuckDB warehouse file (usually a refresh's working copy)."""
 
 
