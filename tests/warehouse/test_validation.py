@@ -271,7 +271,6 @@ def _refused_schemas() -> dict[str, Any]:
     }
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")  # report_duplicates warns on Polars
 _REFUSED = (
     "default",
     "column parsers",
@@ -288,6 +287,7 @@ _REFUSED = (
 )
 
 
+@pytest.mark.filterwarnings("ignore::UserWarning")  # unique_column_names warns on Polars
 @pytest.mark.parametrize("feature", _REFUSED)
 def test_each_feature_the_screen_cannot_judge_goes_to_pandera(feature: str) -> None:
     schema = _refused_schemas()[feature]
