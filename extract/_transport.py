@@ -233,7 +233,7 @@ class DirectSender:
 
     def __init__(self, http: httpx.AsyncClient, prefix: str, auth: _BearerAuth) -> None:
         http._cookies = _NoCookies()  # no public switch for this in httpx 0.28
-        self._transport = http._transport_for_url(httpx.URL(prefix + "/"))
+        self._target = http._transport_for_url(httpx.URL(prefix + "/"))
         self._prefix = prefix
         self._auth = auth
         # lower-case names, so a call's own header replaces the default of the same name
@@ -294,7 +294,7 @@ class DirectSender:
             content=content,
             extensions={"timeout": self._timeouts},
         )
-        response = await self._transport.handle_async_request(request)
+        response = await self._target.handle_async_request(request)
         response.request = request
         stream = response.stream
         if isinstance(stream, httpx.AsyncByteStream) and not _encoded(response.headers):
