@@ -5,14 +5,7 @@ within the key's allowance, retried on transient failures, drift-safe when pagin
 returning typed Polars frames with each record's raw JSON. See docs/extract.md.
 """
 
-from ._client import (
-    LIST_FILTERS,
-    AsyncApiClient,
-    check_base_url,
-    network_transport,
-    new_event_loop,
-    run,
-)
+from ._client import AsyncApiClient
 from ._errors import (
     ApiError,
     BadGateway,
@@ -67,8 +60,12 @@ from ._paging import (
     WindowVoid,
     month_windows,
 )
+from ._reader import LIST_FILTERS
+from ._requests import ClientSettings
+from ._runtime import new_event_loop, run
 from ._stats import EndpointStats, RequestStats
 from ._sync import ApiClient, WindowStream
+from ._transport import check_base_url, network_transport
 
 __all__ = [
     "ACCOUNT_SCHEMA",
@@ -82,6 +79,7 @@ __all__ = [
     "ApiError",
     "AsyncApiClient",
     "BadGateway",
+    "ClientSettings",
     "ConfigurationError",
     "DriftError",
     "EndpointStats",

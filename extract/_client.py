@@ -8,9 +8,8 @@ import logging
 import httpx
 import polars as pl
 
-from ._errors import (
-    TransportFailure,
-)
+from centsync.transform.contract import KEY_WARNING
+
 from ._frames import (
     ACCOUNT_WIRE,
     CONNECTION_WIRE,
@@ -27,14 +26,11 @@ from ._models import (
     Transaction,
     TransactionsSummary,
 )
-from ._reader import LIST_FILTERS, WindowReader
-from ._runtime import new_event_loop, run
-from ._transport import _date_param, _json, check_base_url, network_transport
+from ._reader import WindowReader
+from ._transport import _date_param, _json
 from ._writers import Writers
 
 log = logging.getLogger("centsync.extract")
-
-KEY_EXPIRY_WARNING = dt.timedelta(days=30)
 
 
 class AsyncApiClient(WindowReader, Writers):
@@ -51,7 +47,7 @@ class AsyncApiClient(WindowReader, Writers):
         me = self._me = Me.parse(_json(response), response.text)
         if me.key_expires_at is not None:
             left = me.key_expires_at - dt.datetime.now(dt.UTC)
-            if left < KEY_EXPIRY_WARNING:
+            if left < KEY_WARNING:
                 log.warning(
                     "the API key expires on %s (in %d days): create a new key before then",
                     me.key_expires_at.date().isoformat(),
@@ -120,14 +116,3 @@ class AsyncApiClient(WindowReader, Writers):
         """``GET /v1/transactions/{id}`` (includes ``notes``)."""
         doc, raw = await self._get_json(f"/v1/transactions/{transaction_id}")
         return Transaction.parse(doc, raw)
-
-
-__all__ = [
-    "LIST_FILTERS",
-    "AsyncApiClient",
-    "TransportFailure",
-    "check_base_url",
-    "network_transport",
-    "new_event_loop",
-    "run",
-]

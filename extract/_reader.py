@@ -228,16 +228,10 @@ class WindowReader(RequestCore):
         self._list_params(None, None, filters)
         slots = asyncio.Semaphore(max(1, concurrency or self.concurrency))
         report = WindowReport(window=bounds, filters=dict(filters))
-        events = self._stream_window(
-            bounds,
-            filters,
-            raw,
-            verify,
-            slots,
-            report,
-            None,
-            max(1, batch_pages or PARSE_BATCH_PAGES),
+        read = _WindowRead(
+            bounds, filters, raw, verify, slots, None, max(1, batch_pages or PARSE_BATCH_PAGES)
         )
+        events = self._stream_window(read, report)
         async for event in events:
             if not isinstance(event, _WindowTooBig):  # never split here (no row cap)
                 yield event
@@ -254,9 +248,10 @@ class WindowReader(RequestCore):
         """A whole window as one frame (split in halves by date when it is too big)."""
         report = WindowReport(window=window, filters=dict(filters), split_from=parent)
         parts: list[pl.DataFrame] = []
-        events = self._stream_window(
-            window, filters, raw, verify, slots, report, self.max_window_rows, PARSE_BATCH_PAGES
+        read = _WindowRead(
+            window, filters, raw, verify, slots, self.max_window_rows, PARSE_BATCH_PAGES
         )
+        events = self._stream_window(read, report)
         async for event in events:
             if isinstance(event, WindowRows):
                 parts.append(event.frame)
@@ -275,115 +270,25 @@ class WindowReader(RequestCore):
         return [TransactionBatch(frame, report)]
 
     async def _stream_window(
-        self,
-        window: Window,
-        filters: Mapping[str, str],
-        raw: bool,
-        verify: bool,
-        slots: asyncio.Semaphore,
-        report: WindowReport,
-        max_rows: int | None,
-        batch_pages: int,
+        self, read: _WindowRead, report: WindowReport
     ) -> AsyncGenerator[WindowEvent | _WindowTooBig, None]:
+        """Passes over a window until one passes every check (re-reads on drift)."""
         started = time.monotonic()
-        params = self._list_params(window[0], window[1], filters)
-
-        async def fetch(number: int) -> PageChunk:
-            async with slots:
-                return await self._list_page(number, PAGE_LIMIT, params)
-
-        def parse_and_tally(chunks: list[PageChunk]) -> tuple[pl.DataFrame, Tally]:
-            frame = frame_from_chunks(chunks, TRANSACTION_WIRE, raw=raw)
-            return frame, Tally.of(frame)
-
-        def parse(chunks: list[PageChunk]) -> asyncio.Task[tuple[pl.DataFrame, Tally]]:
-            # Polars releases the GIL: parsing (and the check's tallies) overlap the requests
-            # still going, and keep the event loop free to send them
-            return asyncio.create_task(self._in_parse_pool(parse_and_tally, chunks))
-
+        params = self._list_params(read.window[0], read.window[1], read.filters)
         repeated: frozenset[str] = frozenset()  # ids read twice by the previous pass
         for _ in range(self.max_rereads + 1):
-            check = WindowCheck(PAGE_LIMIT)
-            ahead: deque[asyncio.Task[PageChunk]] = deque()
-            parsing: deque[asyncio.Task[tuple[pl.DataFrame, Tally]]] = deque()
-            # The server's summary is one more observation of the window: taken alongside the
-            # pages (off the critical path), it must agree with the rows read, whatever moved.
-            summary_task = (
-                asyncio.create_task(self.transactions_summary(window[0], window[1], **filters))
-                if verify
-                else None
-            )
+            one = _WindowPass(self, read, report, params)
             try:
-                first = await fetch(1)
-                report.requests += 1
-                reason = check.first(first)
-                if (
-                    reason is None
-                    and max_rows is not None
-                    and (check.total or 0) > max_rows
-                    and (halves := split_window(window)) is not None
-                ):
-                    yield _WindowTooBig(halves, check.total or 0)
-                    return
-                # Pages are parsed a batch at a time as they arrive and their bytes dropped; a
-                # bounded number of pages is requested ahead of the one awaited.
-                batch: list[PageChunk] = [first]
-                number, following = 1, 2
-                while reason is None and number < check.pages:
-                    while following <= check.pages and len(ahead) < READ_AHEAD_PAGES:
-                        ahead.append(asyncio.create_task(fetch(following)))
-                        following += 1
-                    chunk = await ahead.popleft()
-                    number += 1
-                    report.requests += 1
-                    reason = check.page(chunk, number)
-                    batch.append(chunk)
-                    if reason is None and len(batch) >= batch_pages:
-                        parsing.append(parse(batch))
-                        batch = []
-                        while len(parsing) > 1:
-                            part, tally = await parsing.popleft()
-                            check.add(part, tally)
-                            yield WindowRows(part)
-                if reason is None:
-                    if batch:
-                        parsing.append(parse(batch))
-                    del batch
-                    while parsing:
-                        part, tally = await parsing.popleft()
-                        check.add(part, tally)
-                        yield WindowRows(part)
-                    reason = await self._in_parse_pool(check.done)
-                    if reason is not None and check.rows == check.total:
-                        # the same ids twice in two passes, with every row of `total` read:
-                        # the service itself sends them so. Accepted: the warehouse rejects
-                        # the copies with a reason, and the count and sums still prove the rest
-                        twice = await self._in_parse_pool(check.duplicated)
-                        if twice and twice == repeated:
-                            log.warning(
-                                "window %s: the service sends %d id(s) twice", window, len(twice)
-                            )
-                            reason = None
-                        repeated = twice
-                if summary_task is not None:
-                    summary = await summary_task
-                    report.requests += 1
-                    if reason is None:
-                        reason = check.agrees(summary)
-                        report.verified = reason is None
+                async for event in one.rows():
+                    yield event
+                    if isinstance(event, _WindowTooBig):
+                        return
+                repeated = await one.verdict(repeated)
             finally:
-                for task in ahead:
-                    task.cancel()
-                await asyncio.gather(*ahead, return_exceptions=True)
-                report.requests += sum(
-                    1 for t in ahead if not t.cancelled() and t.exception() is None
-                )
-                if summary_task is not None and not summary_task.done():
-                    summary_task.cancel()
-                    await asyncio.gather(summary_task, return_exceptions=True)
-                # a thread cannot be stopped: let abandoned parses end, then drop them
-                await asyncio.gather(*parsing, return_exceptions=True)
+                await one.close()
+            reason = one.reason
             if reason is None:
+                check = one.check
                 report.total = check.total or 0
                 report.rows = check.rows
                 report.pages = check.pages
@@ -393,10 +298,150 @@ class WindowReader(RequestCore):
             report.rereads += 1
             report.reasons.append(reason)
             self.stats.add("GET /v1/transactions", rereads=1)
-            log.info("window %s changed while read (%s): reading it again", window, reason)
+            log.info("window %s changed while read (%s): reading it again", read.window, reason)
             yield WindowVoid(reason)
         report.elapsed_s = time.monotonic() - started
         raise DriftError(
-            f"window {window} kept changing after {report.rereads} re-reads: "
+            f"window {read.window} kept changing after {report.rereads} re-reads: "
             + "; ".join(report.reasons[-3:])
         )
+
+
+@dataclass(frozen=True)
+class _WindowRead:
+    """How one window is read: its bounds and filters, and the reader's limits for it."""
+
+    window: Window
+    filters: Mapping[str, str]
+    raw: bool
+    verify: bool
+    slots: asyncio.Semaphore  # list requests in flight (shared by concurrent windows)
+    max_rows: int | None  # more than this and the window is split (None: never)
+    batch_pages: int  # pages parsed together
+
+
+class _WindowPass:
+    """One pass over a window's pages: requested ahead, parsed in batches, checked as they
+    come, and the verdict (the check's and the server's summary's) at the end."""
+
+    def __init__(
+        self,
+        reader: WindowReader,
+        read: _WindowRead,
+        report: WindowReport,
+        params: Mapping[str, str | None],
+    ) -> None:
+        self.reader, self.read, self.report, self.params = reader, read, report, params
+        self.check = WindowCheck(PAGE_LIMIT)
+        self.reason: str | None = None
+        self.ahead: deque[asyncio.Task[PageChunk]] = deque()
+        self.parsing: deque[asyncio.Task[tuple[pl.DataFrame, Tally]]] = deque()
+        # The server's summary is one more observation of the window: taken alongside the
+        # pages (off the critical path), it must agree with the rows read, whatever moved.
+        window = read.window
+        self.summary_task = (
+            asyncio.create_task(reader.transactions_summary(window[0], window[1], **read.filters))
+            if read.verify
+            else None
+        )
+
+    async def fetch(self, number: int) -> PageChunk:
+        async with self.read.slots:
+            return await self.reader._list_page(number, PAGE_LIMIT, self.params)
+
+    def parse(self, chunks: list[PageChunk]) -> asyncio.Task[tuple[pl.DataFrame, Tally]]:
+        raw = self.read.raw
+
+        def parse_and_tally(chunks: list[PageChunk]) -> tuple[pl.DataFrame, Tally]:
+            frame = frame_from_chunks(chunks, TRANSACTION_WIRE, raw=raw)
+            return frame, Tally.of(frame)
+
+        # Polars releases the GIL: parsing (and the check's tallies) overlap the requests
+        # still going, and keep the event loop free to send them
+        return asyncio.create_task(self.reader._in_parse_pool(parse_and_tally, chunks))
+
+    async def drain(self, keep: int) -> AsyncGenerator[WindowRows, None]:
+        """Parsed batches, in page order, until ``keep`` are left parsing."""
+        while len(self.parsing) > keep:
+            part, tally = await self.parsing.popleft()
+            self.check.add(part, tally)
+            yield WindowRows(part)
+
+    async def rows(self) -> AsyncGenerator[WindowRows | _WindowTooBig, None]:
+        """The pass's rows as they are parsed (or the news that the window is too big)."""
+        check, report = self.check, self.report
+        first = await self.fetch(1)
+        report.requests += 1
+        self.reason = check.first(first)
+        max_rows = self.read.max_rows
+        if (
+            self.reason is None
+            and max_rows is not None
+            and (check.total or 0) > max_rows
+            and (halves := split_window(self.read.window)) is not None
+        ):
+            yield _WindowTooBig(halves, check.total or 0)
+            return
+        # Pages are parsed a batch at a time as they arrive and their bytes dropped; a bounded
+        # number of pages is requested ahead of the one awaited.
+        batch: list[PageChunk] = [first]
+        number, following = 1, 2
+        while self.reason is None and number < check.pages:
+            while following <= check.pages and len(self.ahead) < READ_AHEAD_PAGES:
+                self.ahead.append(asyncio.create_task(self.fetch(following)))
+                following += 1
+            chunk = await self.ahead.popleft()
+            number += 1
+            report.requests += 1
+            self.reason = check.page(chunk, number)
+            batch.append(chunk)
+            if self.reason is None and len(batch) >= self.read.batch_pages:
+                self.parsing.append(self.parse(batch))
+                batch = []
+                async for rows in self.drain(1):
+                    yield rows
+        if self.reason is None:
+            if batch:
+                self.parsing.append(self.parse(batch))
+            del batch
+            async for rows in self.drain(0):
+                yield rows
+
+    async def verdict(self, repeated: frozenset[str]) -> frozenset[str]:
+        """Judge the pass once every page is read (sets ``reason``); returns the ids read
+        twice, for the next pass to compare."""
+        check = self.check
+        if self.reason is None:
+            self.reason = await self.reader._in_parse_pool(check.done)
+            if self.reason is not None and check.rows == check.total:
+                # the same ids twice in two passes, with every row of `total` read: the
+                # service itself sends them so. Accepted: the warehouse rejects the copies
+                # with a reason, and the count and sums still prove the rest
+                twice = await self.reader._in_parse_pool(check.duplicated)
+                if twice and twice == repeated:
+                    log.warning(
+                        "window %s: the service sends %d id(s) twice", self.read.window, len(twice)
+                    )
+                    self.reason = None
+                repeated = twice
+        if self.summary_task is not None:
+            summary = await self.summary_task
+            self.report.requests += 1
+            if self.reason is None:
+                self.reason = check.agrees(summary)
+                self.report.verified = self.reason is None
+        return repeated
+
+    async def close(self) -> None:
+        """Cancel what the pass still has in flight (it may have stopped early)."""
+        for task in self.ahead:
+            task.cancel()
+        await asyncio.gather(*self.ahead, return_exceptions=True)
+        self.report.requests += sum(
+            1 for t in self.ahead if not t.cancelled() and t.exception() is None
+        )
+        if self.summary_task is not None and not self.summary_task.done():
+            self.summary_task.cancel()
+            await asyncio.gather(self.summary_task, return_exceptions=True)
+        # a thread cannot be stopped: let abandoned parses end, then drop them
+        await asyncio.gather(*self.parsing, return_exceptions=True)

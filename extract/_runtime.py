@@ -11,12 +11,15 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 # How much lower than the event loop's the CPU priority of the reader's parsing threads is
-# (Linux nice, per thread; 0 keeps them equal). On a busy machine the scheduler shares the
-# cores equally between runnable threads, and the event loop, which keeps the requests
-# flowing, waited behind the parsing it had itself handed out: about 0.9 ms per wake-up in a
-# 1,000,000-row read (perf sched). Parsing never waits for long: the loop sleeps on the
-# network most of the time.
-PARSE_NICE = 10
+# (Linux nice, per thread; 0 keeps them equal). Off by default: re-nicing reaches into Polars'
+# own worker threads for the life of the process, and it had no measurable effect on a refresh
+# (docs/benchmarks.md), which is bound by its loader. `OPT_IN_PARSE_NICE` is what the extract
+# benchmark opts into: on a busy machine the scheduler shares the cores equally between
+# runnable threads, and the event loop, which keeps the requests flowing, waited behind the
+# parsing it had itself handed out: about 0.9 ms per wake-up in a 1,000,000-row read (perf
+# sched), and the bare read went from 251k to 284k rows/s.
+PARSE_NICE = 0
+OPT_IN_PARSE_NICE = 10
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:

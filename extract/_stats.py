@@ -9,7 +9,10 @@ from dataclasses import asdict, dataclass, field
 
 import polars as pl
 
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+from centsync.transform.contract import UUID_PATTERN
+
+# the contract's uuid, found anywhere in a path (the pattern without its anchors)
+_UUID = re.compile(UUID_PATTERN.removeprefix("^").removesuffix("$"))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 import polars as pl
 
-from ._client import AsyncApiClient, new_event_loop
+from ._client import AsyncApiClient
 from ._models import (
     AccountsSummary,
     Me,
@@ -28,6 +28,8 @@ from ._models import (
     TransactionsSummary,
 )
 from ._paging import TransactionBatch, Window, WindowEvent, WindowReport
+from ._requests import ClientSettings, settings_options
+from ._runtime import new_event_loop
 from ._stats import RequestStats
 
 T = TypeVar("T")
@@ -58,13 +60,12 @@ class ApiClient:
             raise
 
     @classmethod
-    def from_env(cls, **options: Any) -> ApiClient:
-        import os
-
+    def from_settings(cls, settings: ClientSettings, **options: Any) -> ApiClient:
+        """A client for the settings' base URL and key, wait budget and transport."""
         return cls(
-            os.environ.get("CENTSYNC_API_BASE_URL", ""),
-            os.environ.get("CENTSYNC_API_KEY", ""),
-            **options,
+            settings.api_base_url,
+            settings.api_key,
+            **{**settings_options(settings), **options},
         )
 
     def __repr__(self) -> str:

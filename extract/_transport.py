@@ -1,11 +1,15 @@
 """How requests travel: the network transport, the base URL check, the key's auth header,
-query encoding and the URL fast path (every httpx internal the client relies on is here)."""
+query encoding and the direct send path.
+
+This is the one adapter over httpx and httpx-aiohttp internals: every private name of theirs
+the client relies on is read here (`DirectSender`, `client_transport`, `_FAST_URL`), pinned by
+tests/extract/test_transport.py and allowed by tests/test_private_reaches.py.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import ipaddress
-import os
 import socket
 import ssl
 from collections.abc import Generator, Mapping
@@ -17,7 +21,6 @@ import aiohttp
 import httpx
 import orjson
 from httpx_aiohttp import AiohttpTransport
-from httpx_aiohttp.transport import AiohttpResponseStream
 
 from ._errors import (
     ConfigurationError,
@@ -93,28 +96,49 @@ class _BearerAuth(httpx.Auth):
         return "_BearerAuth(<hidden>)"
 
 
+# httpx-aiohttp hands a body to httpx in 16 KiB pieces, each through a chain of async
+# generators; taking whatever has arrived, up to 1 MiB, at a time cut the instructions a 67 KB
+# page request costs the client by 15-19 % (callgrind, docs/benchmarks.md).
+BODY_CHUNK = 1 << 20
+
+
+class LargeChunkAiohttpTransport(AiohttpTransport):
+    """httpx-aiohttp's transport, its responses read in pieces of up to ``BODY_CHUNK``.
+
+    The stream's ``CHUNK_SIZE`` (a public class attribute of httpx-aiohttp 0.2) is set on each
+    response's own stream, so no other user of httpx-aiohttp in the process is affected.
+    """
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        stream = response.stream
+        if getattr(stream, "CHUNK_SIZE", BODY_CHUNK) < BODY_CHUNK:
+            stream.CHUNK_SIZE = BODY_CHUNK  # type: ignore[union-attr]
+        return response
+
+
+TRANSPORTS = ("aiohttp", "httpcore")
+
+
 def network_transport(
-    limits: httpx.Limits | None = None, *, tls: bool = True
+    limits: httpx.Limits | None = None, *, tls: bool = True, kind: str = "aiohttp"
 ) -> httpx.AsyncBaseTransport:
-    """The default network layer under ``httpx.AsyncClient``: aiohttp's C-accelerated HTTP/1.1
-    (``httpx-aiohttp``). The client API stays httpx's; measured here it reads pages about twice
-    as fast as httpx's own httpcore transport (docs/benchmarks.md). Set
-    ``CENTSYNC_HTTP_TRANSPORT=httpcore`` to use httpx's own."""
+    """The network layer under ``httpx.AsyncClient``: by default aiohttp's C-accelerated
+    HTTP/1.1 (``httpx-aiohttp``). The client API stays httpx's; measured here it reads pages
+    about twice as fast as httpx's own httpcore transport (docs/benchmarks.md). ``kind=
+    "httpcore"`` uses httpx's own (the edge passes it from ``CENTSYNC_HTTP_TRANSPORT``)."""
     limits = limits or httpx.Limits(max_connections=8)
-    choice = os.environ.get("CENTSYNC_HTTP_TRANSPORT", "aiohttp").strip().lower()
+    choice = kind.strip().lower()
     if choice == "httpcore":
         return httpx.AsyncHTTPTransport(limits=limits)
     if choice != "aiohttp":
         raise ConfigurationError(
-            f"CENTSYNC_HTTP_TRANSPORT={choice!r} is not known; use 'aiohttp' or 'httpcore'"
+            f"HTTP transport {choice!r} (CENTSYNC_HTTP_TRANSPORT) is not known; "
+            "use 'aiohttp' or 'httpcore'"
         )
-    # httpx-aiohttp hands a body to httpx in 16 KiB pieces, each through a chain of async
-    # generators; taking whatever has arrived, up to 1 MiB, at a time cut the instructions a
-    # 67 KB page request costs the client by 15-19 % (callgrind, docs/benchmarks.md)
-    AiohttpResponseStream.CHUNK_SIZE = max(AiohttpResponseStream.CHUNK_SIZE, 1 << 20)
     # `tls=False` is for a plain-http base URL, which `check_base_url` allows only on loopback
     # (the sandbox): such a transport never makes a TLS connection, so it loads no CA bundle.
-    return AiohttpTransport(limits=limits, verify=_tls_context() if tls else False)
+    return LargeChunkAiohttpTransport(limits=limits, verify=_tls_context() if tls else False)
 
 
 @lru_cache(maxsize=1)
@@ -190,3 +214,102 @@ def unreachable_reason(exc: BaseException) -> str | None:
             return f"the service's TLS certificate was refused ({cause})"
         cause = cause.__cause__ or cause.__context__
     return None
+
+
+def client_transport(http_client: httpx.AsyncClient) -> httpx.AsyncBaseTransport | None:
+    """The transport a caller's own client sends through (to judge its base URL)."""
+    return getattr(http_client, "_transport", None)  # no public accessor in httpx 0.28
+
+
+class DirectSender:
+    """Sends a request straight to the transport the client would pick for the base URL, with
+    the client's default headers, timeouts and the key.
+
+    httpx's per-request client layer (URL merging, auth and redirect flows, hooks) was about
+    18 % of the event loop's time in a 1,000,000-row read (py-spy). Only for a client the
+    request core made itself: a caller's own client keeps the whole client path (its hooks,
+    auth and mounts).
+    """
+
+    def __init__(self, http: httpx.AsyncClient, prefix: str, auth: _BearerAuth) -> None:
+        http._cookies = _NoCookies()  # no public switch for this in httpx 0.28
+        self._target = http._transport_for_url(httpx.URL(prefix + "/"))
+        self._prefix = prefix
+        self._auth = auth
+        # lower-case names, so a call's own header replaces the default of the same name
+        self._default_headers = {k.lower(): v for k, v in http.headers.items()}
+        self._timeouts = http.timeout.as_dict()
+        self._paths: dict[str, Any] = {}
+        self._headers: dict[tuple[tuple[str, str], ...], httpx.Headers] = {}
+
+    def url(self, path: str, query: str | None) -> httpx.URL:
+        """The base URL plus ``path`` and an already encoded ``query``.
+
+        httpx 0.28 validates a URL string character by character in Python: 16 % of the event
+        loop's time in a bulk read. Each path is parsed by httpx once; a request's URL is that
+        parse with its query set (our own encoding, which httpx would keep as it is).
+        """
+        if _FAST_URL:
+            ref = self._paths.get(path)
+            if ref is None:
+                if len(self._paths) >= 256:
+                    self._paths.clear()
+                ref = self._paths[path] = httpx.URL(self._prefix + path)._uri_reference
+            if ref.query is None:
+                url = httpx.URL.__new__(httpx.URL)
+                url._uri_reference = ref._replace(query=query)
+                return url
+        return httpx.URL(self._prefix + path + ("" if query is None else "?" + query))
+
+    def request_headers(self, headers: Mapping[str, str]) -> httpx.Headers:
+        """The client's defaults, the call's headers and the key, as httpx headers (built once
+        per distinct set: a bulk read sends the same ones thousands of times)."""
+        key = tuple(headers.items())
+        built = self._headers.get(key)
+        if built is None:
+            built = httpx.Headers(
+                self._auth.headers(
+                    {**self._default_headers, **{k.lower(): v for k, v in headers.items()}}
+                )
+            )
+            if "idempotency-key" not in built:  # one per write: not worth keeping
+                if len(self._headers) >= 64:
+                    self._headers.clear()
+                self._headers[key] = built
+        return built
+
+    async def send(
+        self,
+        method: str,
+        path: str,
+        query: str | None,
+        content: bytes | None,
+        headers: Mapping[str, str],
+    ) -> httpx.Response:
+        """What ``AsyncClient.send`` does for one request without redirects or auth flows."""
+        request = httpx.Request(
+            method,
+            self.url(path, query),
+            headers=self.request_headers(headers),  # copied by the request
+            content=content,
+            extensions={"timeout": self._timeouts},
+        )
+        response = await self._target.handle_async_request(request)
+        response.request = request
+        stream = response.stream
+        if isinstance(stream, httpx.AsyncByteStream) and not _encoded(response.headers):
+            # The body as the transport yields it. httpx's decoding layers, a no-op for an
+            # unencoded body, cost about a tenth of a request's instructions (callgrind);
+            # ``_content`` is where ``aread`` keeps what it read (httpx 0.28, pinned).
+            try:
+                response._content = b"".join([chunk async for chunk in stream])
+            finally:
+                response.is_closed = True
+                await stream.aclose()
+            return response
+        try:
+            await response.aread()  # httpx decodes the body
+        except BaseException:
+            await response.aclose()
+            raise
+        return response

@@ -10,7 +10,6 @@ import datetime as dt
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import pandera.backends.polars.builtin_checks  # noqa: F401  (Polars builtin checks, registered before the schemas below are built)
 import pandera.polars as pa
 import polars as pl
 

@@ -12,20 +12,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 from zoneinfo import available_timezones
 
-import pandera.backends.polars.builtin_checks  # noqa: F401  (registers the checks for PolarsData)
 import pandera.polars as pa
 import polars as pl
-from pandera.api.polars.types import PolarsData
 from pandera.errors import SchemaError, SchemaErrors
 
+from centsync.transform.contract import ACCOUNT_TYPES, MAX_AMOUNT, TRANSACTION_TYPES, UUID_PATTERN
 from centsync.warehouse.errors import FrameShapeError
+from centsync.warehouse.pandera_screen import passes_every_check
+from centsync.warehouse.pandera_screen import validated as validated  # the marts' validator
 
 Kind = Literal["uuid", "str", "int", "date", "datetime", "uuid_list"]
 
-UUID_PATTERN = r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
-MAX_AMOUNT = 10**12  # the API's own bound on an amount, in cents
-TRANSACTION_TYPES = ("expense", "income", "transfer")
-ACCOUNT_TYPES = ("depository", "credit", "investment", "loan", "unclassified")
 CONNECTION_STATUSES = ("active", "reauth_required", "error")
 # A real booking date: wide enough for any ledger, narrow enough to catch epoch/garbage values.
 MIN_DATE = dt.date(1900, 1, 1)
@@ -345,73 +342,6 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
     else:
         parse_reason = pl.repeat(None, frame.height, dtype=pl.String, eager=True)
     return out, parse_reason.alias("parse_reason")
-
-
-def passes_every_check(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
-    """True when every row passes every rule of a pandera schema, by one parallel Polars pass
-    over pandera's own check functions; False means "ask pandera", which then names each
-    failure.
-
-    pandera runs each check as its own query and builds failure cases even when nothing fails
-    (about 2.4 s of a 1,000,000-row first refresh; 85 ms for the marts of a household). Only a
-    frame that passes everything skips it, so every rule and every reason stays pandera's;
-    anything this does not model (an element-wise or grouped check, a regex column, an
-    ordered schema, missing columns to add) falls back to pandera.
-    """
-    if getattr(schema, "add_missing_columns", False) or getattr(schema, "ordered", False):
-        return False
-    if schema.strict and set(frame.columns) - set(schema.columns):
-        return False
-    lf = frame.lazy()
-    verdicts: list[pl.LazyFrame] = []
-
-    def add(check: pa.Check, key: str) -> bool:
-        if check.element_wise or check.groupby is not None or check._check_fn is None:
-            return False
-        try:
-            out = check._check_fn(PolarsData(lf, key), **check._check_kwargs)
-        except Exception:  # not a Polars check after all: pandera decides
-            return False
-        if isinstance(out, bool):
-            return out
-        if not isinstance(out, pl.LazyFrame) or len(out.collect_schema()) != 1:
-            return False
-        # as pandera's backend: a null outcome passes when the check ignores nulls
-        ok = pl.first().fill_null(check.ignore_na)
-        verdicts.append(out.select(ok.all().alias(f"v{len(verdicts)}")))
-        return True
-
-    def no_duplicates(columns: list[str]) -> None:
-        # pandera's `unique`: no two rows equal on these columns (nulls equal to each other)
-        dup = pl.struct(columns).is_duplicated().any()
-        verdicts.append(lf.select((~dup).alias(f"v{len(verdicts)}")))
-
-    for name, column in schema.columns.items():
-        if column.regex or name not in frame.columns:
-            return False
-        if frame.schema[name] != column.dtype.type:
-            return False
-        if not column.nullable and frame.get_column(name).null_count():
-            return False
-        if not all(add(check, name) for check in column.checks):
-            return False
-        if column.unique:
-            no_duplicates([name])
-    if not all(add(check, "*") for check in schema.checks):
-        return False
-    if schema.unique:
-        unique = [schema.unique] if isinstance(schema.unique, str) else list(schema.unique)
-        if any(c not in frame.columns for c in unique):
-            return False
-        no_duplicates(unique)
-    return all(bool(v.item()) for v in pl.collect_all(verdicts)) if verdicts else True
-
-
-def validated(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> pl.DataFrame:
-    """`schema.validate(frame)`, pandera's errors and all, skipping pandera's own pass when
-    `passes_every_check` proves the frame already fits (then the frame is returned as is: it
-    has the schema's exact types, so pandera would have changed nothing)."""
-    return frame if passes_every_check(schema, frame) else schema.validate(frame)
 
 
 def _failure_reasons(spec: EntitySpec, frame: pl.DataFrame) -> pl.DataFrame:

@@ -10,12 +10,17 @@ More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit wi
 Dagster's own `_initdb`, so no run loads alembic's migration scripts to create or check it;
 and a CLI run's stdout and stderr, already on the user's terminal, are not captured again.
 
-`instance()` gives the centsync commands an instance of `$DAGSTER_HOME` that uses them where
+`instance(home)` gives the centsync commands an instance of the Dagster home that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
 Dagster's defaults put them (`history/runs.db`, `history/runs/<run id>.db`, `schedules/`), so
 `centsync ui`, `dagster dev` and the daemon, which use Dagster's own classes, read and write
 the same history. (Not named in dagster.yaml: tools that make a temporary instance from that
 file, such as `dg list defs`, give storages no home to find their files in.)
+
+This module is the one adapter over Dagster's storage internals: the private modules imported
+below, the module paths named as strings, the overridden `_initdb`/`_connect` and the
+attributes read (`_db_lock`, `_initialized_dbs`, `_base_dir`). The exact pin of dagster guards
+them, and tests/pipelines/test_dagster_storage.py fails when any of them changes.
 """
 
 from __future__ import annotations
@@ -247,11 +252,12 @@ def _data(cls: type, base_dir: str) -> dict[str, str]:
     }
 
 
-def instance() -> DagsterInstance:
-    """The instance of ``$DAGSTER_HOME`` (as ``DagsterInstance.get()``), its default SQLite
-    storage swapped for the one that keeps its connections and its default stdout/stderr
-    capture left out (`_cli_compute_logs`); anything else is left as configured."""
-    home = _home()
+def instance(home: str | None = None) -> DagsterInstance:
+    """The instance of the Dagster home (`home`, the settings' `dagster_home`; by default
+    ``$DAGSTER_HOME``, as ``DagsterInstance.get()``), its default SQLite storage swapped for
+    the one that keeps its connections and its default stdout/stderr capture left out
+    (`_cli_compute_logs`); anything else is left as configured."""
+    home = home or _home()
     ref = InstanceRef.from_dir(home)
     ref = ref._replace(compute_logs_data=_cli_compute_logs(ref))
     data = ref.storage_data

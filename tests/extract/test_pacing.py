@@ -165,3 +165,26 @@ def test_a_spent_hourly_allowance_stops_at_once_saying_when_to_run_again(
         assert "run again after" in str(err.value) and "CENTSYNC_MAX_WAIT" in str(err.value)
 
     run(go())
+
+
+def test_the_bucket_s_level_can_be_set_and_a_waiter_goes_at_once() -> None:
+    """The pacer mirrors the server's count into its buckets: lowering the level lets a
+    waiting request go without waiting for the bucket to drain."""
+    from centsync.extract._pacing import TokenBucket
+
+    async def go() -> float:
+        bucket = TokenBucket(2, 60.0)  # drains one request per 30 s
+        await bucket.acquire()
+        await bucket.acquire()
+        assert bucket.level == pytest.approx(2.0, abs=0.01)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        waiter = asyncio.create_task(bucket.acquire())
+        await asyncio.sleep(0.05)
+        assert not waiter.done()
+        bucket.set_level(0.0)
+        await waiter
+        assert bucket.level == pytest.approx(1.0, abs=0.01)
+        return loop.time() - started
+
+    assert run(go()) < 1.0

@@ -225,7 +225,7 @@ def test_compressed_bodies_are_decoded_and_plain_ones_read_as_sent() -> None:
 def test_request_urls_are_parsed_from_strings_where_httpx_keeps_no_parse(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("centsync.extract._requests._FAST_URL", False)
+    monkeypatch.setattr("centsync.extract._transport._FAST_URL", False)
     transport, seen = recording()
 
     async def go() -> None:

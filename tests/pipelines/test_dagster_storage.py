@@ -154,3 +154,63 @@ def test_has_table_keeps_a_yes_and_asks_again_after_a_no(
         assert storage._tables >= {"event_logs", "made_later"}
     finally:
         storage.dispose()
+
+
+def test_the_dagster_internals_the_storage_relies_on_are_as_pinned(tmp_path: Path) -> None:
+    """Every private name of Dagster that pipelines/cli/instance.py overrides, calls or reads,
+    with the signature it relies on: a Dagster release that renames or reshapes one fails
+    here rather than in a user's run."""
+    import importlib
+    import inspect
+
+    from dagster._core.instance.ref import InstanceRef
+    from dagster._core.storage.event_log.sqlite.sqlite_event_log import SqliteEventLogStorage
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+    from dagster._serdes import ConfigurableClassData
+
+    def params(fn: object) -> list[str]:
+        return list(inspect.signature(fn).parameters)  # type: ignore[arg-type]
+
+    # overridden (and called through super())
+    assert params(SqliteEventLogStorage._initdb) == ["self", "engine", "for_index_shard"]
+    assert (
+        inspect.signature(SqliteEventLogStorage._initdb).parameters["for_index_shard"].default
+        is False
+    )
+    assert params(SqliteEventLogStorage._connect) == ["self", "shard"]
+    assert params(SqliteEventLogStorage.__init__) == ["self", "base_dir", "inst_data"]
+    assert params(SqliteEventLogStorage.has_table) == ["self", "table_name"]
+    assert params(SqliteEventLogStorage.conn_string_for_shard) == ["self", "shard_name"]
+    assert params(SqliteEventLogStorage.path_for_shard) == ["self", "run_id"]
+    assert params(SqliteRunStorage.__init__) == ["self", "conn_string", "inst_data"]
+    assert params(SqliteRunStorage.connect) == ["self"]
+    assert params(SqliteRunStorage.from_local) == ["base_dir", "inst_data"]
+    # read
+    storage = SqliteEventLogStorage(str(tmp_path / "runs"))
+    try:
+        assert hasattr(storage._db_lock, "__enter__")
+        assert isinstance(storage._initialized_dbs, set)
+        assert storage._base_dir == str(tmp_path / "runs")
+    finally:
+        storage.dispose()
+    # the NamedTuples replaced, and the classes named by module path
+    assert {"compute_logs_data", "storage_data"} <= set(InstanceRef._fields)
+    assert ConfigurableClassData._fields == ("module_name", "class_name", "config_yaml")
+    for module, name in [
+        ("dagster._core.storage.sqlite_storage", "DagsterSqliteStorage"),
+        ("dagster._core.storage.schedules", "SqliteScheduleStorage"),
+        ("dagster._core.storage.legacy_storage", "CompositeStorage"),
+        ("dagster._core.storage.local_compute_log_manager", "LocalComputeLogManager"),
+        ("dagster._core.storage.noop_compute_log_manager", "NoOpComputeLogManager"),
+    ]:
+        assert isinstance(getattr(importlib.import_module(module), name), type), (module, name)
+    assert dagster_storage.SQLITE_BUSY_TIMEOUT_SECONDS > 0
+    assert params(dagster_storage.create_engine)[0] == "url"
+
+
+def test_the_instance_takes_its_home_as_a_parameter(tmp_path: Path) -> None:
+    home = tmp_path / "dagster"
+    home.mkdir()
+    with dagster_storage.instance(str(home)) as instance:
+        assert type(instance.event_log_storage).__name__ == "KeptConnectionsEventLogStorage"
+        assert instance.root_directory == str(home)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 import polars as pl
 import pytest
@@ -232,3 +233,107 @@ def test_validated_is_pandera_for_any_schema_unique_strict_and_checks() -> None:
             schema.validate(frame)
         with pytest.raises(SchemaError):
             v.validated(schema, frame)
+
+
+def test_a_column_default_gets_pandera_s_answer() -> None:
+    """A column `default` fills nulls in pandera: the screen refuses it, so `validated`
+    returns pandera's frame ([1, 0]), never the frame as it came ([1, None])."""
+    import pandera.polars as pa
+
+    schema = pa.DataFrameSchema({"a": pa.Column(pl.Int64, nullable=True, default=0)})
+    frame = pl.DataFrame({"a": [1, None]}, schema={"a": pl.Int64})
+    assert not v.passes_every_check(schema, frame)
+    assert v.validated(schema, frame).get_column("a").to_list() == [1, 0]
+    assert v.validated(schema, frame).equals(schema.validate(frame))
+
+
+def _refused_schemas() -> dict[str, Any]:
+    import pandera.polars as pa
+    from pandera.api.parsers import Parser  # not re-exported by pandera.polars
+
+    def col(**kw: Any) -> Any:
+        return pa.Column(pl.Int64, nullable=True, **kw)
+
+    parser = Parser(lambda d: d.lazyframe.select(pl.col(d.key)))
+    return {
+        "default": pa.DataFrameSchema({"a": col(default=0)}),
+        "column parsers": pa.DataFrameSchema({"a": col(parsers=[parser])}),
+        "schema parsers": pa.DataFrameSchema({"a": col()}, parsers=[parser]),
+        "column coerce": pa.DataFrameSchema({"a": col(coerce=True)}),
+        "schema coerce": pa.DataFrameSchema({"a": col()}, coerce=True),
+        "column drop_invalid_rows": pa.DataFrameSchema({"a": col(drop_invalid_rows=True)}),
+        "schema drop_invalid_rows": pa.DataFrameSchema({"a": col()}, drop_invalid_rows=True),
+        "unique_column_names": pa.DataFrameSchema({"a": col()}, unique_column_names=True),
+        "ordered": pa.DataFrameSchema({"a": col()}, ordered=True),
+        "add_missing_columns": pa.DataFrameSchema({"a": col()}, add_missing_columns=True),
+        "strict filter": pa.DataFrameSchema({"a": col()}, strict="filter"),
+        "regex column": pa.DataFrameSchema({"^a$": col(regex=True)}),
+    }
+
+
+_REFUSED = (
+    "default",
+    "column parsers",
+    "schema parsers",
+    "column coerce",
+    "schema coerce",
+    "column drop_invalid_rows",
+    "schema drop_invalid_rows",
+    "unique_column_names",
+    "ordered",
+    "add_missing_columns",
+    "strict filter",
+    "regex column",
+)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # unique_column_names warns on Polars
+@pytest.mark.parametrize("feature", _REFUSED)
+def test_each_feature_the_screen_cannot_judge_goes_to_pandera(feature: str) -> None:
+    schema = _refused_schemas()[feature]
+    frame = pl.DataFrame({"a": [1, 2]}, schema={"a": pl.Int64})
+    assert not v.passes_every_check(schema, frame), feature
+    try:
+        expected = schema.validate(frame)
+    except Exception as exc:  # pandera's own error is the answer
+        with pytest.raises(type(exc)):
+            v.validated(schema, frame)
+        return
+    assert v.validated(schema, frame).equals(expected)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_report_duplicates_goes_to_pandera() -> None:
+    import pandera.polars as pa
+
+    for schema in (
+        pa.DataFrameSchema({"a": pa.Column(pl.Int64, report_duplicates="exclude_first")}),
+        pa.DataFrameSchema({"a": pa.Column(pl.Int64)}, report_duplicates="exclude_first"),
+    ):
+        assert not v.passes_every_check(schema, pl.DataFrame({"a": [1, 2]}))
+
+
+def test_what_the_screen_relies_on_in_pandera() -> None:
+    """The pandera internals the screen reads (pandera_screen.check_function): a check keeps
+    its function and arguments, a built-in check runs on a `PolarsData` and answers with a
+    one-column LazyFrame, and a schema's attributes are the ones the whitelist knows."""
+    import pandera.polars as pa
+
+    from centsync.warehouse import pandera_screen
+
+    def fn(data: Any, *, limit: int) -> Any:
+        return data.lazyframe.select(pl.col(data.key) < limit)
+
+    check = pa.Check(fn, limit=3)
+    assert check._check_fn is fn and check._check_kwargs == {"limit": 3}
+    lf = pl.LazyFrame({"a": [1, 5]})
+    bound = pandera_screen.check_function(pa.Check.in_range(0, 4))
+    assert bound is not None
+    out = bound(pa.PolarsData(lf, "a"))
+    assert isinstance(out, pl.LazyFrame) and out.collect().to_series().to_list() == [True, False]
+    plain = pa.DataFrameSchema({"a": pa.Column(pl.Int64)})
+    assert pandera_screen.screenable(plain)
+    known = pandera_screen._SCHEMA_JUDGED | set(pandera_screen._SCHEMA_DEFAULTS)
+    assert {k.lstrip("_") for k in vars(plain)} <= known
+    known = pandera_screen._COLUMN_JUDGED | set(pandera_screen._COLUMN_DEFAULTS)
+    assert {k.lstrip("_") for k in vars(plain.columns["a"])} <= known
