@@ -21,9 +21,12 @@ import polars as pl
 from centsync.extract import ApiClient
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
-from centsync.transform.calendar import month_end
+from centsync.transform.calendar import add_months, month_end, month_start, parse_month
 from centsync.warehouse import marts as store
+from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
+from centsync.warehouse.fingerprints import local_totals
+from centsync.warehouse.session import checkpoint
 
 Source = Literal["refresh", "offline", "live"]
 # Confirmation requests a reconciliation may spend on differing months (one summary each).
@@ -104,12 +107,10 @@ def fetch_aggregates(
     """
     summary = client.accounts_summary()
     nw = client.net_worth()
-    (tz,) = con.execute("SELECT any_value(timezone) FROM core.settings").fetchall()
-    zone = ZoneInfo(str(tz[0])) if tz[0] else dt.UTC
+    timezone = warehouse_reads.settings_timezone(con)
+    zone = ZoneInfo(timezone) if timezone else dt.UTC
     today = (nw.as_of or dt.datetime.now(dt.UTC)).astimezone(zone).date()
-    ((first, last),) = con.execute(
-        "SELECT min(booked_at), max(booked_at) FROM core.transactions"
-    ).fetchall()
+    first, last = warehouse_reads.booked_range(con)
     lo = first or today
     hi = max(last or today, today)
     requests, rows = [], []
@@ -134,7 +135,7 @@ def fetch_aggregates(
             "net": whole.net,
         }
     ]
-    month = dt.date(lo.year, lo.month, 1)
+    month = month_start(lo)
     while per_month and month <= hi:
         end = month_end(month)
         for group_by in ("category", "merchant"):
@@ -158,7 +159,7 @@ def fetch_aggregates(
                 "net": m.net,
             }
         )
-        month = end + dt.timedelta(days=1)
+        month = add_months(month, 1)
     return store.ServerAggregates(
         refresh_id="live",
         accounts_summary={
@@ -208,7 +209,11 @@ def gather_evidence(
     client: ApiClient | None,
     refresh_id: str,
 ) -> rules.Evidence:
-    """What it takes to explain the differences: each piece only when something differs."""
+    """What it takes to explain the differences: each piece only when something differs.
+
+    `tx` is kept for callers (bench/transform.py); the months' local totals come from the
+    warehouse's fingerprint, the one the refresh compares.
+    """
     ev = rules.Evidence()
     differ = results.filter(pl.col("status") == "differ")
     if differ.is_empty():
@@ -245,15 +250,15 @@ def gather_evidence(
         if client is not None and months:
             for month in months[:CONFIRM_MONTHS]:
                 ev.confirmed.add(month)
-                lo = dt.date.fromisoformat(month + "-01")
+                lo = parse_month(month)
                 hi = month_end(lo)
                 now = client.transactions_summary(lo, hi)
-                local = tx.filter(pl.col("booked_at").is_between(lo, hi))
-                if (now.count, now.net) != (
-                    local.height,
-                    int(local["amount"].sum() or 0),
-                ) or now.expense != int(
-                    local.filter(pl.col("type") == "expense")["amount"].sum() or 0
+                # the warehouse's fingerprint of the month, the one the refresh compares
+                count, income, expense, transfer = local_totals(con, lo, hi)
+                if (now.count, now.net, now.expense) != (
+                    count,
+                    income + expense + transfer,
+                    expense,
                 ):
                     ev.changed_on_server.add(month)
     if acc_checks.height:
@@ -312,7 +317,7 @@ def reconcile(
     # Write what the refresh loaded to the file first: until a checkpoint DuckDB keeps it in
     # memory (about 230 MB at 1,000,000 rows, over its memory limit), and the marts would be
     # built on top of it. The checkpoint at publish then has nearly nothing left to do.
-    con.execute("CHECKPOINT")
+    checkpoint(con)
     started = time.perf_counter()
     rid = refresh_id or store.latest_refresh(con)
     if rid is None:
