@@ -26,6 +26,7 @@ import psutil
 
 from centsync.extract import TRANSACTION_SCHEMA
 from centsync.warehouse import Warehouse, split_valid
+from centsync.warehouse.fingerprints import local_category_spending, local_totals
 
 
 def _uuids(n: int) -> pl.Series:
@@ -187,15 +188,16 @@ def _loaded_warehouse(frame: pl.DataFrame, path: Path) -> None:
     _phase("refresh: copy + one-month replace + publish", month.height, month_replace)
 
     wh = Warehouse.open(path, read_only=True)
+    # the refresh's local fingerprint of the whole ledger (warehouse/fingerprints.py)
     _phase(
-        "local_fingerprints('month') (SQL)",
+        "local_totals, whole ledger (SQL)",
         frame.height,
-        lambda: wh.local_fingerprints("month"),
+        lambda: local_totals(wh.con, None, dt.date(2999, 12, 31)),
     )
     _phase(
-        "local_category_spending('month') (SQL)",
+        "local_category_spending, whole ledger (SQL)",
         frame.height,
-        lambda: wh.local_category_spending(),
+        lambda: local_category_spending(wh.con, None, dt.date(2999, 12, 31)),
     )
     wh.close()
 

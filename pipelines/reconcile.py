@@ -21,9 +21,12 @@ import polars as pl
 from centsync.extract import ApiClient
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
-from centsync.transform.calendar import month_end
+from centsync.transform.calendar import add_months, month_end, month_start, parse_month
 from centsync.warehouse import marts as store
+from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
+from centsync.warehouse.fingerprints import local_totals
+from centsync.warehouse.session import checkpoint
 
 Source = Literal["refresh", "offline", "live"]
 # Confirmation requests a reconciliation may spend on differing months (one summary each).
@@ -104,61 +107,24 @@ def fetch_aggregates(
     """
     summary = client.accounts_summary()
     nw = client.net_worth()
-    (tz,) = con.execute("SELECT any_value(timezone) FROM core.settings").fetchall()
-    zone = ZoneInfo(str(tz[0])) if tz[0] else dt.UTC
+    timezone = warehouse_reads.settings_timezone(con)
+    zone = ZoneInfo(timezone) if timezone else dt.UTC
     today = (nw.as_of or dt.datetime.now(dt.UTC)).astimezone(zone).date()
-    ((first, last),) = con.execute(
-        "SELECT min(booked_at), max(booked_at) FROM core.transactions"
-    ).fetchall()
+    first, last = warehouse_reads.booked_range(con)
     lo = first or today
     hi = max(last or today, today)
-    requests, rows = [], []
+    requests: list[dict[str, Any]] = []
+    rows: list[pl.DataFrame] = []
     for group_by in ("category", "merchant", "month"):
-        sp = client.spending(lo, hi, group_by=group_by)
-        requests.append({"group_by": group_by, "from_date": lo, "to_date": hi})
-        rows.append(
-            sp.rows.select("key", "label", "amount", "count").with_columns(
-                group_by=pl.lit(group_by), from_date=pl.lit(lo), to_date=pl.lit(hi)
-            )
-        )
-    whole = client.transactions_summary()
-    summaries: list[dict[str, Any]] = [
-        {
-            "scope": "all",
-            "from_date": None,
-            "to_date": None,
-            "count": whole.count,
-            "income": whole.income,
-            "expense": whole.expense,
-            "transfer": whole.transfer,
-            "net": whole.net,
-        }
-    ]
-    month = dt.date(lo.year, lo.month, 1)
+        _add_spending(client, lo, hi, group_by, requests, rows)
+    summaries = [_summary_row("all", None, None, client.transactions_summary())]
+    month = month_start(lo)
     while per_month and month <= hi:
         end = month_end(month)
         for group_by in ("category", "merchant"):
-            sp = client.spending(month, end, group_by=group_by)
-            requests.append({"group_by": group_by, "from_date": month, "to_date": end})
-            rows.append(
-                sp.rows.select("key", "label", "amount", "count").with_columns(
-                    group_by=pl.lit(group_by), from_date=pl.lit(month), to_date=pl.lit(end)
-                )
-            )
-        m = client.transactions_summary(month, end)
-        summaries.append(
-            {
-                "scope": "month",
-                "from_date": month,
-                "to_date": end,
-                "count": m.count,
-                "income": m.income,
-                "expense": m.expense,
-                "transfer": m.transfer,
-                "net": m.net,
-            }
-        )
-        month = end + dt.timedelta(days=1)
+            _add_spending(client, month, end, group_by, requests, rows)
+        summaries.append(_summary_row("month", month, end, client.transactions_summary(month, end)))
+        month = add_months(month, 1)
     return store.ServerAggregates(
         refresh_id="live",
         accounts_summary={
@@ -179,6 +145,40 @@ def fetch_aggregates(
         ),
         today=today,
     )
+
+
+def _add_spending(
+    client: ApiClient,
+    lo: dt.date,
+    hi: dt.date,
+    group_by: str,
+    requests: list[dict[str, Any]],
+    rows: list[pl.DataFrame],
+) -> None:
+    """Ask the service's spending of lo..hi by `group_by`; add the request and its rows."""
+    spending = client.spending(lo, hi, group_by=group_by)
+    requests.append({"group_by": group_by, "from_date": lo, "to_date": hi})
+    rows.append(
+        spending.rows.select("key", "label", "amount", "count").with_columns(
+            group_by=pl.lit(group_by), from_date=pl.lit(lo), to_date=pl.lit(hi)
+        )
+    )
+
+
+def _summary_row(
+    scope: str, lo: dt.date | None, hi: dt.date | None, summary: Any
+) -> dict[str, Any]:
+    """A transactions summary as a row of ServerAggregates.summaries."""
+    return {
+        "scope": scope,
+        "from_date": lo,
+        "to_date": hi,
+        "count": summary.count,
+        "income": summary.income,
+        "expense": summary.expense,
+        "transfer": summary.transfer,
+        "net": summary.net,
+    }
 
 
 def compare(
@@ -208,7 +208,11 @@ def gather_evidence(
     client: ApiClient | None,
     refresh_id: str,
 ) -> rules.Evidence:
-    """What it takes to explain the differences: each piece only when something differs."""
+    """What it takes to explain the differences: each piece only when something differs.
+
+    `tx` is kept for callers (bench/transform.py); the months' local totals come from the
+    warehouse's fingerprint, the one the refresh compares.
+    """
     ev = rules.Evidence()
     differ = results.filter(pl.col("status") == "differ")
     if differ.is_empty():
@@ -243,19 +247,7 @@ def gather_evidence(
             .to_list()
         )
         if client is not None and months:
-            for month in months[:CONFIRM_MONTHS]:
-                ev.confirmed.add(month)
-                lo = dt.date.fromisoformat(month + "-01")
-                hi = month_end(lo)
-                now = client.transactions_summary(lo, hi)
-                local = tx.filter(pl.col("booked_at").is_between(lo, hi))
-                if (now.count, now.net) != (
-                    local.height,
-                    int(local["amount"].sum() or 0),
-                ) or now.expense != int(
-                    local.filter(pl.col("type") == "expense")["amount"].sum() or 0
-                ):
-                    ev.changed_on_server.add(month)
+            _confirm(con, client, months[:CONFIRM_MONTHS], ev)
     if acc_checks.height:
         local_acc = store.accounts(con)
         local_rows, received_rows = store.differing_accounts(con)
@@ -277,6 +269,22 @@ def gather_evidence(
     if tampered:
         ev.tampered = pl.concat(tampered, how="vertical_relaxed")
     return ev
+
+
+def _confirm(
+    con: duckdb.DuckDBPyConnection, client: ApiClient, months: list[str], ev: rules.Evidence
+) -> None:
+    """Ask the service's summary of each differing month (a request each): the months whose
+    count, net or spending no longer match the local rows changed on the service."""
+    for month in months:
+        ev.confirmed.add(month)
+        lo = parse_month(month)
+        hi = month_end(lo)
+        now = client.transactions_summary(lo, hi)
+        # the warehouse's fingerprint of the month, the one the refresh compares
+        count, income, expense, transfer = local_totals(con, lo, hi)
+        if (now.count, now.net, now.expense) != (count, income + expense + transfer, expense):
+            ev.changed_on_server.add(month)
 
 
 def _hidden_accounts(accounts: pl.DataFrame, results: pl.DataFrame) -> dict[str, str]:
@@ -312,7 +320,7 @@ def reconcile(
     # Write what the refresh loaded to the file first: until a checkpoint DuckDB keeps it in
     # memory (about 230 MB at 1,000,000 rows, over its memory limit), and the marts would be
     # built on top of it. The checkpoint at publish then has nearly nothing left to do.
-    con.execute("CHECKPOINT")
+    checkpoint(con)
     started = time.perf_counter()
     rid = refresh_id or store.latest_refresh(con)
     if rid is None:

@@ -7,7 +7,7 @@ never see a half-done refresh:
     with Warehouse.refreshing(mode="incremental") as wh:
         tz = wh.snapshot_settings(settings_body)          # tz.timezone_changed -> go full
         wh.snapshot_accounts(accounts_frame)
-        local = wh.local_fingerprints("year")             # compare with the server's summaries
+        present = wh.months_present()                     # 'YYYY-MM' with local rows
         with wh.batched() as batch:                       # months packed into ~100k-row loads
             batch.add(["2024-05"], month_frame, reason="hot window")
         wh.load_net_worth(net_worth_body)

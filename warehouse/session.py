@@ -324,10 +324,26 @@ class Session:
                 [key, value],
             )
 
+    def refresh_settings(
+        self, *, memory: str | None = None, single_thread: bool | None = None
+    ) -> None:
+        """DuckDB's knobs for a refresh: its buffer pool (`memory`, a DuckDB size such as
+        '160MB'; it spills past it), and one thread or DuckDB's default (all cores)."""
+        if memory is not None:
+            quoted = memory.replace("'", "''")  # a setting's text, never SQL
+            self.con.execute(f"SET memory_limit = '{quoted}'")
+        if single_thread is not None:
+            self.con.execute("SET threads = 1" if single_thread else "RESET threads")
+
     def get_meta(self, key: str) -> str | None:
         """Read one ops.meta key (None when unset)."""
         row = self._one("SELECT value FROM ops.meta WHERE key = ?", [key])
         return None if row is None or row[0] is None else str(row[0])
+
+
+def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
+    """Write what the connection holds in memory to its file (DuckDB's CHECKPOINT)."""
+    con.execute("CHECKPOINT")
 
 
 def is_interrupt(exc: BaseException) -> bool:

@@ -4,7 +4,7 @@
     ledger.py             month replacement, the streaming stage, month batches
     snapshots.py          accounts, connections, sync status, settings (core + history)
     server_aggregates.py  the service's aggregates (server.*)
-    fingerprints.py       month fingerprints and the refresh's read helpers
+    fingerprints.py       a range's local fingerprint, month state, the refresh's read helpers
     common.py             load results, refresh counters, month keys
 
 Every name that used to live here is importable from here.

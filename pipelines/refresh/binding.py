@@ -14,9 +14,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
-
 from centsync.warehouse import connect_readonly
+from centsync.warehouse.reads import meta_values
 
 KEYS = (
     "source.base_url",
@@ -68,14 +67,7 @@ def read(path: Path) -> Binding | None:
         return None
     con = connect_readonly(path)
     try:
-        rows = dict(
-            con.execute(
-                f"SELECT key, value FROM ops.meta WHERE key IN ({', '.join('?' * len(KEYS))})",
-                list(KEYS),
-            ).fetchall()
-        )
-    except duckdb.CatalogException:  # a file with no ops schema yet
-        return None
+        rows = meta_values(con, KEYS)  # empty for a file with no ops schema yet
     finally:
         con.close()
     if not rows.get("source.base_url") or not rows.get("source.account_id"):

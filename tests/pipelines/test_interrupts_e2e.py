@@ -15,7 +15,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import centsync.pipelines.refresh.run as refresh_module
+import centsync.pipelines.refresh.plan as refresh_module
 from centsync.extract import ApiClient
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh

@@ -199,12 +199,32 @@ def test_a_sigkilled_refresh_leaves_the_published_file_whole_and_the_next_one_co
     assert _leftovers(db_path) == []
 
 
+def _resumable(handle: Warehouse) -> list[str]:
+    """Months re-read by unfinished refreshes since the last successful one: what a stopped
+    refresh's published progress kept."""
+    return (
+        handle.query(
+            """
+            SELECT DISTINCT strftime(r.month, '%Y-%m') AS month FROM ops.month_reads r
+            JOIN ops.refreshes f USING (refresh_id)
+            WHERE f.status <> 'succeeded'
+              AND f.started_at > coalesce(
+                  (SELECT max(started_at) FROM ops.refreshes WHERE status = 'succeeded'),
+                  '-infinity'::TIMESTAMPTZ)
+            ORDER BY 1
+            """
+        )
+        .get_column("month")
+        .to_list()
+    )
+
+
 def test_a_killed_refresh_resumes_from_its_published_progress(db_path: Path) -> None:
     _seed(db_path, 10)
     _killed_writer(db_path, 2, "progress")
     assert _count(db_path) == 2_010  # the progress it published is whole
     with Warehouse.refreshing(db_path, mode="full") as wh:
-        assert wh.resumable_months() == ["2024-02"]
+        assert _resumable(wh) == ["2024-02"]
         statuses = wh.query("SELECT status FROM ops.refreshes ORDER BY started_at").get_column(
             "status"
         )
@@ -224,7 +244,7 @@ def test_a_failure_after_published_progress_keeps_the_progress_and_says_failed(
     assert _count(db_path) == 17  # the published progress, not the unpublished tail
     with Warehouse.open(db_path, read_only=True) as ro:
         assert ro.refresh_status("r-progress") == "failed"
-        assert ro.resumable_months() == ["2024-02"]
+        assert _resumable(ro) == ["2024-02"]
         assert ro.months_present() == ["2024-01", "2024-02"]
     assert _leftovers(db_path) == []
 

@@ -100,7 +100,7 @@ def test_settings_snapshot_reports_a_timezone_change(wh: Warehouse) -> None:
     assert not again.timezone_changed
     changed = wh.snapshot_settings({"timezone": "America/New_York", "currency": "EUR", "extra": 1})
     assert changed.timezone_changed
-    assert wh.last_timezone() == "America/New_York"
+    assert wh.get_meta("timezone") == "America/New_York"
     assert wh.con.execute("SELECT raw->>'extra' FROM raw.settings").fetchone() == ("1",)
 
 
@@ -109,7 +109,7 @@ def test_an_invalid_timezone_is_rejected_and_the_last_one_kept(wh: Warehouse) ->
     bad = wh.snapshot_settings({"timezone": "Mars/Olympus", "currency": "EUR"})
     assert bad.rejected == 1
     assert bad.timezone is None
-    assert wh.last_timezone() == "Europe/Madrid"
+    assert wh.get_meta("timezone") == "Europe/Madrid"
     assert "not an IANA timezone" in wh.rejected_rows().get_column("reason")[0]
 
 

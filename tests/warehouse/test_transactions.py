@@ -162,33 +162,6 @@ def test_month_reads_and_state_record_what_was_read_and_why(wh: Warehouse) -> No
     assert wh.stats.months_reread[0] == {"month": "2024-01", "reason": "hot window"}
 
 
-def test_record_month_fingerprints_upserts_the_server_side(wh: Warehouse) -> None:
-    wh.record_month_fingerprints(
-        [
-            {
-                "month": "2024-01",
-                "count": 3,
-                "income": 10,
-                "expense": -5,
-                "transfer": 0,
-                "category_hash": "ab",
-            }
-        ]
-    )
-    wh.record_month_fingerprints(
-        [{"month": "2024-01", "count": 4, "income": 10, "expense": -6, "transfer": 0, "net": 4}]
-    )
-    state = wh.month_state()
-    assert state.select("server_count", "server_expense", "server_net", "checked_refresh").row(
-        0
-    ) == (
-        4,
-        -6,
-        4,
-        "r1",
-    )
-
-
 def test_a_batch_packs_months_and_the_later_read_of_a_month_wins(wh: Warehouse) -> None:
     jan = transactions(10, months=["2024-01"], seed=21)
     feb = transactions(10, months=["2024-02"], seed=22)

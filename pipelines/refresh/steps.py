@@ -1,0 +1,372 @@
+"""The steps of one refresh: ask the service and the warehouse, let the plan decide, read.
+
+Plain Python over the extract client and the warehouse, so the Dagster assets, the CLI and the
+tests all run the same code. Requests are the scarce resource: every step below is chosen to
+spend the fewest of them (see docs/refresh.md for the request budget); the choices themselves
+are plan.py's.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Sequence
+from typing import Any
+from zoneinfo import ZoneInfo
+
+import orjson
+import polars as pl
+
+from centsync.extract import ApiClient, Me
+from centsync.pipelines.refresh import binding, plan
+from centsync.pipelines.refresh import fingerprints as fp
+from centsync.pipelines.refresh.plan import Range, Window
+from centsync.pipelines.refresh.read import WindowRead, WindowReader
+from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
+from centsync.transform.calendar import contiguous, month_key, parse_month
+from centsync.warehouse import Warehouse
+from centsync.warehouse import reads as warehouse_reads
+from centsync.warehouse.fingerprints import local_totals
+
+log = logging.getLogger("centsync.refresh")
+
+# the far end of a range open above: later than any booked_at
+FAR_FUTURE = dt.date(2999, 12, 31)
+
+
+class Refresher:
+    """Runs one refresh of `warehouse` (a working copy) from `client`."""
+
+    def __init__(
+        self,
+        client: ApiClient,
+        warehouse: Warehouse,
+        options: RefreshOptions,
+        *,
+        me: Me | None = None,
+        source: str = "",
+        written_months: Sequence[dt.date] = (),
+    ) -> None:
+        self.me = me
+        self.source = source
+        self.client = client
+        self.warehouse = warehouse
+        self.options = options
+        # months the write-back changed on the service and no refresh has read since: re-read
+        # even where the fingerprints cannot see the change
+        self.written_months = list(written_months)
+        self.summary = RefreshSummary(refresh_id=warehouse.refresh_id or "", source=source)
+        # the service's answers, landed in server.* for reconciliation
+        self.summaries: list[dict[str, Any]] = []
+        self.spendings: list[dict[str, Any]] = []
+        self.reader = WindowReader(
+            client,
+            warehouse,
+            batch_pages=plan.batch_pages(me.minute_limit if me is not None else 0),
+            progress=options.progress,
+        )
+
+    # ---- the steps ---------------------------------------------------------------------------
+    def run(self) -> RefreshSummary:
+        """Every step, in order; returns what the refresh did."""
+        started = time.monotonic()
+        me = self.me or self.client.me()
+        self._note_owner(me)
+        settings, net_worth = self.client.gather(lambda a: a.settings(), lambda a: a.net_worth())
+        settings_result = self.warehouse.snapshot_settings(orjson.loads(settings.raw))
+        self.summary.timezone = settings.timezone
+        self._bind(me.account_id, settings.currency, settings.timezone)
+        self.warehouse.load_net_worth(orjson.loads(net_worth.raw))
+        # "Today" is the service's, read off net worth's as_of, in the settings timezone.
+        now = net_worth.as_of or dt.datetime.now(dt.UTC)
+        # every month read is recorded as verified at the service's "now"
+        self.warehouse.service_now = now
+        today = now.astimezone(ZoneInfo(settings.timezone)).date()
+        hot_start = plan.hot_window_start(today, self.options.hot_months)
+        self.summary.mode, self.summary.reason = plan.choose_mode(
+            forced=self.options.months,
+            requested=self.options.mode,
+            timezone_changed=settings_result.timezone_changed,
+            previous_timezone=settings_result.previous_timezone,
+            timezone=settings_result.timezone,
+            has_local_rows=bool(self.warehouse.months_present()),
+        )
+        if self.options.months is not None:
+            self._read([plan.forced_window(self.options.months)], reason="forced")
+        elif self.summary.mode == "full":
+            self._full(today, hot_start)
+        else:
+            self._incremental(hot_start, now)
+        # Snapshots and aggregates after the ledger: balances then include every row the
+        # ledger read saw. They are independent of each other: asked for at once.
+        self._after_ledger(today)
+        oldest = self.warehouse.verification_order().filter(pl.col("month") < month_key(hot_start))
+        if oldest.height and oldest.item(0, "verified_at") is not None:
+            self.summary.oldest_verified = oldest.item(0, "verified_at").date().isoformat()
+        self.summary.seconds = time.monotonic() - started
+        return self.summary
+
+    def _note_owner(self, me: Me) -> None:
+        """Whose data this is, and the key's expiry (a warning when it is soon)."""
+        self.summary.owner = me.account_id
+        expires = me.key_expires_at
+        self.summary.key_expires_at = expires.isoformat() if expires else None
+        warning = plan.key_warning(expires, dt.datetime.now(dt.UTC))
+        if warning is not None:
+            self.summary.warnings.append(warning)
+
+    def _incremental(self, hot_start: dt.date, now: dt.datetime) -> None:
+        """Prove the history by fingerprints (not in `hot` mode), read back what the write-back
+        changed, verify the months verified longest ago, and read the hot window."""
+        incremental = self.summary.mode == "incremental"
+        if incremental:
+            self._check_history(self.warehouse.months_present(), hot_start)
+        for window in plan.written_windows(self.written_months, hot_start):
+            self._read([window], reason="written back")
+        if incremental:
+            self._verify_oldest(hot_start, now)
+        self._read([(hot_start, None)], reason="hot window")
+
+    def _verify_oldest(self, hot_start: dt.date, now: dt.datetime) -> None:
+        """Rolling verification: re-read the months verified longest ago (DESIGN 2, docs/refresh.md).
+
+        Some edits change no aggregate the API offers (a date moved within its month, a renamed
+        income, two amounts swapped within one merchant). Every month is re-read at least once
+        per ``verify_days`` of the service's clock: a month older than that is always read, and
+        each refresh reads the oldest others within its page budget (plan.verification_budget).
+        """
+        if self.options.verify_days <= 0:
+            return
+        period = dt.timedelta(days=self.options.verify_days)
+        order = self.warehouse.verification_order()
+        months = order.filter(pl.col("month") < month_key(hot_start))
+        if months.height == 0:
+            return
+        last = self.warehouse.get_meta("verify.last_at")
+        budget = plan.verification_budget(
+            int(months.get_column("rows").sum()),
+            least_pages=self.options.verify_pages,
+            last_at=dt.datetime.fromisoformat(last) if last else None,
+            now=now,
+            period=period,
+        )
+        chosen = plan.months_to_verify(
+            months.iter_rows(), budget=budget, due_before=now - period, read=self._months_read()
+        )
+        self.warehouse.set_meta("verify.last_at", now.isoformat())
+        for window in plan.month_windows(chosen):
+            self._read([window], reason="verification (verified longest ago)")
+        self.summary.months_verified = len(chosen)
+
+    def _bind(self, account_id: str, currency: str, timezone: str) -> None:
+        """Record the warehouse's source (its first binding time is kept)."""
+        if not self.source:
+            return
+        first = self.warehouse.get_meta("source.bound_at")
+        for key, value in binding.meta(self.source, account_id, currency, timezone).items():
+            if key == "source.bound_at" and first:
+                continue
+            self.warehouse.set_meta(key, value)
+        self.warehouse.set_meta("key.expires_at", self.summary.key_expires_at)
+
+    def _full(self, today: dt.date, hot_start: dt.date) -> None:
+        """Read the whole ledger in a few big windows, then prove it against the server's totals.
+
+        Windows are not verified one by one (a summary request each): the whole-ledger summary
+        before and after the read must both equal the rows landed. If the server changed while
+        it was read, the per-year fingerprints find the years that moved and those are re-read.
+        """
+        before = self.client.transactions_summary()
+        total = before.count
+        self.warehouse.refresh_settings(single_thread=plan.single_thread(total))
+        if self.options.expect is not None:
+            self.options.expect(total)
+        if total == 0:
+            self._replace_everything_with_nothing()
+        elif total <= plan.WINDOW_ROWS:
+            # A small ledger is one window: no dates needed, one partial page in all.
+            self._read([(None, None)], reason=self.summary.reason, verify=False)
+        else:
+            self._read_packed(today)
+        after = self._whole_summary()
+        server = {
+            (before.count, before.income, before.expense, before.transfer),
+            (after.count, after.income, after.expense, after.transfer),
+        }
+        if server != {local_totals(self.warehouse.con, None, FAR_FUTURE)}:
+            log.info("the ledger changed while it was read: checking every year's fingerprint")
+            self.summary.reason += "; changed during the read, repaired by fingerprints"
+            present = self.warehouse.months_present()
+            if present:
+                self._check_history(present, hot_start)
+            self._read([(hot_start, None)], reason="hot window")
+
+    def _read_packed(self, today: dt.date) -> None:
+        """A big ledger: windows packed from its span, then local months none covered emptied."""
+        span = self._span()
+        if span is None:
+            self._replace_everything_with_nothing()
+            return
+        oldest, newest, total = span
+        windows = plan.pack(oldest, max(newest, today), total)
+        planned: list[Window] = list(windows)
+        self._read(
+            plan.open_ends(windows), reason=self.summary.reason, planned=planned, verify=False
+        )
+        seen = plan.months_covered(windows)
+        read = self._months_read()
+        stale = [
+            m
+            for m in self.warehouse.months_present()
+            if parse_month(m) not in seen and not plan.already_read(m, read)
+        ]
+        if stale:
+            self.warehouse.replace_months(stale, self._empty(), reason=self.summary.reason)
+
+    def _whole_summary(self) -> Any:
+        whole = self.client.transactions_summary()
+        self._record_summary("all", None, None, whole)
+        return whole
+
+    def _record_summary(
+        self, scope: str, lo: dt.date | None, hi: dt.date | None, summary: Any
+    ) -> None:
+        """Keep a fetched summary for server.transactions_summary."""
+        self.summaries.append(
+            {
+                "scope": scope,
+                "from": lo,
+                "to": hi,
+                "count": summary.count,
+                "income": summary.income,
+                "expense": summary.expense,
+                "transfer": summary.transfer,
+                "net": summary.net,
+            }
+        )
+
+    def _span(self) -> tuple[dt.date, dt.date, int] | None:
+        """Oldest and newest booked_at and the row count: two one-row pages."""
+        newest, envelope = self.client.transactions_page(1, limit=1, raw=False)
+        total = int(envelope.get("total") or 0)
+        if total == 0 or newest.height == 0:
+            return None
+        oldest, _ = self.client.transactions_page(total, limit=1, raw=False)
+        last = (
+            oldest.get_column("booked_at")[0]
+            if oldest.height
+            else newest.get_column("booked_at")[0]
+        )
+        return last, newest.get_column("booked_at")[0], total
+
+    def _check_history(self, present: list[str], hot_start: dt.date) -> None:
+        """Per-year fingerprints of everything before the hot window; drill into years that differ.
+
+        Every year's fingerprint is asked for at once (one round trip), then compared in order.
+        """
+        first_local = parse_month(present[0])
+        years = plan.history_years(first_local, hot_start)
+        found = self._fingerprints([year_range for _, year_range in years], "year")
+        for (year, year_range), server in zip(years, found, strict=True):
+            months = plan.month_ranges(year_range, first_local)
+            self.summary.months_checked += len(months)
+            if server == fp.local(self.warehouse.con, *year_range):
+                continue
+            count = server[0][0]
+            # Drilling costs three requests a month; re-reading the year costs its pages.
+            if plan.cheaper_to_read(count, len(months)):
+                if self.options.expect is not None:
+                    self.options.expect(count)
+                self._read([year_range], reason=f"year {year} differs")
+                continue
+            per_month = self._fingerprints(months, "month")
+            differing = [
+                month
+                for month, got in zip(months, per_month, strict=True)
+                if got != fp.local(self.warehouse.con, *month)
+            ]
+            for window in contiguous(differing):
+                self._read([window], reason=f"month differs in {year}")
+
+    def _fingerprints(self, ranges: list[Range], scope: str) -> list[fp.Fingerprint]:
+        """The service's fingerprints of `ranges`, asked at once; responses kept for `server.*`."""
+        out = []
+        for (lo, hi), (found, summary, spendings) in zip(
+            ranges, fp.server(self.client, ranges), strict=True
+        ):
+            self._record_summary(scope, lo, hi, summary)
+            self.spendings.extend(spendings)
+            out.append(found)
+        return out
+
+    def _read(
+        self,
+        windows: Sequence[Window],
+        *,
+        reason: str,
+        planned: Sequence[Window] | None = None,
+        verify: bool = True,
+    ) -> None:
+        """Read windows (read.py) and account for them in the summary."""
+        for window in self.reader.read(windows, reason=reason, planned=planned, verify=verify):
+            self._account(window)
+
+    def _account(self, window: WindowRead) -> None:
+        self.summary.floor += window.floor
+        self.summary.rereads += window.rereads
+        if window.changed is not None:
+            self.summary.months_reread.append(
+                {
+                    "from": window.months[0],
+                    "to": window.months[-1],
+                    "months": len(window.months),
+                    "rows": window.rows,
+                    "changed": window.changed,
+                    "reason": window.reason,
+                }
+            )
+
+    def _months_read(self) -> list[tuple[str, str]]:
+        """The (first, last) month ranges this refresh has read whole so far."""
+        return [(r["from"], r["to"]) for r in self.summary.months_reread]
+
+    def _empty(self) -> pl.DataFrame:
+        from centsync.extract import TRANSACTION_SCHEMA
+
+        return pl.DataFrame(schema=TRANSACTION_SCHEMA)
+
+    def _replace_everything_with_nothing(self) -> None:
+        present = self.warehouse.months_present()
+        if present:
+            self.warehouse.replace_months(
+                present, self._empty(), reason="the server has no transactions"
+            )
+
+    def _after_ledger(self, today: dt.date) -> None:
+        """Accounts, connections, sync status and the server's own aggregates (landed for
+        reconciliation), every request made at once."""
+        first, last = warehouse_reads.booked_range(self.warehouse.con)
+        lo = first or today
+        hi = max(last or today, today)
+        whole = not any(r["scope"] == "all" for r in self.summaries)
+        groups = ("category", "merchant", "month")
+        got = self.client.gather(
+            lambda a: a.accounts(),
+            lambda a: a.connections(),
+            lambda a: a.sync_status(),
+            lambda a: a.accounts_summary(),
+            *(lambda a, g=g: a.spending(lo, hi, group_by=g) for g in groups),
+            *([lambda a: a.transactions_summary()] if whole else []),
+        )
+        accounts, connections, sync, accounts_summary = got[:4]
+        self.warehouse.snapshot_accounts(accounts)
+        self.warehouse.snapshot_connections(connections)
+        self.warehouse.snapshot_sync_status(sync)
+        self.warehouse.load_accounts_summary(orjson.loads(accounts_summary.raw))
+        self.spendings.extend(orjson.loads(sp.raw) for sp in got[4 : 4 + len(groups)])
+        if whole:
+            self._record_summary("all", None, None, got[-1])
+        self.warehouse.load_transactions_summaries(self.summaries)
+        self.warehouse.load_spending(self.spendings)
+        self.summary.transactions = warehouse_reads.transaction_count(self.warehouse.con)
