@@ -34,9 +34,10 @@ class WritebackReference:
     currency: str | None
 
 
-def _frame(
+def _writeback_frame(
     con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
 ) -> pl.DataFrame:
+    """A query's result as a Polars frame."""
     frame = pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
     return frame
@@ -46,8 +47,8 @@ def writeback_reference(
     con: duckdb.DuckDBPyConnection, transaction_ids: Sequence[str]
 ) -> WritebackReference:
     """The reference data of a write-back, with the types of `transaction_ids` only."""
-    accounts = _frame(con, "SELECT id::VARCHAR AS id, name, currency FROM core.accounts")
-    categories = _frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
+    accounts = _writeback_frame(con, "SELECT id::VARCHAR AS id, name, currency FROM core.accounts")
+    categories = _writeback_frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
     goals = [
         str(r[0])
         for r in con.execute(
@@ -55,7 +56,7 @@ def writeback_reference(
             "WHERE expense_goal_id IS NOT NULL"
         ).fetchall()
     ]
-    transactions = _frame(
+    transactions = _writeback_frame(
         con,
         "SELECT id::VARCHAR AS id, type FROM core.transactions "
         "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",

@@ -372,7 +372,6 @@ def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "CENTSYNC_INBOX": str(env.warehouse.parent / "inbox")},
     )
     assert zygote.stdin is not None and zygote.stdout is not None
     assert zygote.stdout.readline().strip() == b"zygote"
