@@ -1,7 +1,8 @@
 """Write-back requests, planned: inbox CSV rows and analysts' request rows in, exact request
 bodies with their derived idempotency keys (or a reason per rejected row) out.
 
-Pure: bytes and reference frames in, plans out. No files, no network, no clock.
+Pure: cells and reference frames in, plans out. No files, no network, no clock. (Reading the
+inbox's CSV files and writing their errors files is `pipelines/writeback/inbox_csv.py`.)
 
 Every rule of the seed and the contract is checked here, before any request: lengths in code
 points, integer cents within +/- 10^12 converted exactly from a decimal (more decimals than the
@@ -18,7 +19,6 @@ of it) maps to the same keys.
 
 from __future__ import annotations
 
-import csv
 import datetime as dt
 import hashlib
 import re
@@ -30,13 +30,14 @@ from typing import Any
 import orjson
 import polars as pl
 
+from centsync.transform.contract import MAX_AMOUNT, TRANSACTION_TYPES, UUID_RE
+
 # The body schema version: part of every key, so a change of what a body means never replays an
 # old key with a new meaning.
 BODY_SCHEMA = "v1"
 KEY_NAMESPACE = uuid.UUID("6f1f3c8e-5b7a-5d43-9a52-63656e747379")  # fixed: keys must never change
 
 OPERATIONS = ("create", "edit", "assign")
-TYPES = ("expense", "income", "transfer")
 COLUMNS = (
     "event_id",
     "operation",
@@ -57,7 +58,6 @@ REQUIRED = {
 }
 EDITABLE = ("concept", "category", "notes", "amount", "booked_at", "type")
 MAX_CONCEPT, MAX_NOTES = 200, 2000
-MAX_AMOUNT = 10**12  # contract section 4: an integer within +/- 10^12
 MAX_EVENT_ID = 200
 
 # ISO 4217 minor units where they are not 2 (the amount's decimals are checked against these).
@@ -88,7 +88,6 @@ _MINOR_UNITS = {
     **dict.fromkeys(["CLF", "UYW"], 4),
 }
 
-_UUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _DECIMAL_POINT = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?$")
 _DECIMAL_COMMA = re.compile(r"^([+-]?)(\d+)(?:,(\d+))?$")
@@ -165,7 +164,7 @@ def _text(value: str, name: str, lo: int, hi: int, *, one_line: bool) -> str:
     return value
 
 
-# ---------------------------------------------------------------------------------------- reading
+# ---------------------------------------------------------------------------------------- source rows
 
 
 @dataclass
@@ -176,81 +175,6 @@ class SourceRow:
     cells: dict[str, str]
     text: str  # the row as read, for the rejected file and the outbox
     problem: str | None = None  # a row-level reading problem (wrong number of fields)
-
-
-@dataclass
-class ReadFile:
-    rows: list[SourceRow]
-    problem: str | None  # a file-level problem (encoding, header): no row is used
-    decimal_comma: bool = False
-    delimiter: str = ","
-
-
-def read_csv(data: bytes) -> ReadFile:
-    """Decode an inbox file (UTF-8 with or without BOM; comma or semicolon; quoted fields)."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        return ReadFile(
-            [],
-            f"not UTF-8 (byte {e.start}: {data[e.start : e.start + 1]!r}): save the file as "
-            "UTF-8 and drop it again",
-        )
-    if not text.strip():
-        return ReadFile([], "empty file: the first line must be the header")
-    first = text.split("\n", 1)[0]
-    delimiter = ";" if first.count(";") > first.count(",") else ","
-    lines = text.splitlines(keepends=True)
-    reader = csv.reader(lines, delimiter=delimiter, strict=True)
-    try:
-        header = [h.strip().lower() for h in next(reader)]
-    except csv.Error as e:
-        return ReadFile([], f"unreadable header: {e}")
-    unknown = [h for h in header if h not in COLUMNS]
-    dupes = sorted({h for h in header if header.count(h) > 1})
-    # a file of edits and assigns names transaction_id; any other file must be able to create
-    missing = (
-        [] if "transaction_id" in header else [c for c in REQUIRED["create"] if c not in header]
-    )
-    if unknown or dupes or missing:
-        parts = []
-        if unknown:
-            parts.append(f"unknown column(s) {', '.join(map(repr, unknown))}")
-        if dupes:
-            parts.append(f"repeated column(s) {', '.join(dupes)}")
-        if missing:
-            parts.append(f"missing column(s) {', '.join(missing)}")
-        return ReadFile(
-            [],
-            f"the header has {'; '.join(parts)}: the first line must name columns among "
-            f"{', '.join(COLUMNS)} (see the README's inbox format)",
-        )
-    rows: list[SourceRow] = []
-    try:
-        while True:
-            start = reader.line_num + 1
-            try:
-                cells = next(reader)
-            except StopIteration:
-                break
-            raw = "".join(lines[start - 1 : reader.line_num]).rstrip("\r\n")
-            if not cells or all(not c.strip() for c in cells):
-                continue  # blank lines are not requests
-            if len(cells) != len(header):
-                rows.append(
-                    SourceRow(
-                        start,
-                        {},
-                        raw,
-                        f"{len(cells)} fields where the header has {len(header)}: "
-                        "quote a field that contains the separator",
-                    )
-                )
-                continue
-            rows.append(SourceRow(start, dict(zip(header, cells, strict=True)), raw))
-    except csv.Error as e:
-        rows.append(SourceRow(reader.line_num, {}, "", f"unreadable from here on: {e}"))
-    return ReadFile(rows, None, decimal_comma=delimiter == ";", delimiter=delimiter)
 
 
 # ---------------------------------------------------------------------------------------- planning
@@ -298,7 +222,7 @@ def referenced_transactions(rows: Iterable[SourceRow]) -> list[str]:
         {
             r.cells.get("transaction_id", "").strip().lower()
             for r in rows
-            if _UUID.match(r.cells.get("transaction_id", "").strip())
+            if UUID_RE.match(r.cells.get("transaction_id", "").strip())
         }
     )
 
@@ -402,7 +326,7 @@ def _cell(cells: Mapping[str, str], name: str) -> str:
 
 def _by_id_or_name(frame: pl.DataFrame, v: str) -> pl.DataFrame:
     """The rows of ``frame`` whose id (a uuid, any case) or exact name is ``v``."""
-    if _UUID.match(v):
+    if UUID_RE.match(v):
         return frame.filter(pl.col("id").cast(pl.String) == v.lower())
     return frame.filter(pl.col("name") == v)
 
@@ -432,7 +356,7 @@ def _category(value: str, ref: Reference) -> str:
 
 def _goal(value: str, ref: Reference) -> str:
     v = value.strip().lower()
-    if not _UUID.match(v):
+    if not UUID_RE.match(v):
         raise RowError("expense_goal_id", f"{value!r} is not a uuid")
     if v not in ref.expense_ids:
         raise RowError(
@@ -444,7 +368,7 @@ def _goal(value: str, ref: Reference) -> str:
 
 
 def _type_against_sign(typ: str | None, amount: int) -> str | None:
-    if typ is not None and typ not in TYPES:
+    if typ is not None and typ not in TRANSACTION_TYPES:
         raise RowError("type", f"{typ!r}: use expense, income or transfer")
     if typ is None and amount == 0:
         raise RowError("type", "an amount of 0 needs an explicit type")
@@ -460,61 +384,83 @@ def _type_against_sign(typ: str | None, amount: int) -> str | None:
 
 
 def _fill(p: Planned, cells: Mapping[str, str], ref: Reference, decimal_comma: bool) -> None:
+    """Check a row against its operation's rules and set the request it makes on `p`."""
     op = p.operation
     missing = [c for c in REQUIRED[op] if not _cell(cells, c).strip()]
     if missing:
         raise RowError(missing[0], f"empty: a {op} needs {', '.join(REQUIRED[op])}")
     if op == "create":
-        account_id, currency = _account(_cell(cells, "account"), ref)
-        amount = parse_amount(_cell(cells, "amount"), currency, decimal_comma=decimal_comma)
-        booked = parse_date(_cell(cells, "booked_at"))
-        concept = _text(_cell(cells, "concept"), "concept", 1, MAX_CONCEPT, one_line=True)
-        typ = _type_against_sign(_cell(cells, "type").strip().lower() or None, amount)
-        body: dict[str, Any] = {
-            "account_id": account_id,
-            "amount": amount,
-            "concept": concept,
-            "booked_at": booked.isoformat(),
-        }
-        if typ:
-            body["type"] = typ
-        if _cell(cells, "category").strip():
-            body["category_id"] = _category(_cell(cells, "category"), ref)
-        if _cell(cells, "notes"):
-            body["notes"] = _text(_cell(cells, "notes"), "notes", 0, MAX_NOTES, one_line=False)
-        if _cell(cells, "expense_goal_id").strip():
-            body["expense_goal_id"] = _goal(_cell(cells, "expense_goal_id"), ref)
-            effective = typ or ("expense" if amount < 0 else "income")
-            if effective != "expense":
-                raise RowError("expense_goal_id", "only an expense can be assigned to an Expense")
-        if _cell(cells, "transaction_id").strip():
-            raise RowError("transaction_id", "a create makes a new transaction: leave it empty")
-        p.method, p.path, p.body = "POST", "/v1/transactions", body
-        p.account_id, p.booked_at, p.amount, p.concept = account_id, booked, amount, concept
+        _plan_create(p, cells, ref, decimal_comma)
         return
-    tid = _cell(cells, "transaction_id").strip().lower()
-    if not _UUID.match(tid):
+    tid = _known_transaction(_cell(cells, "transaction_id").strip().lower(), ref)
+    p.transaction_id = tid
+    if op == "assign":
+        _plan_assign(p, cells, ref, tid)
+    else:
+        _plan_edit(p, cells, ref, tid, decimal_comma)
+
+
+def _plan_create(p: Planned, cells: Mapping[str, str], ref: Reference, decimal_comma: bool) -> None:
+    """A new transaction: POST /v1/transactions with every field the row gives."""
+    account_id, currency = _account(_cell(cells, "account"), ref)
+    amount = parse_amount(_cell(cells, "amount"), currency, decimal_comma=decimal_comma)
+    booked = parse_date(_cell(cells, "booked_at"))
+    concept = _text(_cell(cells, "concept"), "concept", 1, MAX_CONCEPT, one_line=True)
+    typ = _type_against_sign(_cell(cells, "type").strip().lower() or None, amount)
+    body: dict[str, Any] = {
+        "account_id": account_id,
+        "amount": amount,
+        "concept": concept,
+        "booked_at": booked.isoformat(),
+    }
+    if typ:
+        body["type"] = typ
+    if _cell(cells, "category").strip():
+        body["category_id"] = _category(_cell(cells, "category"), ref)
+    if _cell(cells, "notes"):
+        body["notes"] = _text(_cell(cells, "notes"), "notes", 0, MAX_NOTES, one_line=False)
+    if _cell(cells, "expense_goal_id").strip():
+        body["expense_goal_id"] = _goal(_cell(cells, "expense_goal_id"), ref)
+        effective = typ or ("expense" if amount < 0 else "income")
+        if effective != "expense":
+            raise RowError("expense_goal_id", "only an expense can be assigned to an Expense")
+    if _cell(cells, "transaction_id").strip():
+        raise RowError("transaction_id", "a create makes a new transaction: leave it empty")
+    p.method, p.path, p.body = "POST", "/v1/transactions", body
+    p.account_id, p.booked_at, p.amount, p.concept = account_id, booked, amount, concept
+
+
+def _known_transaction(tid: str, ref: Reference) -> str:
+    """The transaction an edit or assign names: a uuid the warehouse holds."""
+    if not UUID_RE.match(tid):
         raise RowError("transaction_id", f"{tid!r} is not a uuid")
     if tid not in ref.transactions:
         raise RowError(
             "transaction_id",
             f"no transaction {tid} in the warehouse: refresh first, or check the id",
         )
-    p.transaction_id = tid
-    if op == "assign":
-        for c in ("account", "booked_at", "amount", "concept", "category", "notes", "type"):
-            if _cell(cells, c).strip():
-                raise RowError(c, "an assign sets only expense_goal_id (empty clears it)")
-        goal = _cell(cells, "expense_goal_id").strip()
-        if ref.transactions[tid] != "expense":
-            raise RowError(
-                "transaction_id",
-                f"only an expense can be assigned to an Expense; this transaction is {ref.transactions[tid]}",
-            )
-        p.method, p.path = "POST", f"/v1/transactions/{tid}/expense"
-        p.body = {"expense_goal_id": _goal(goal, ref) if goal else None}
-        return
-    # edit: only the given fields change
+    return tid
+
+
+def _plan_assign(p: Planned, cells: Mapping[str, str], ref: Reference, tid: str) -> None:
+    """An Expense assignment (or clearing one): POST /v1/transactions/{id}/expense."""
+    for c in ("account", "booked_at", "amount", "concept", "category", "notes", "type"):
+        if _cell(cells, c).strip():
+            raise RowError(c, "an assign sets only expense_goal_id (empty clears it)")
+    goal = _cell(cells, "expense_goal_id").strip()
+    if ref.transactions[tid] != "expense":
+        raise RowError(
+            "transaction_id",
+            f"only an expense can be assigned to an Expense; this transaction is {ref.transactions[tid]}",
+        )
+    p.method, p.path = "POST", f"/v1/transactions/{tid}/expense"
+    p.body = {"expense_goal_id": _goal(goal, ref) if goal else None}
+
+
+def _plan_edit(
+    p: Planned, cells: Mapping[str, str], ref: Reference, tid: str, decimal_comma: bool
+) -> None:
+    """An edit: PATCH /v1/transactions/{id} with only the given fields."""
     for c in ("account", "expense_goal_id"):
         if _cell(cells, c).strip():
             what = (
@@ -523,7 +469,7 @@ def _fill(p: Planned, cells: Mapping[str, str], ref: Reference, decimal_comma: b
                 else "assign an Expense with operation assign"
             )
             raise RowError(c, what)
-    body = {}
+    body: dict[str, Any] = {}
     if _cell(cells, "concept"):
         body["concept"] = _text(_cell(cells, "concept"), "concept", 1, MAX_CONCEPT, one_line=True)
     if _cell(cells, "category").strip():
@@ -539,7 +485,7 @@ def _fill(p: Planned, cells: Mapping[str, str], ref: Reference, decimal_comma: b
         )
         _type_against_sign(typ or ref.transactions[tid], body["amount"])
     if typ:
-        if typ not in TYPES:
+        if typ not in TRANSACTION_TYPES:
             raise RowError("type", f"{typ!r}: use expense, income or transfer")
         body["type"] = typ
     if not body:
@@ -557,25 +503,3 @@ def request_rows(records: Iterable[Mapping[str, Any]]) -> list[SourceRow]:
         ).decode()
         out.append(SourceRow(int(rec["request_no"]), cells, text))
     return out
-
-
-class _Collect:
-    """A write target for csv.writer that keeps the text (no file: this layer does no I/O)."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def write(self, text: str) -> int:
-        self.parts.append(text)
-        return len(text)
-
-
-def errors_csv(planned: Sequence[Planned], delimiter: str = ",") -> str:
-    """The rejected rows of a file, each with its line and reason (kept verbatim)."""
-    out = _Collect()
-    w = csv.writer(out, delimiter=delimiter, lineterminator="\n")
-    w.writerow(["line", "reason", "row"])
-    for p in planned:
-        if p.reason is not None:
-            w.writerow([p.line, p.reason, p.text])
-    return "".join(out.parts)

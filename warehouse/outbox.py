@@ -320,12 +320,33 @@ class Outbox:
     # -- reading ------------------------------------------------------------------------------
 
     def rows(self, where: str = "true", params: Sequence[Any] = ()) -> list[dict[str, Any]]:
+        """The rows matching a condition of this module's own (every row by default), by id."""
         if not self.exists():
             return []
         with self.connect() as con:
             cur = con.execute(f"SELECT * FROM ops.outbox WHERE {where} ORDER BY id", list(params))
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def in_state(self, state: str) -> list[dict[str, Any]]:
+        """The rows in one state, oldest first."""
+        return self.rows("state = ?", [state])
+
+    def accepted(self) -> list[dict[str, Any]]:
+        """Sent rows the service gave an id (what a refresh can confirm), oldest first."""
+        return self.rows("state = 'sent' AND server_id IS NOT NULL")
+
+    def server_ids(self) -> set[str]:
+        """The service's ids the outbox's rows already hold (a lookup never claims one twice)."""
+        return {str(r["server_id"]) for r in self.rows("server_id IS NOT NULL")}
+
+    def others_under_key(self, idempotency_key: str, outbox_id: int) -> list[dict[str, Any]]:
+        """The other rows written under an idempotency key (earlier bodies of one event)."""
+        return self.rows("idempotency_key = ? AND id <> ?", [idempotency_key, outbox_id])
+
+    def keys_and_bodies(self) -> set[tuple[str, str]]:
+        """(idempotency key, body hash) of every row: what a dry run would find already queued."""
+        return {(r["idempotency_key"], r["body_sha256"]) for r in self.rows()}
 
     def counts(self) -> dict[str, int]:
         """Rows per state (every state listed, 0 where none)."""

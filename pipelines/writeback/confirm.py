@@ -10,6 +10,7 @@ import duckdb
 import orjson
 
 from centsync.warehouse.outbox import Outbox, mirror, outbox_path
+from centsync.warehouse.reads import months_of_transactions, transactions_as_sent
 
 
 def written_months(con: duckdb.DuckDBPyConnection, warehouse: Path) -> list[dt.date]:
@@ -20,7 +21,7 @@ def written_months(con: duckdb.DuckDBPyConnection, warehouse: Path) -> list[dt.d
         return []
     months: set[dt.date] = set()
     edited = []
-    for r in outbox.rows("state = 'sent'"):
+    for r in outbox.in_state("sent"):
         if r["booked_at"] is not None:
             months.add(r["booked_at"].replace(day=1))
         if r["transaction_id"] is not None:
@@ -29,12 +30,7 @@ def written_months(con: duckdb.DuckDBPyConnection, warehouse: Path) -> list[dt.d
         if r["operation"] == "edit" and "booked_at" in body:
             months.add(dt.date.fromisoformat(body["booked_at"]).replace(day=1))
     if edited:
-        for (m,) in con.execute(
-            "SELECT DISTINCT month FROM core.transactions "
-            "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-            [edited],
-        ).fetchall():
-            months.add(m)
+        months.update(months_of_transactions(con, edited))
     return sorted(months)
 
 
@@ -50,19 +46,10 @@ def confirm(
     A create is confirmed when its transaction is in core.transactions; an edit or assign when
     the transaction carries the fields it sent (notes are not in the list, so not compared).
     """
-    sent = outbox.rows("state = 'sent' AND server_id IS NOT NULL")
+    sent = outbox.accepted()
     if not sent:
         return 0
-    ids = [str(r["server_id"]) for r in sent]
-    cur = con.execute(
-        "SELECT id::VARCHAR AS id, concept, category_id::VARCHAR AS category_id, amount, "
-        "strftime(booked_at, '%Y-%m-%d') AS booked_at, type, "
-        "expense_goal_id::VARCHAR AS expense_goal_id FROM core.transactions "
-        "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
-        [ids],
-    )
-    names = [d[0] for d in cur.description]
-    seen = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
+    seen = transactions_as_sent(con, [str(r["server_id"]) for r in sent])
     done = []
     for r in sent:
         local = seen.get(str(r["server_id"]))

@@ -4,6 +4,7 @@ and Dagster runs; crash safety with SIGKILLed drains."""
 from __future__ import annotations
 
 import contextlib
+import csv
 import datetime as dt
 import json
 import os
@@ -102,6 +103,24 @@ def test_a_csv_in_the_inbox_is_in_the_ledger_after_one_refresh_and_never_twice(
         "rejected": 1,
         "needs_attention": 0,
     }
+
+
+def test_a_file_rejected_whole_for_a_reason_with_a_quote_gets_an_errors_file_that_is_csv(
+    env: Env,
+) -> None:
+    env.refresh()
+    # the header's quote is unbalanced: the reason itself holds '"' and ','
+    drop(
+        env, "quoted.csv", '"account"x,booked_at,amount,concept\nCash Wallet,2026-11-10,-1.00,Tea\n'
+    )
+    summary = writeback.run_writeback(None, env.warehouse, writeback.WritebackOptions())
+    problem = summary.files[0]["rejected_file"]
+    assert '"' in problem and "unreadable header" in problem
+    errors = Path(summary.files[0]["errors_file"])
+    assert errors.name == "quoted.csv.errors.csv" and errors.parent.name == "rejected"
+    with errors.open(newline="", encoding="utf-8") as f:
+        assert list(csv.reader(f, strict=True)) == [["line", "reason", "row"], ["0", problem, ""]]
+    assert outbox_rows(env) == []
 
 
 def test_a_read_only_key_sends_nothing_loses_nothing_and_says_what_to_do(
@@ -353,7 +372,6 @@ def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "CENTSYNC_INBOX": str(env.warehouse.parent / "inbox")},
     )
     assert zygote.stdin is not None and zygote.stdout is not None
     assert zygote.stdout.readline().strip() == b"zygote"

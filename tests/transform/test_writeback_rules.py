@@ -8,6 +8,7 @@ import io
 import polars as pl
 import pytest
 
+from centsync.pipelines.writeback.inbox_csv import errors_csv, read_csv
 from centsync.transform import writeback as wb
 
 CASH = "11111111-1111-4111-8111-111111111111"
@@ -130,7 +131,7 @@ def test_the_corpus_of_bad_rows_is_rejected_row_by_row_and_the_good_rows_go_on()
     tricky = [row(concept=c) for c in TRICKY]
     last = [row(concept="Milk", amount="-1.09", notes="two\nlines of notes are fine")]
     data = to_csv(good + [cells for cells, _ in BAD] + tricky + last)
-    read = wb.read_csv(data)
+    read = read_csv(data)
     assert read.problem is None
     planned = wb.plan(read.rows, REF, source="inbox", source_name="corpus.csv")
     assert len(planned) == 1 + len(BAD) + len(TRICKY) + 1
@@ -149,7 +150,7 @@ def test_the_corpus_of_bad_rows_is_rejected_row_by_row_and_the_good_rows_go_on()
     }
     assert [p.body["concept"] for p in ok[1:-1]] == TRICKY  # verbatim, never "sanitised"
     assert ok[-1].body["notes"] == "two\nlines of notes are fine"
-    errors = list(csv.reader(io.StringIO(wb.errors_csv(planned))))
+    errors = list(csv.reader(io.StringIO(errors_csv(planned))))
     assert errors[0] == ["line", "reason", "row"]
     assert len(errors) == 1 + len(BAD)
 
@@ -168,14 +169,14 @@ def test_the_corpus_of_bad_rows_is_rejected_row_by_row_and_the_good_rows_go_on()
 def test_a_file_that_cannot_be_read_is_rejected_whole_with_its_reason(
     data: bytes, words: str
 ) -> None:
-    read = wb.read_csv(data)
+    read = read_csv(data)
     assert read.problem is not None and words in read.problem
     assert read.rows == []
 
 
 def test_a_row_with_more_or_fewer_fields_than_the_header_is_rejected() -> None:
     data = b"account,booked_at,amount,concept\nCash Wallet,2026-11-10,-1.00,Coffee,extra\nCash Wallet,2026-11-10\nCash Wallet,2026-11-10,-1.00,Tea\n"
-    planned = wb.plan(wb.read_csv(data).rows, REF, source="inbox", source_name="f.csv")
+    planned = wb.plan(read_csv(data).rows, REF, source="inbox", source_name="f.csv")
     assert [p.reason is None for p in planned] == [False, False, True]
     assert "5 fields where the header has 4" in str(planned[0].reason)
     assert planned[2].line == 4
@@ -184,8 +185,8 @@ def test_a_row_with_more_or_fewer_fields_than_the_header_is_rejected() -> None:
 def test_bom_semicolons_quotes_and_decimal_commas_mean_the_same_cents() -> None:
     plain = b'account,booked_at,amount,concept\nCash Wallet,2026-11-10,-1234.50,"Rent, November"\n'
     excel = '\ufeffaccount;booked_at;amount;concept\r\nCash Wallet;2026-11-10;-1234,50;"Rent, November"\r\n'.encode()
-    a = wb.plan(wb.read_csv(plain).rows, REF, source="inbox", source_name="a.csv")
-    rf = wb.read_csv(excel)
+    a = wb.plan(read_csv(plain).rows, REF, source="inbox", source_name="a.csv")
+    rf = read_csv(excel)
     b = wb.plan(rf.rows, REF, source="inbox", source_name="b.csv", decimal_comma=rf.decimal_comma)
     assert a[0].body == b[0].body and a[0].body["amount"] == -123450
     assert a[0].body["concept"] == "Rent, November"
@@ -212,8 +213,8 @@ def test_amounts_become_integer_cents_exactly(text: str, currency: str, cents: i
 def test_keys_come_from_the_event_never_from_chance() -> None:
     rows = [row(), row(), row(event_id="r-1"), row(concept="Tea")]
     data = to_csv(rows)
-    first = wb.plan(wb.read_csv(data).rows, REF, source="inbox", source_name="monday.csv")
-    again = wb.plan(wb.read_csv(data).rows, REF, source="inbox", source_name="renamed.csv")
+    first = wb.plan(read_csv(data).rows, REF, source="inbox", source_name="monday.csv")
+    again = wb.plan(read_csv(data).rows, REF, source="inbox", source_name="renamed.csv")
     keys = [p.key for p in first]
     assert keys == [p.key for p in again]  # the same file, or a renamed copy: the same keys
     assert len(set(keys)) == 4  # two identical coffees stay two requests
@@ -223,7 +224,7 @@ def test_keys_come_from_the_event_never_from_chance() -> None:
     # an event id keeps its key whatever else changes in the row (a corrected amount is then a
     # different body under the same key: the outbox flags it instead of sending it)
     fixed = wb.plan(
-        wb.read_csv(to_csv([row(event_id="r-1", amount="-3.00")])).rows,
+        read_csv(to_csv([row(event_id="r-1", amount="-3.00")])).rows,
         REF,
         source="inbox",
         source_name="x.csv",
@@ -247,7 +248,7 @@ def test_edits_and_assigns_become_their_requests() -> None:
             {"operation": "assign", "transaction_id": SPENT},
         ]
     )
-    edit, assign, clear = wb.plan(wb.read_csv(data).rows, REF, source="inbox", source_name="e.csv")
+    edit, assign, clear = wb.plan(read_csv(data).rows, REF, source="inbox", source_name="e.csv")
     assert (edit.method, edit.path) == ("PATCH", f"/v1/transactions/{SPENT}")
     assert edit.body == {"concept": "Lunch", "category_id": GROCERIES}
     assert (assign.method, assign.path) == ("POST", f"/v1/transactions/{SPENT}/expense")

@@ -1,0 +1,326 @@
+"""The drain: send each pending row of the outbox with its key, its outcome recorded before the
+next send.
+
+Crash safety: a row is on disk before its request leaves, and its attempt is noted before the
+send; a send whose outcome is unknown is resent with the same key and body, which the service
+replays. The service keeps keys 24 hours (contract section 4): a row whose outcome is unknown
+and whose first send is older than that is looked up on the service (account, date, amount,
+concept) before it is resent, so a late retry cannot create a second transaction.
+
+What a failed send means is one table, `OUTCOMES`: the error's class (first match wins) gives
+the row's next state, the reason recorded, the summary's counter and whether the drain stops.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from centsync.extract import (
+    ApiClient,
+    ApiError,
+    IdempotencyConflict,
+    IdempotencyKeyReused,
+    InsufficientScope,
+    KeyExpired,
+    RateLimited,
+    TransportFailure,
+    Unauthenticated,
+)
+from centsync.pipelines.writeback.summary import WritebackOptions, WritebackSummary
+from centsync.warehouse.outbox import Outbox
+
+KEY_TTL = dt.timedelta(hours=24)  # contract section 4: the service keeps keys this long
+
+Row = dict[str, Any]
+
+
+class WriteScopeMissing(Exception):
+    """The key cannot write (no data.write scope): nothing was sent, every row stays pending."""
+
+
+class DrainStopped(Exception):
+    """The service could not be reached or refused the key: the rest stays pending."""
+
+
+class Stop(enum.Enum):
+    """What a failed send does to the drain."""
+
+    NO = "go on with the next row"
+    WRITE_SCOPE = "stop: raise WriteScopeMissing (the key cannot write)"
+    RERAISE = "stop: raise the error itself (the key was refused)"
+    DRAIN = "stop: raise DrainStopped (the service is unreachable or failing)"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a failed send means for its row and for the drain."""
+
+    # The row's next state; None: the outcome is unknown, the row stays pending and is resent
+    # with the same key (Outbox.note_unknown, which leaves last_response_at behind last_sent_at).
+    state: str | None
+    event: str  # ops.outbox_events.event (an unknown outcome is noted as outcome_unknown)
+    reason: Callable[[Any, Row, Outbox], str]  # (error, row, outbox) -> the reason recorded
+    counter: str | None = None  # the WritebackSummary field it counts in
+    stop: Stop = Stop.NO
+    keep_response: bool = False  # record the error's body as the row's response
+
+
+def _short(e: BaseException) -> str:
+    return str(e).splitlines()[0][:300]
+
+
+def _reused(e: ApiError, row: Row, outbox: Outbox) -> str:
+    return (
+        f"idempotency_key_reused: the service holds an earlier request under this key "
+        f"with a different body (it does not return that body). This body: {row['body']}. "
+        f"{_earlier_bodies(outbox, row)}Give the row a new event_id to send it as a new "
+        "request, or leave it if the earlier one is right."
+    )
+
+
+def _earlier_bodies(outbox: Outbox, row: Row) -> str:
+    others = outbox.others_under_key(row["idempotency_key"], row["id"])
+    if not others:
+        return ""
+    listed = "; ".join(f"#{r['id']} ({r['state']}): {r['body']}" for r in others)
+    return f"Earlier bodies in the outbox under this key: {listed}. "
+
+
+_UNREACHABLE = Outcome(
+    None, "outcome_unknown", lambda e, row, box: _short(e), counter="unknown", stop=Stop.DRAIN
+)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A line of the outcome table: the error classes it matches (and a condition), its outcome."""
+
+    kinds: tuple[type[Exception], ...]
+    outcome: Outcome
+    when: Callable[[Any], bool] = lambda e: True
+
+
+# In order: the first rule that matches the error decides (the order of the former except ladder).
+OUTCOMES: tuple[Rule, ...] = (
+    Rule(
+        (InsufficientScope,),
+        Outcome(
+            "pending",
+            "refused",
+            lambda e, row, box: f"{e.error_code}: needs a key with the data.write scope",
+            stop=Stop.WRITE_SCOPE,
+        ),
+    ),
+    Rule(
+        (Unauthenticated, KeyExpired),
+        Outcome(
+            "pending",
+            "refused",
+            lambda e, row, box: f"{e.error_code}: the key was refused",
+            stop=Stop.RERAISE,
+        ),
+    ),
+    Rule(
+        (IdempotencyKeyReused,),
+        Outcome("needs_attention", "key_reused", _reused, counter="needs_attention"),
+    ),
+    Rule(
+        (IdempotencyConflict,),
+        Outcome(
+            None,
+            "outcome_unknown",
+            lambda e, row, box: f"{e.error_code}: still being processed",
+            counter="unknown",
+        ),
+    ),
+    Rule((TransportFailure, RateLimited), _UNREACHABLE),
+    Rule((ApiError,), _UNREACHABLE, when=lambda e: e.status >= 500),
+    Rule(
+        (ApiError,),
+        Outcome(
+            "rejected",
+            "rejected_by_service",
+            lambda e, row, box: f"{e.error_code}: {e.message}",
+            counter="rejected_by_service",
+            keep_response=True,
+        ),
+    ),
+)
+
+SCOPE_REFUSED = (
+    "the service refused to write with this key (insufficient_scope): set "
+    "CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
+    "`centsync writeback`; every row stays pending."
+)
+
+
+def outcome_of(error: Exception) -> Outcome | None:
+    """The outcome table's answer for an error (None: not a send's failure, let it through)."""
+    for rule in OUTCOMES:
+        if isinstance(error, rule.kinds) and rule.when(error):
+            return rule.outcome
+    return None
+
+
+def _error_body(e: ApiError) -> str:
+    return orjson.dumps({"error": {"code": e.error_code, "message": e.message}}).decode()
+
+
+def _unknown(row: Row) -> bool:
+    sent, answered = row["last_sent_at"], row["last_response_at"]
+    return sent is not None and (answered is None or answered < sent)
+
+
+def lookup(client: ApiClient, row: Row, claimed: set[str]) -> str | None:
+    """The service's transaction this create made, if it exists (key expired, outcome unknown)."""
+    frame, _ = client.transactions_page(
+        1,
+        limit=200,
+        from_=row["booked_at"],
+        to=row["booked_at"],
+        account_id=str(row["account_id"]),
+        search=row["concept"],
+        raw=False,
+    )
+    for t in frame.iter_rows(named=True):
+        tid = str(t["id"])
+        if t["concept"] == row["concept"] and t["amount"] == row["amount"] and tid not in claimed:
+            return tid
+    return None
+
+
+def _read_only(pending: int, scopes: list[str]) -> WriteScopeMissing:
+    return WriteScopeMissing(
+        f"{pending} write-back request(s) wait in the outbox, but this API key is "
+        f"read-only (scopes: {', '.join(scopes) or 'none'}). Writing needs a key with the "
+        "data.write scope: set CENTSYNC_API_KEY to a read and write key and run "
+        "`centsync writeback`. Nothing was sent; every row stays pending."
+    )
+
+
+def drain(
+    client: ApiClient, outbox: Outbox, options: WritebackOptions, summary: WritebackSummary
+) -> None:
+    """Send every pending row, in order, each outcome recorded before the next send."""
+    pending = outbox.in_state("pending")
+    if not pending:
+        return
+    me = client.me()
+    if not me.can_write:
+        raise _read_only(len(pending), list(me.scopes))
+    claimed = outbox.server_ids()
+    for row in pending:
+        now = options.now()
+        if _found_after_expiry(client, outbox, row, claimed, now, summary):
+            continue
+        _send(client, outbox, row, claimed, now, options, summary)
+
+
+def _found_after_expiry(
+    client: ApiClient,
+    outbox: Outbox,
+    row: Row,
+    claimed: set[str],
+    now: dt.datetime,
+    summary: WritebackSummary,
+) -> bool:
+    """A create whose outcome is unknown past the key's lifetime, found on the service."""
+    if not (
+        row["operation"] == "create"
+        and _unknown(row)
+        and row["first_sent_at"] is not None
+        and now - row["first_sent_at"] > KEY_TTL
+    ):
+        return False
+    found = lookup(client, row, claimed)
+    summary.requests += 1
+    if found is None:
+        return False
+    claimed.add(found)
+    outbox.record(
+        row["id"],
+        now,
+        state="sent",
+        event="found_by_lookup",
+        server_id=found,
+        reason="its key had expired (24 h) with the outcome unknown; found on the "
+        "service, so not sent again",
+        found_by_lookup=True,
+    )
+    summary.found_by_lookup += 1
+    return True
+
+
+def _send(
+    client: ApiClient,
+    outbox: Outbox,
+    row: Row,
+    claimed: set[str],
+    now: dt.datetime,
+    options: WritebackOptions,
+    summary: WritebackSummary,
+) -> None:
+    """Send one row (its attempt noted first, at `now`) and record what came back."""
+    body = orjson.loads(row["body"])
+    outbox.mark_attempt(row["id"], now)
+    try:
+        summary.requests += 1
+        t = client.write(row["method"], row["path"], body, idempotency_key=row["idempotency_key"])
+    except (ApiError, TransportFailure) as e:
+        outcome = outcome_of(e)
+        if outcome is None:
+            raise
+        _record_failure(outbox, row, e, outcome, options.now(), summary)
+        if outcome.stop is Stop.WRITE_SCOPE:
+            raise WriteScopeMissing(SCOPE_REFUSED) from None
+        if outcome.stop is Stop.RERAISE:
+            raise
+        if outcome.stop is Stop.DRAIN:
+            raise DrainStopped(str(e)) from e
+        return
+    outbox.record(
+        row["id"],
+        options.now(),
+        state="sent",
+        event="replayed" if t.replayed else "sent",
+        status=201 if row["operation"] == "create" else 200,
+        response=t.raw,
+        server_id=t.id,
+        replayed=t.replayed,
+    )
+    claimed.add(t.id)
+    summary.sent += 1
+    summary.replayed += int(t.replayed)
+
+
+def _record_failure(
+    outbox: Outbox,
+    row: Row,
+    error: ApiError | TransportFailure,
+    outcome: Outcome,
+    now: dt.datetime,
+    summary: WritebackSummary,
+) -> None:
+    """Write a failed send's outcome to its row and count it."""
+    reason = outcome.reason(error, row, outbox)
+    if outcome.state is None:
+        outbox.note_unknown(row["id"], now, reason)
+    else:
+        assert isinstance(error, ApiError)  # only an answer from the service has a state
+        outbox.record(
+            row["id"],
+            now,
+            state=outcome.state,
+            event=outcome.event,
+            reason=reason,
+            status=error.status,
+            response=_error_body(error) if outcome.keep_response else None,
+        )
+    if outcome.counter is not None:
+        setattr(summary, outcome.counter, getattr(summary, outcome.counter) + 1)

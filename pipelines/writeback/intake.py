@@ -1,0 +1,206 @@
+"""Intake: the inbox's CSV files and the rows of ops.outbox_requests into the outbox.
+
+Every row is checked against the published warehouse (transform.writeback) and written with its
+exact body and key (or its reason) in one transaction per source; then the file moves to
+`inbox/done/`, or to `inbox/rejected/` with a `.errors.csv` beside it. Dry, nothing is written
+or moved: the plan alone is filled in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import Any
+
+from centsync.pipelines.writeback import inbox_csv
+from centsync.pipelines.writeback.summary import WritebackSummary, plan_entry
+from centsync.transform import writeback as policy
+from centsync.warehouse import connect_readonly
+from centsync.warehouse.outbox import Outbox
+from centsync.warehouse.reads import writeback_reference
+
+REQUESTS_NAME = "ops.outbox_requests"
+
+
+def reference(warehouse: Path, rows: list[policy.SourceRow]) -> policy.Reference | None:
+    """What the published warehouse knows (None before the first refresh)."""
+    if not Path(warehouse).exists():
+        return None
+    con = connect_readonly(warehouse)
+    try:
+        ref = writeback_reference(con, policy.referenced_transactions(rows))
+    finally:
+        con.close()
+    if ref.accounts.height == 0:
+        return None
+    return policy.Reference.from_frames(
+        ref.accounts, ref.categories, ref.expense_goal_ids, ref.transactions, ref.currency or "EUR"
+    )
+
+
+def outbox_record(p: policy.Planned) -> dict[str, Any]:
+    """A planned request as the outbox stores it (warehouse.outbox.PLAN_FIELDS)."""
+    return {
+        "idempotency_key": p.key,
+        "body_sha256": p.body_sha256,
+        "operation": p.operation,
+        "method": p.method,
+        "path": p.path,
+        "body": p.body_json,
+        "state": "rejected" if p.reason else "pending",
+        "reason": f"not sent: {p.reason}" if p.reason else None,
+        "source": p.source,
+        "source_name": p.source_name,
+        "source_line": p.line,
+        "event_ref": p.event_ref,
+        "row_text": p.text,
+        "account_id": p.account_id,
+        "booked_at": p.booked_at,
+        "amount": p.amount,
+        "concept": p.concept,
+        "transaction_id": p.transaction_id,
+    }
+
+
+def planned_entry(p: policy.Planned, action: str) -> dict[str, Any]:
+    """The plan's line for a planned request."""
+    return plan_entry(
+        p.source_name,
+        p.line,
+        p.operation,
+        action,
+        method=p.method,
+        path=p.path,
+        body=p.body,
+        reason=p.reason,
+        idempotency_key=p.key,
+    )
+
+
+def move(path: Path, folder: Path) -> Path:
+    """Move a file into a folder, numbering its name when one of that name is there already."""
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / path.name
+    n = 1
+    while target.exists():
+        target = folder / f"{path.stem}.{n}{path.suffix}"
+        n += 1
+    shutil.move(str(path), target)
+    return target
+
+
+def _reject(path: Path, inbox: Path, errors: str) -> dict[str, str]:
+    """Move a file to inbox/rejected/ and write its errors file beside it."""
+    moved = move(path, inbox / "rejected")
+    errors_file = moved.with_name(moved.name + ".errors.csv")
+    errors_file.write_text(errors, "utf-8")
+    return {"moved_to": str(moved), "errors_file": str(errors_file)}
+
+
+def inbox_files(inbox: Path) -> list[Path]:
+    """The CSV files waiting in the inbox, by name."""
+    return sorted(p for p in inbox.glob("*.csv") if p.is_file()) if inbox.is_dir() else []
+
+
+def intake(
+    outbox: Outbox,
+    warehouse: Path,
+    inbox: Path,
+    now: dt.datetime,
+    summary: WritebackSummary,
+    *,
+    dry_run: bool,
+) -> None:
+    """Inbox files and request rows into the outbox (or, dry, into the plan only)."""
+    files = inbox_files(inbox)
+    request_rows = policy.request_rows(outbox.request_records())
+    if not files and not request_rows:
+        return
+    read = {f: inbox_csv.read_csv(f.read_bytes()) for f in files}
+    every = request_rows + [r for rf in read.values() for r in rf.rows]
+    ref = reference(warehouse, every)
+    if ref is None:
+        summary.warnings.append(
+            f"{len(files)} inbox file(s) and {len(request_rows)} request row(s) wait for the first "
+            "refresh: the write-back checks rows against the warehouse's accounts and categories"
+        )
+        return
+    existing = outbox.keys_and_bodies() if dry_run else set()
+    for f in files:
+        entry = _take_file(outbox, f, read[f], ref, inbox, existing, now, summary, dry_run=dry_run)
+        summary.files.append(entry)
+    if request_rows:
+        planned = policy.plan(request_rows, ref, source="requests", source_name=REQUESTS_NAME)
+        entry = {"file": REQUESTS_NAME, "rows": len(request_rows)}
+        _enqueue(outbox, planned, existing, now, summary, entry, dry_run=dry_run)
+        summary.files.append(entry)
+
+
+def _take_file(
+    outbox: Outbox,
+    f: Path,
+    rf: inbox_csv.ReadFile,
+    ref: policy.Reference,
+    inbox: Path,
+    existing: set[tuple[str, str]],
+    now: dt.datetime,
+    summary: WritebackSummary,
+    *,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """One inbox file into the outbox, then moved (unless dry); its entry in the summary."""
+    entry: dict[str, Any] = {"file": f.name, "rows": len(rf.rows)}
+    if rf.problem is not None:
+        entry.update(rows=0, rejected_file=rf.problem)
+        summary.plan.append(plan_entry(f.name, 0, "", "rejected", reason=rf.problem))
+        if not dry_run:
+            entry.update(_reject(f, inbox, inbox_csv.file_errors_csv(rf.problem)))
+        return entry
+    planned = policy.plan(
+        rf.rows, ref, source="inbox", source_name=f.name, decimal_comma=rf.decimal_comma
+    )
+    _enqueue(outbox, planned, existing, now, summary, entry, dry_run=dry_run)
+    if not dry_run:
+        if any(p.reason for p in planned):
+            entry.update(_reject(f, inbox, inbox_csv.errors_csv(planned, rf.delimiter)))
+        else:
+            entry["moved_to"] = str(move(f, inbox / "done"))
+    return entry
+
+
+def _enqueue(
+    outbox: Outbox,
+    planned: list[policy.Planned],
+    existing: set[tuple[str, str]],
+    now: dt.datetime,
+    summary: WritebackSummary,
+    entry: dict[str, Any],
+    *,
+    dry_run: bool,
+) -> None:
+    """Write planned requests to the outbox (dry: compare with it) and count each outcome."""
+    if dry_run:
+        outcomes = ["duplicate" if (p.key, p.body_sha256) in existing else "new" for p in planned]
+    else:
+        outcomes = outbox.enqueue([outbox_record(p) for p in planned], now)
+    counts = {"queued": 0, "duplicates": 0, "rejected": 0, "conflicts": 0}
+    for p, outcome in zip(planned, outcomes, strict=True):
+        if outcome == "duplicate":
+            counts["duplicates"] += 1
+            action = "duplicate"
+        elif outcome == "conflict":
+            counts["conflicts"] += 1
+            action = "conflict"
+        elif p.reason:
+            counts["rejected"] += 1
+            action = "rejected"
+        else:
+            counts["queued"] += 1
+            action = "send"
+        summary.plan.append(planned_entry(p, action))
+    entry.update(counts)
+    summary.queued += counts["queued"]
+    summary.duplicates += counts["duplicates"]
+    summary.rejected += counts["rejected"]
+    summary.conflicts += counts["conflicts"]
