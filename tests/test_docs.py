@@ -109,6 +109,36 @@ def test_every_documented_command_and_option_exists() -> None:
         assert listed <= known, f"`{path}` documents {sorted(listed - known)}, which it lacks"
 
 
+def _slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "notebooks" / "README.md",
+]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(page: Path) -> None:
+    for target, anchor in re.findall(r"\]\(([^)#\s]*)(?:#([^)\s]+))?\)", page.read_text("utf-8")):
+        if target.startswith(("http://", "https://")):
+            continue
+        linked = (page.parent / target) if target else page
+        assert linked.exists(), f"{page.name} links to {target}, which does not exist"
+        if anchor and linked.suffix == ".md":
+            headings = re.findall(r"^#+ (.+)$", linked.read_text("utf-8"), re.MULTILINE)
+            assert anchor in {_slug(h) for h in headings}, f"{page.name}: no #{anchor} in {target}"
+
+
+def test_the_readme_stays_an_entry_not_a_manual() -> None:
+    """What it is, the two commands, a tour and where to go next (REVIEW.md 5.6): the manual
+    lives in docs/."""
+    assert len((ROOT / "README.md").read_text("utf-8").splitlines()) <= 160
+
+
 def test_the_verdict_words_cover_every_verdict() -> None:
     assert tuple(VERDICT_WORDS) == VERDICTS
 

@@ -15,7 +15,7 @@ from centsync.warehouse import current_version, migrate, reads
 
 # The schemas an analyst sees (DuckDB's own are not listed).
 INTERNAL_SCHEMAS = ("main", "information_schema", "pg_catalog")
-# Shown in the dictionary and in the README's analysts' section; each runs on the demo warehouse
+# Shown in the dictionary and in docs/analysts.md; each runs on the demo warehouse
 # (tests/pipelines/test_notebooks.py).
 EXAMPLE_QUERIES: list[tuple[str, str]] = [
     (
