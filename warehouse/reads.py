@@ -9,7 +9,7 @@ Python values or Polars frames. Sections by the room that asks.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,13 +38,19 @@ def settings_timezone(con: duckdb.DuckDBPyConnection) -> str | None:
     return str(timezone) if timezone else None
 
 
-def meta_values(con: duckdb.DuckDBPyConnection, keys: Sequence[str]) -> dict[str, str]:
-    """These ops.meta keys and their values (a file with no ops schema yet has none)."""
+def meta_values(
+    con: duckdb.DuckDBPyConnection, keys: Sequence[str] | None = None
+) -> dict[str, str]:
+    """`ops.meta` (the source the warehouse is bound to, the key's expiry...) as a dict: these
+    keys, or all of them (a file with no ops schema yet has none)."""
     try:
-        rows = con.execute(
-            f"SELECT key, value FROM ops.meta WHERE key IN ({', '.join('?' * len(keys))})",
-            list(keys),
-        ).fetchall()
+        if keys is None:
+            rows = con.execute("SELECT key, value FROM ops.meta").fetchall()
+        else:
+            rows = con.execute(
+                f"SELECT key, value FROM ops.meta WHERE key IN ({', '.join('?' * len(keys))})",
+                list(keys),
+            ).fetchall()
     except duckdb.CatalogException:
         return {}
     return {str(key): str(value) for key, value in rows if value is not None}
@@ -128,6 +134,250 @@ def transactions_as_sent(
 
 
 # --- outputs: status, report (pipelines/outputs/) --------------------------------------------
+
+
+def _as_dicts(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> list[dict[str, Any]]:
+    """A query's rows as dicts keyed by column name."""
+    cur = con.execute(sql, params or [])
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
+
+
+def _as_frame(
+    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
+) -> pl.DataFrame:
+    """A query's result as a Polars frame (through Arrow)."""
+    frame = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
+    """Whether `schema.table` exists (an older warehouse may lack a newer table)."""
+    schema, table = qualified.split(".")
+    (n,) = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = ? AND table_name = ?",
+        [schema, table],
+    ).fetchall()[0]
+    return bool(n)
+
+
+def row_counts(con: duckdb.DuckDBPyConnection, tables: Iterable[str]) -> dict[str, int]:
+    """Rows per table, in the order given, for those of `tables` that exist."""
+    return {
+        t: int(con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0])
+        for t in tables
+        if table_exists(con, t)
+    }
+
+
+def latest_refresh(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The latest refresh of any outcome: when, mode, result, duration, requests, error."""
+    rows = _as_dicts(
+        con,
+        """
+        SELECT refresh_id, status, mode, started_at, finished_at,
+               round(epoch(finished_at) - epoch(started_at), 2) AS seconds,
+               requests_total, rows_changed, rows_rejected, months_checked, error
+        FROM ops.refreshes ORDER BY started_at DESC LIMIT 1
+        """,
+    )
+    return rows[0] if rows else None
+
+
+def latest_successful_refresh(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The latest refresh that succeeded: its id and when it finished."""
+    rows = _as_dicts(
+        con,
+        "SELECT refresh_id, finished_at FROM ops.refreshes WHERE status = 'succeeded' "
+        "ORDER BY started_at DESC LIMIT 1",
+    )
+    return rows[0] if rows else None
+
+
+def refresh_outcome(con: duckdb.DuckDBPyConnection, refresh_id: str) -> tuple[str, str] | None:
+    """A refresh's (status, mode), None for an unknown refresh."""
+    rows = con.execute(
+        "SELECT status, mode FROM ops.refreshes WHERE refresh_id = ?", [refresh_id]
+    ).fetchall()
+    return (rows[0][0], rows[0][1]) if rows else None
+
+
+def synced_range(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """The ledger's extent: `transactions`, `first` and `last` booked day, distinct `months`."""
+    return _as_dicts(
+        con,
+        """
+        SELECT count(*) AS transactions, min(booked_at) AS first, max(booked_at) AS last,
+               count(DISTINCT month) AS months FROM core.transactions
+        """,
+    )[0]
+
+
+def verification_state(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The month verified longest ago (rolling verification, docs/refresh.md): which month,
+    when (on the service's clock), the newest verification, and how many months (None: no
+    transactions)."""
+    # a warehouse from before rolling verification has only read_at
+    has_verified_at = _as_dicts(
+        con,
+        "SELECT 1 AS x FROM information_schema.columns WHERE table_schema = 'ops' "
+        "AND table_name = 'month_state' AND column_name = 'verified_at'",
+    )
+    column = "coalesce(s.verified_at, s.read_at)" if has_verified_at else "s.read_at"
+    rows = _as_dicts(
+        con,
+        f"""
+        WITH m AS (
+            SELECT t.month, any_value({column}) AS verified_at
+            FROM (SELECT DISTINCT month FROM core.transactions) t
+            LEFT JOIN ops.month_state s ON s.month = t.month GROUP BY t.month
+        )
+        SELECT (SELECT strftime(month, '%Y-%m') FROM m ORDER BY verified_at NULLS FIRST, month
+                LIMIT 1) AS oldest_month,
+               min(verified_at) AS oldest_verified_at,
+               max(verified_at) AS newest_verified_at,
+               count(*) AS months
+        FROM m
+        """,
+    )
+    return rows[0] if rows and rows[0]["months"] else None
+
+
+def latest_reconciliation(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
+    """The latest reconciliation run: ids, when, source, verdict and its counts (None: none)."""
+    if not table_exists(con, "recon.runs"):
+        return None
+    rows = _as_dicts(
+        con,
+        "SELECT recon_id, refresh_id, ran_at, source, verdict, checked, explained, differ "
+        "FROM recon.runs ORDER BY ran_at DESC LIMIT 1",
+    )
+    return rows[0] if rows else None
+
+
+def reconciliation_results(con: duckdb.DuckDBPyConnection, recon_id: str) -> pl.DataFrame:
+    """Every comparison of one reconciliation, both numbers and the status."""
+    return _as_frame(
+        con,
+        """
+        SELECT "check", scope, from_date, to_date, local_cents, server_cents,
+               difference_cents, local_count, server_count, status, explanation
+        FROM recon.results WHERE recon_id = ?
+        """,
+        [recon_id],
+    )
+
+
+def reconciliation_rows(con: duckdb.DuckDBPyConnection, recon_id: str, limit: int) -> pl.DataFrame:
+    """The first `limit` rows behind one reconciliation's differences, by month and id."""
+    return _as_frame(
+        con,
+        """
+        SELECT kind, entity, id::VARCHAR AS id, strftime(month, '%Y-%m') AS month, fields,
+               "local"::VARCHAR AS local, server::VARCHAR AS server
+        FROM recon.row_differences WHERE recon_id = ? ORDER BY month, id LIMIT ?
+        """,
+        [recon_id, limit],
+    )
+
+
+def spending_by_category_last_year(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Spending per category over the 12 months up to the latest one, most spent first."""
+    return _as_frame(
+        con,
+        """
+        SELECT category_name, sum(amount_cents) AS amount_cents FROM marts.spending_by_month_category
+        WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY 2
+        """,
+    )
+
+
+def net_worth_by_day(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The daily net-worth curve: net worth, assets and liabilities per date."""
+    return _as_frame(
+        con,
+        "SELECT date, net_worth_cents, assets_cents, liabilities_cents FROM marts.net_worth_daily ORDER BY date",
+    )
+
+
+def net_worth_snapshot_points(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Each refresh's net-worth snapshot: when, and the service's net worth then."""
+    return _as_frame(
+        con, "SELECT snapshot_at, net_worth_cents FROM marts.net_worth_snapshots ORDER BY 1"
+    )
+
+
+def cash_flow_months(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Income, spending and net per month."""
+    return _as_frame(
+        con,
+        "SELECT month, income_cents, spending_cents, net_cents FROM marts.cash_flow_by_month ORDER BY month",
+    )
+
+
+# The catalogue, for the data dictionary (pipelines/outputs/data_dictionary.py).
+
+
+def catalogue_schemas(con: duckdb.DuckDBPyConnection, skip: Sequence[str]) -> list[str]:
+    """The database's own schemas (not DuckDB's internal ones, nor any of `skip`)."""
+    return [
+        r[0]
+        for r in con.execute(
+            "SELECT DISTINCT schema_name FROM duckdb_schemas() "
+            "WHERE NOT internal AND database_name = current_database() "
+            "AND schema_name <> ALL(?::VARCHAR[])",
+            [list(skip)],
+        ).fetchall()
+    ]
+
+
+def schema_descriptions(con: duckdb.DuckDBPyConnection) -> dict[str, tuple[int, str]]:
+    """`ops.schemas`: each schema's (position, comment) in the dictionary (empty if absent)."""
+    if not table_exists(con, "ops.schemas"):
+        return {}
+    return {
+        n: (p, c)
+        for n, p, c in con.execute(
+            "SELECT schema_name, position, comment FROM ops.schemas"
+        ).fetchall()
+    }
+
+
+def catalogue_relations(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str, str | None]]:
+    """Every table and view: (schema, name, "table" or "view", comment), by schema, kind, name."""
+    return [
+        (s, t, k, c)
+        for s, t, k, c in con.execute(
+            """
+            SELECT schema_name, table_name, 'table' AS kind, comment FROM duckdb_tables()
+            WHERE database_name = current_database() AND NOT temporary
+            UNION ALL
+            SELECT schema_name, view_name, 'view', comment FROM duckdb_views()
+            WHERE database_name = current_database() AND NOT internal AND NOT temporary
+            ORDER BY schema_name, kind, table_name
+            """
+        ).fetchall()
+    ]
+
+
+def catalogue_columns(
+    con: duckdb.DuckDBPyConnection,
+) -> list[tuple[str, str, str, str, str | None]]:
+    """Every column: (schema, table, column, type, comment), in each table's column order."""
+    return [
+        (s, t, c, typ, comment)
+        for s, t, c, typ, comment in con.execute(
+            """
+            SELECT schema_name, table_name, column_name, data_type, comment FROM duckdb_columns()
+            WHERE database_name = current_database() AND NOT internal
+            ORDER BY schema_name, table_name, column_index
+            """
+        ).fetchall()
+    ]
 
 
 # --- the CLI (pipelines/cli/) ----------------------------------------------------------------

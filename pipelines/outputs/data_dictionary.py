@@ -11,11 +11,11 @@ from pathlib import Path
 import duckdb
 import jinja2
 
-from centsync.warehouse import current_version, migrate
+from centsync.warehouse import current_version, migrate, reads
 
 # The schemas an analyst sees (DuckDB's own are not listed).
 INTERNAL_SCHEMAS = ("main", "information_schema", "pg_catalog")
-# Shown in the dictionary and in the README's analysts' section; each runs on the demo warehouse
+# Shown in the dictionary and in docs/analysts.md; each runs on the demo warehouse
 # (tests/pipelines/test_notebooks.py).
 EXAMPLE_QUERIES: list[tuple[str, str]] = [
     (
@@ -86,47 +86,11 @@ def _cell(text: str | None) -> str:
 def describe(con: duckdb.DuckDBPyConnection) -> list[Schema]:
     """Every schema, table, view and column an analyst sees, with its comment, in the
     dictionary's order (ops.schemas' order, then any other schema by name)."""
-    skip = list(INTERNAL_SCHEMAS)
-    names = [
-        r[0]
-        for r in con.execute(
-            "SELECT DISTINCT schema_name FROM duckdb_schemas() "
-            "WHERE NOT internal AND database_name = current_database() "
-            "AND schema_name <> ALL(?::VARCHAR[])",
-            [skip],
-        ).fetchall()
-    ]
-    described: dict[str, tuple[int, str]] = {}
-    if (
-        "ops" in names
-        and con.execute(
-            "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'ops' AND table_name = 'schemas'"
-        ).fetchall()[0][0]
-    ):
-        described = {
-            n: (p, c)
-            for n, p, c in con.execute(
-                "SELECT schema_name, position, comment FROM ops.schemas"
-            ).fetchall()
-        }
+    names = reads.catalogue_schemas(con, INTERNAL_SCHEMAS)
+    described = reads.schema_descriptions(con)
     names.sort(key=lambda n: (described.get(n, (10_000, ""))[0], n))
-    relations = con.execute(
-        """
-        SELECT schema_name, table_name, 'table' AS kind, comment FROM duckdb_tables()
-        WHERE database_name = current_database() AND NOT temporary
-        UNION ALL
-        SELECT schema_name, view_name, 'view', comment FROM duckdb_views()
-        WHERE database_name = current_database() AND NOT internal AND NOT temporary
-        ORDER BY schema_name, kind, table_name
-        """
-    ).fetchall()
-    columns = con.execute(
-        """
-        SELECT schema_name, table_name, column_name, data_type, comment FROM duckdb_columns()
-        WHERE database_name = current_database() AND NOT internal
-        ORDER BY schema_name, table_name, column_index
-        """
-    ).fetchall()
+    relations = reads.catalogue_relations(con)
+    columns = reads.catalogue_columns(con)
     by_table: dict[tuple[str, str], list[Column]] = {}
     for s, t, c, typ, comment in columns:
         by_table.setdefault((s, t), []).append(Column(c, _TYPE_NAMES.get(typ, typ), _cell(comment)))

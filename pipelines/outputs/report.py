@@ -19,17 +19,13 @@ import altair as alt
 import jinja2
 import polars as pl
 
+from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
 from centsync.transform.money import cents_text
-from centsync.warehouse import connect_readonly
+from centsync.warehouse import connect_readonly, reads
 
 REPORT_NAME = "centsync-report.html"
 MAX_DIFFERENCES = 200
 MAX_ROWS = 100
-VERDICT_WORDS = {
-    "agree": "every number agrees with the service's own, to the cent",
-    "explained": "every difference from the service's own numbers is explained",
-    "differ": "some differences from the service's own numbers are not explained",
-}
 
 
 def default_path(warehouse: Path) -> Path:
@@ -66,95 +62,32 @@ def _template() -> jinja2.Template:
     return env.from_string(text)
 
 
-def _df(con: Any, sql: str, params: list[Any] | None = None) -> pl.DataFrame:
-    frame = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
 def gather(warehouse: Path) -> dict[str, Any]:
     """Everything the page shows, read from the warehouse (read only), aggregated."""
     con = connect_readonly(warehouse)
     try:
-        run = con.execute(
-            "SELECT recon_id, refresh_id, ran_at, source, verdict, checked, explained, differ "
-            "FROM recon.runs ORDER BY ran_at DESC LIMIT 1"
-        ).fetchall()
-        if not run:
+        run = reads.latest_reconciliation(con)
+        if run is None:
             raise LookupError("the warehouse has no reconciliation yet: run `centsync refresh`")
-        recon_id, refresh_id, ran_at, source, verdict, checked, explained, differ = run[0]
-        meta = dict(con.execute("SELECT key, value FROM ops.meta").fetchall())
-        refresh = con.execute(
-            "SELECT status, mode FROM ops.refreshes WHERE refresh_id = ?", [refresh_id]
-        ).fetchall()
-        span = con.execute(
-            "SELECT min(booked_at), max(booked_at), count(*) FROM core.transactions"
-        ).fetchall()[0]
-        results = _df(
-            con,
-            """
-            SELECT "check", scope, from_date, to_date, local_cents, server_cents,
-                   difference_cents, local_count, server_count, status, explanation
-            FROM recon.results WHERE recon_id = ?
-            """,
-            [recon_id],
-        )
-        rows = _df(
-            con,
-            """
-            SELECT kind, entity, id::VARCHAR AS id, strftime(month, '%Y-%m') AS month, fields,
-                   "local"::VARCHAR AS local, server::VARCHAR AS server
-            FROM recon.row_differences WHERE recon_id = ? ORDER BY month, id LIMIT ?
-            """,
-            [recon_id, MAX_ROWS],
-        )
-        categories = _df(
-            con,
-            """
-            SELECT category_name, sum(amount_cents) AS amount_cents FROM marts.spending_by_month_category
-            WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 12 MONTH
-            GROUP BY 1 ORDER BY 2
-            """,
-        )
-        worth = _df(
-            con,
-            "SELECT date, net_worth_cents, assets_cents, liabilities_cents FROM marts.net_worth_daily ORDER BY date",
-        )
-        snapshots = _df(
-            con, "SELECT snapshot_at, net_worth_cents FROM marts.net_worth_snapshots ORDER BY 1"
-        )
-        flow = _df(
-            con,
-            "SELECT month, income_cents, spending_cents, net_cents FROM marts.cash_flow_by_month ORDER BY month",
-        )
+        return {
+            "run": run,
+            "meta": reads.meta_values(con),
+            "refresh": reads.refresh_outcome(con, run["refresh_id"]) or ("unknown", "unknown"),
+            "span": reads.synced_range(con),
+            "results": reads.reconciliation_results(con, run["recon_id"]),
+            "rows": reads.reconciliation_rows(con, run["recon_id"], MAX_ROWS),
+            "categories": reads.spending_by_category_last_year(con),
+            "worth": reads.net_worth_by_day(con),
+            "snapshots": reads.net_worth_snapshot_points(con),
+            "flow": reads.cash_flow_months(con),
+        }
     finally:
         con.close()
-    return {
-        "run": {
-            "recon_id": recon_id,
-            "refresh_id": refresh_id,
-            "ran_at": ran_at,
-            "source": source,
-            "verdict": verdict,
-            "checked": checked,
-            "explained": explained,
-            "differ": differ,
-        },
-        "meta": meta,
-        "refresh": refresh[0] if refresh else ("unknown", "unknown"),
-        "span": span,
-        "results": results,
-        "rows": rows,
-        "categories": categories,
-        "worth": worth,
-        "snapshots": snapshots,
-        "flow": flow,
-    }
 
 
-def _charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The four charts as Vega-Lite specs (aggregated data inline)."""
-    months = data["results"].filter(pl.col("check") == "spending.month")
+def _spending_chart(results: pl.DataFrame) -> dict[str, Any]:
+    """Monthly spending, local against the service's; months that differ as red points."""
+    months = results.filter(pl.col("check") == "spending.month")
     spend = months.select(
         pl.col("scope").alias("month"),
         (pl.col("local_cents") / -100).alias("local"),
@@ -165,38 +98,42 @@ def _charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
     base = alt.Chart(alt.Data(values=long.to_dicts())).encode(
         x=alt.X("month:O", title=None), y=alt.Y("value:Q", title="spent")
     )
-    spending = alt.layer(
+    chart = alt.layer(
         base.mark_line().encode(color=alt.Color("side:N", title=None)),
         base.transform_filter("datum.differs").mark_point(size=90, filled=True, color="#c53030"),
     ).properties(width=880, height=240)
-    cats = (
-        alt.Chart(
-            alt.Data(
-                values=data["categories"]
-                .select("category_name", (pl.col("amount_cents") / -100).alias("spent"))
-                .to_dicts()
-            )
-        )
+    return chart.to_dict()
+
+
+def _categories_chart(categories: pl.DataFrame) -> dict[str, Any]:
+    """Spending by category over the last 12 months, most spent on top."""
+    values = categories.select("category_name", (pl.col("amount_cents") / -100).alias("spent"))
+    chart = (
+        alt.Chart(alt.Data(values=values.to_dicts()))
         .mark_bar()
         .encode(
             y=alt.Y("category_name:N", sort="-x", title=None), x=alt.X("spent:Q", title="spent")
         )
         .properties(width=880, height=alt.Step(18))
     )
+    return chart.to_dict()
+
+
+def _net_worth_chart(daily: pl.DataFrame, snapshots: pl.DataFrame) -> dict[str, Any]:
+    """The reconstructed net-worth curve, with each refresh's snapshot as a point."""
     # the daily curve at month ends keeps a 10-year history to ~120 points per series
     worth = (
-        data["worth"]
-        .group_by_dynamic("date", every="1mo")
+        daily.group_by_dynamic("date", every="1mo")
         .agg(pl.col("net_worth_cents").last())
         .select(
             pl.col("date").cast(pl.String), (pl.col("net_worth_cents") / 100).alias("net worth")
         )
     )
-    snaps = data["snapshots"].select(
+    snaps = snapshots.select(
         pl.col("snapshot_at").dt.date().cast(pl.String).alias("date"),
         (pl.col("net_worth_cents") / 100).alias("net worth"),
     )
-    net_worth = alt.layer(
+    chart = alt.layer(
         alt.Chart(alt.Data(values=worth.to_dicts()))
         .mark_line()
         .encode(x=alt.X("date:T", title=None), y=alt.Y("net worth:Q")),
@@ -204,18 +141,19 @@ def _charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         .mark_point(size=80, filled=True, color="#1f8a4c")
         .encode(x="date:T", y="net worth:Q", tooltip=["date:T", "net worth:Q"]),
     ).properties(width=880, height=240)
-    flow = (
-        data["flow"]
-        .select(
-            pl.col("month").cast(pl.String).str.slice(0, 7).alias("month"),
-            (pl.col("income_cents") / 100).alias("income"),
-            (pl.col("spending_cents") / 100).alias("spending"),
-            (pl.col("net_cents") / 100).alias("net"),
-        )
-        .unpivot(index="month", variable_name="kind")
-    )
-    cash = (
-        alt.Chart(alt.Data(values=flow.to_dicts()))
+    return chart.to_dict()
+
+
+def _cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
+    """Income, spending and net per month, side by side."""
+    long = flow.select(
+        pl.col("month").cast(pl.String).str.slice(0, 7).alias("month"),
+        (pl.col("income_cents") / 100).alias("income"),
+        (pl.col("spending_cents") / 100).alias("spending"),
+        (pl.col("net_cents") / 100).alias("net"),
+    ).unpivot(index="month", variable_name="kind")
+    chart = (
+        alt.Chart(alt.Data(values=long.to_dicts()))
         .mark_bar()
         .encode(
             x=alt.X("month:O", title=None),
@@ -225,36 +163,43 @@ def _charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         )
         .properties(width=880, height=240)
     )
+    return chart.to_dict()
+
+
+def _charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The four charts as Vega-Lite specs (aggregated data inline)."""
     specs = {
-        "chart-spending-month": spending.to_dict(),
-        "chart-categories": cats.to_dict(),
-        "chart-net-worth": net_worth.to_dict(),
-        "chart-cash-flow": cash.to_dict(),
+        "chart-spending-month": _spending_chart(data["results"]),
+        "chart-categories": _categories_chart(data["categories"]),
+        "chart-net-worth": _net_worth_chart(data["worth"], data["snapshots"]),
+        "chart-cash-flow": _cash_flow_chart(data["flow"]),
     }
     for spec in specs.values():
         spec.pop("$schema", None)  # a URL the page never fetches: left out
     return specs
 
 
+def _money_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A comparison for the page: its three amounts as money text, every other field as is."""
+    return {
+        **row,
+        "local": cents_text(row["local_cents"]),
+        "server": cents_text(row["server_cents"]),
+        "difference": cents_text(row["difference_cents"]),
+    }
+
+
 def render(warehouse: Path) -> str:
     """The page for the warehouse's latest reconciliation."""
-    data = gather(warehouse)
-    run, meta, results = data["run"], data["meta"], data["results"]
     from centsync.transform.reconcile import narrowest_first
 
+    data = gather(warehouse)
+    run, meta, span, results = data["run"], data["meta"], data["span"], data["results"]
     diffs = narrowest_first(results)
     months = (
         results.filter(pl.col("check") == "spending.month")
         .sort("scope")
-        .select(
-            "scope",
-            "local_count",
-            "server_count",
-            "local_cents",
-            "server_cents",
-            "difference_cents",
-            "status",
-        )
+        .with_columns(pl.col("scope").alias("month"))
     )
     specs = json.dumps(_charts(data), default=str).replace("</", "<\\/")
     return _template().render(
@@ -272,35 +217,13 @@ def render(warehouse: Path) -> str:
         owner=meta.get("source.account_id", ""),
         timezone=meta.get("source.timezone", ""),
         currency=meta.get("source.currency", ""),
-        first_day=data["span"][0],
-        last_day=data["span"][1],
-        transactions=f"{data['span'][2]:,}",
-        differences=[
-            {
-                "status": d["status"],
-                "check": d["check"],
-                "scope": d["scope"],
-                "local": cents_text(d["local_cents"]),
-                "server": cents_text(d["server_cents"]),
-                "difference": cents_text(d["difference_cents"]),
-                "explanation": d["explanation"],
-            }
-            for d in diffs.head(MAX_DIFFERENCES).to_dicts()
-        ],
+        first_day=span["first"],
+        last_day=span["last"],
+        transactions=f"{span['transactions']:,}",
+        differences=[_money_row(d) for d in diffs.head(MAX_DIFFERENCES).to_dicts()],
         more_differences=max(0, diffs.height - MAX_DIFFERENCES),
         rows=data["rows"].to_dicts(),
-        months=[
-            {
-                "month": m["scope"],
-                "local_count": m["local_count"],
-                "server_count": m["server_count"],
-                "local": cents_text(m["local_cents"]),
-                "server": cents_text(m["server_cents"]),
-                "difference": cents_text(m["difference_cents"]),
-                "status": m["status"],
-            }
-            for m in months.to_dicts()
-        ],
+        months=[_money_row(m) for m in months.to_dicts()],
         warehouse=str(warehouse.absolute()),
         generated_at=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S UTC}",
         specs_json=specs,

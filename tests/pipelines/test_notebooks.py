@@ -225,12 +225,12 @@ def test_every_table_view_and_column_of_the_demo_warehouse_carries_a_comment(
     assert missing == []
 
 
-def test_the_readme_example_queries_run_on_the_demo_warehouse(demo: Demo) -> None:
-    readme = (ROOT / "README.md").read_text("utf-8")
+def test_the_analysts_example_queries_run_on_the_demo_warehouse(demo: Demo) -> None:
+    page = (ROOT / "docs" / "analysts.md").read_text("utf-8")
     con = duckdb.connect(str(demo.warehouse), read_only=True)
     try:
         for title, sql in EXAMPLE_QUERIES:
-            assert sql in readme, f"the README lacks the example {title!r}"
+            assert sql in page, f"docs/analysts.md lacks the example {title!r}"
             for statement in filter(str.strip, sql.split(";")):
                 rows = con.execute(statement).fetchall()
                 assert rows or "differences" in statement, f"{title}: no rows"
