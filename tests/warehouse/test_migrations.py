@@ -110,7 +110,6 @@ def test_the_warehouse_imports_no_http_layer() -> None:
                 else []
             )
             for name in names:
-                # the shared kernel (tests/test_layering.py) is beneath every layer
                 if name in KERNEL:
                     continue
                 assert not name.startswith(forbidden), f"{path.name} imports {name}"
