@@ -88,6 +88,11 @@ def check_function(check: pa.Check) -> Callable[..., Any] | None:
     fn = check._check_fn
     if fn is None:
         return None
+    # as pandera's `Check.__call__`: a built-in check's function is looked up again by name,
+    # so Polars signatures registered after the check was made are found
+    name = getattr(fn, "__name__", None)
+    if name is not None and check.is_builtin_check(name):
+        fn = check.get_builtin_check_fn(name)
     kwargs = check._check_kwargs
 
     def bound(data: pa.PolarsData) -> Any:

@@ -248,3 +248,46 @@ def test_one_verifying_tls_context_per_process_and_none_loaded_for_loopback_http
     assert _tls_context().verify_mode == ssl.CERT_REQUIRED and _tls_context().check_hostname
     plain = network_transport(tls=False)
     assert plain.ssl_context is not _tls_context()  # type: ignore[attr-defined]
+
+
+def test_the_httpx_internals_the_direct_path_relies_on() -> None:
+    """What extract/_transport.py reads or sets in httpx 0.28 and httpx-aiohttp 0.2 (pinned):
+    a change there fails here, not in a refresh."""
+    import inspect
+
+    from httpx_aiohttp import AiohttpTransport
+
+    from centsync.extract._transport import _FAST_URL, LargeChunkAiohttpTransport
+
+    client = httpx.AsyncClient(base_url=BASE)
+    assert isinstance(client._cookies, httpx.Cookies)
+    assert list(inspect.signature(client._transport_for_url).parameters) == ["url"]
+    assert client._transport_for_url(httpx.URL(BASE + "/")) is client._transport
+    assert _FAST_URL and hasattr(httpx.URL(BASE)._uri_reference, "_replace")
+    response = httpx.Response(200, content=b"x")
+    assert response._content == b"x"
+    # the large-chunk transport sets the stream's chunk size per response, not on the class
+    assert issubclass(LargeChunkAiohttpTransport, AiohttpTransport)
+    from httpx_aiohttp.transport import AiohttpResponseStream
+
+    assert AiohttpResponseStream.CHUNK_SIZE == 16 * 1024
+    assert "self.CHUNK_SIZE" in inspect.getsource(AiohttpResponseStream.__aiter__)
+
+
+def test_a_large_chunk_transport_reads_whole_bodies_and_leaves_the_class_alone() -> None:
+    from httpx_aiohttp.transport import AiohttpResponseStream
+
+    body = b"y" * (200 * 1024)
+
+    async def handler(request: Any) -> Any:
+        from aiohttp import web
+
+        return web.Response(body=body)
+
+    async def go() -> None:
+        async with serving("/v1/big", handler) as url, AsyncApiClient(url, KEY, pacing=False) as c:
+            response = await c.request("GET", "/v1/big")
+            assert response.content == body
+
+    run(go())
+    assert AiohttpResponseStream.CHUNK_SIZE == 16 * 1024

@@ -326,6 +326,9 @@ def test_what_the_screen_relies_on_in_pandera() -> None:
 
     check = pa.Check(fn, limit=3)
     assert check._check_fn is fn and check._check_kwargs == {"limit": 3}
+    builtin = pa.Check.in_range(0, 4)
+    assert pa.Check.is_builtin_check(builtin._check_fn.__name__)
+    assert pa.Check.get_builtin_check_fn("in_range").__name__ == "in_range"
     lf = pl.LazyFrame({"a": [1, 5]})
     bound = pandera_screen.check_function(pa.Check.in_range(0, 4))
     assert bound is not None
