@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from centsync.pipelines.defs.resources import WarehouseResource
+from centsync.pipelines.settings import Settings
 from centsync.warehouse import connect_readonly
 
 
@@ -11,8 +11,8 @@ from centsync.warehouse import connect_readonly
     blocking=True,
     description="No landed row was rejected by validation in the latest refresh.",
 )
-def no_rejected_rows(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    con = connect_readonly(warehouse.resolved())
+def no_rejected_rows(settings: dg.ResourceParam[Settings]) -> dg.AssetCheckResult:
+    con = connect_readonly(settings.warehouse)
     try:
         row = con.execute(
             """

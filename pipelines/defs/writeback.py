@@ -4,8 +4,10 @@ from pathlib import Path
 
 import dagster as dg
 
-from centsync.pipelines.defs.refresh import OWNERS, interrupts_as_keyboard
-from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.pipelines.defs import OWNERS
+from centsync.pipelines.defs.refresh import interrupts_as_keyboard
+from centsync.pipelines.defs.resources import api_client
+from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback
 from centsync.warehouse.outbox import OutboxBusyError
 
@@ -25,15 +27,16 @@ WRITEBACK_JOB = "writeback_job"
     ),
 )
 def outbox(
-    context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, settings: dg.ResourceParam[Settings]
 ) -> dg.MaterializeResult:
     # The write-back job fails when it cannot write (a read-only key, the service gone); as the
     # first step of a refresh the same is a warning, and the refresh goes on.
     strict = context.run.job_name == WRITEBACK_JOB
     options = writeback.WritebackOptions(strict=strict)
     try:
-        with api.client() as client, interrupts_as_keyboard():
-            summary = writeback.run_writeback(client, Path(warehouse.resolved()), options)
+        # TODO(writeback): pass settings.inbox once run_writeback takes it (it reads CENTSYNC_INBOX)
+        with api_client(settings) as client, interrupts_as_keyboard():
+            summary = writeback.run_writeback(client, Path(settings.warehouse), options)
     except OutboxBusyError as e:
         if strict:
             raise
