@@ -29,17 +29,17 @@ def reconcile_command(live: bool, as_json: bool) -> None:
 
     Example: centsync reconcile --json | jq .verdict
     """
-    from centsync.pipelines.results import RESULT_KEY, ReconcileResult
+    from centsync.pipelines.results import ReconcileResult
 
     JSON_OUTPUT.set(as_json)
     config = settings()
     started = time.monotonic()
     if live:
         with embedded_api(config) as run_settings:
-            meta = runner.run_job(run_settings, "reconcile_live_job", "recon/results")
+            run_id, data = runner.run_job(run_settings, "reconcile_live_job", "recon/results")
     else:
-        meta = runner.run_job(config, "reconcile_job", "recon/results")
-    result = ReconcileResult.from_json(meta[RESULT_KEY])
+        run_id, data = runner.run_job(config, "reconcile_job", "recon/results")
+    result = ReconcileResult.from_json(data)
     if as_json:
         data = result.to_json()
         report = {
@@ -52,6 +52,6 @@ def reconcile_command(live: bool, as_json: bool) -> None:
         }
         click.echo(json.dumps(report, default=str))
     else:
-        render.reconciliation(result.to_json(), meta["run_id"])
+        render.reconciliation(result, run_id)
     if result.verdict == "differ":
         raise SystemExit(errors.DIFFER)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,37 +17,44 @@ from centsync.pipelines.cli.group import JSON_OUTPUT, Failed, command_name, sett
 from centsync.pipelines.cli.sandbox import embedded_api
 
 if TYPE_CHECKING:
+    from centsync.pipelines.results import RefreshResult, WritebackResult
     from centsync.pipelines.settings import Settings
+
+
+@dataclass(frozen=True)
+class RefreshRun:
+    """A refresh the CLI ran: its Dagster run, the refresh's result, its write-back step's."""
+
+    run_id: str
+    refresh: RefreshResult
+    writeback: WritebackResult | None
+    seconds: float = 0.0
 
 
 def run_refresh_job(
     config: Settings, mode: str, months: str = "", *, rebind: bool = False, report: bool = False
-) -> dict[str, Any]:
+) -> RefreshRun:
     """Run the refresh as a Dagster run recorded in the instance; what its assets recorded."""
+    from centsync.pipelines.results import RefreshResult, WritebackResult
+
     # a refresh the CLI starts shows its progress, on a terminal or not
     config = dataclasses.replace(config, progress=True)
     ops = {
         "refresh": {"config": {"mode": mode, "months": months, "rebind": rebind, "report": report}}
     }
-    result = runner.execute(
-        config,
-        "refresh_job",
-        ops=ops,
-        tags={"centsync/command": command_name(), "centsync/mode": mode},
-    )
-    recorded = runner.materializations(result)
-    meta: dict[str, Any] = {
-        "run_id": result.run_id,
-        **recorded.get("transactions", {}),
-        **recorded.get("recon/results", {}),
-    }
-    if "outbox" in recorded:
-        meta["writeback"] = recorded["outbox"].get("writeback")
+    tags = {"centsync/command": command_name(), "centsync/mode": mode}
+    run = runner.execute(config, "refresh_job", ops=ops, tags=tags)
+    refreshed = runner.recorded(run, "transactions")
     # a run whose data landed but whose blocking reconciliation checks failed reports the
     # verdict (exit 1), not a failure of the refresh itself
-    if not result.success and not meta.get("verdict"):
-        raise Failed(runner.failure(result))
-    return meta
+    if refreshed is None or (not run.success and not refreshed["report"]["verdict"]):
+        raise Failed(runner.failure(run))
+    written = runner.recorded(run, "outbox")
+    return RefreshRun(
+        run.run_id,
+        RefreshResult.from_json(refreshed),
+        None if written is None else WritebackResult.from_json(written),
+    )
 
 
 @click.command()
@@ -82,15 +90,15 @@ def refresh(
     config = settings()
     started = time.monotonic()
     with runner.interruptible(), embedded_api(config, rebind=rebind) as run_settings:
-        meta = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
-    report = _report(meta, config.warehouse, round(time.monotonic() - started, 2))
-    meta["seconds"] = report["durations"]["total_seconds"]
+        run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
+    run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
+    report = _report(run, config.warehouse)
     if as_json:
         click.echo(json.dumps(report, default=str))
     else:
-        render.refresh_summary(meta, config.warehouse)
-        if meta.get("report_path"):
-            click.echo(f"Report: {meta['report_path']}")
+        render.refresh_summary(run, config.warehouse)
+        if run.refresh.report_path:
+            click.echo(f"Report: {run.refresh.report_path}")
     if report["exit_code"]:
         raise SystemExit(report["exit_code"])
 
@@ -113,22 +121,21 @@ def _mode(full: bool, hot: bool, months: str) -> tuple[str, str]:
     return ("full" if full else "hot" if hot else "auto"), months
 
 
-def _report(meta: dict[str, Any], warehouse: Path, seconds: float) -> dict[str, Any]:
+def _report(run: RefreshRun, warehouse: Path) -> dict[str, Any]:
     """The `refresh --json` object: the refresh's report, the run, the write-back, the exit code."""
-    report = dict(meta.get("report") or {})
-    report["run_id"] = meta.get("run_id")
+    report = dict(run.refresh.report)
+    report["run_id"] = run.run_id
     report["warehouse"] = str(warehouse)
-    if meta.get("writeback"):
-        report["writeback"] = meta["writeback"]
-    report.setdefault("durations", {})["total_seconds"] = seconds
-    rejected = (report.get("rows") or {}).get("rejected", 0)
-    if meta.get("report_path"):
-        report["report_path"] = str(meta["report_path"])
+    if run.writeback is not None:
+        report["writeback"] = run.writeback.to_json()
+    report["durations"] = {**report["durations"], "total_seconds": run.seconds}
+    if run.refresh.report_path:
+        report["report_path"] = run.refresh.report_path
     report["exit_code"] = (
         errors.DIFFER
-        if report.get("verdict") == "differ"
+        if run.refresh.verdict == "differ"
         else errors.REJECTED
-        if rejected
+        if run.refresh.rejected
         else errors.OK
     )
     return report
@@ -164,25 +171,19 @@ def demo() -> None:
     with embedded_api(config) as run_settings:
         # the README's example inbox file is posted too (write-back, with a read-write key)
         example = _seed_inbox_example(config.inbox)
-        meta = run_refresh_job(run_settings, "full", report=True)
+        run = run_refresh_job(run_settings, "full", report=True)
         if example is not None and example.exists():
             # a first demo: the write-back checks rows against a warehouse, so it waited for
             # this refresh; an incremental one posts them and reads them back
-            meta = run_refresh_job(run_settings, "auto", report=True)
-    meta["seconds"] = round(time.monotonic() - started, 2)
-    verdict = meta.pop("verdict", None)
-    render.refresh_summary(meta, config.warehouse)
+            run = run_refresh_job(run_settings, "auto", report=True)
+    run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
+    render.refresh_summary(run, config.warehouse, with_verdict=False)
     _example_queries(config.warehouse)
+    verdict = run.refresh.verdict
     if verdict:
         click.echo()
-        render.verdict(
-            verdict,
-            checked=meta.get("recon_checked", 0),
-            explained=meta.get("recon_explained", 0),
-            differ=meta.get("recon_differ", 0),
-            differences=meta.get("differences") or [],
-        )
-    render.demo_outro(meta.get("report_path"))
+        render.refresh_verdict(run.refresh)
+    render.demo_outro(run.refresh.report_path)
     if verdict == "differ":
         raise SystemExit(errors.DIFFER)
 

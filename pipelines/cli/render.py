@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.transform.money import cents_text
+
+if TYPE_CHECKING:
+    from centsync.pipelines.cli.refresh import RefreshRun
+    from centsync.pipelines.results import ReconcileResult, RefreshResult, WritebackResult
 
 VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
 VERDICT_WORDS = {
@@ -44,54 +48,62 @@ def failure(f: errors.Failure, log: Path | None, *, debug: bool) -> None:
     click.echo("\n".join(lines), err=True)
 
 
-def refresh_summary(meta: dict[str, Any], warehouse: Path) -> None:
+def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = True) -> None:
     """A refresh's summary: rows, requests, verification, rejections, write-back, verdict."""
-    report = meta.get("report") or {}
+    report, result = run.refresh.report, run.refresh
+    rows, requests = report["rows"], report["requests"]
     click.echo(
-        f"Refresh done in {meta['seconds']} s ({meta.get('mode', '')}): {meta.get('rows', 0):,} transactions in the warehouse, "
-        f"{meta.get('rows_changed', 0):,} rows changed, {(report.get('rows') or {}).get('rejected', 0)} rejected.\n"
-        f"Requests: {meta.get('requests_total', 0)} (ceil(rows read / 200) = {meta.get('requests_floor', 0)}); "
-        f"months checked {meta.get('months_checked', 0)}, windows re-read {meta.get('months_reread', 0)}, drift re-reads {meta.get('rereads', 0)}.\n"
-        f"Warehouse: {warehouse}   Dagster run: {meta.get('run_id')}"
+        f"Refresh done in {run.seconds} s ({result.mode}): {rows['total']:,} transactions in the warehouse, "
+        f"{rows['changed']:,} rows changed, {rows['rejected']} rejected.\n"
+        f"Requests: {requests['total']} (ceil(rows read / 200) = {requests['floor']}); "
+        f"months checked {report['months_checked']}, windows re-read {len(report['months_reread'])}, drift re-reads {report['rereads']}.\n"
+        f"Warehouse: {warehouse}   Dagster run: {run.run_id}"
     )
-    verification = report.get("verification") or {}
-    if verification.get("months") or verification.get("oldest_verified"):
+    verification = report["verification"]
+    if verification["months"] or verification["oldest_verified"]:
         click.echo(
-            f"Verification: {verification.get('months', 0)} month(s) re-read because they were "
-            f"verified longest ago; the oldest verification is now {verification.get('oldest_verified') or 'none'}."
+            f"Verification: {verification['months']} month(s) re-read because they were "
+            f"verified longest ago; the oldest verification is now {verification['oldest_verified'] or 'none'}."
         )
-    rejected = (report.get("rows") or {}).get("rejected", 0)
-    if rejected:
+    if result.rejected:
         click.echo(
             click.style(
-                f"Rejected: {rejected} row(s) the service sent broke the API's documented types or "
+                f"Rejected: {result.rejected} row(s) the service sent broke the API's documented types or "
                 "rules and were not landed; each is in raw.rejected_rows with its reason "
                 "(SELECT entity, reason, record FROM raw.rejected_rows).",
                 fg="yellow",
             )
         )
-    if report.get("backup"):
+    if report["backup"]:
         click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
-    _writeback_line(meta.get("writeback") or {}, report.get("outbox") or {})
-    for warning in report.get("warnings") or []:
+    _writeback_line(run.writeback, report["outbox"])
+    for warning in report["warnings"]:
         warn(warning)
-    if meta.get("verdict"):
-        verdict(
-            meta["verdict"],
-            checked=meta.get("recon_checked", 0),
-            explained=meta.get("recon_explained", 0),
-            differ=meta.get("recon_differ", 0),
-            differences=meta.get("differences") or [],
-        )
+    if with_verdict and result.verdict:
+        refresh_verdict(result)
 
 
-def _writeback_line(wb: dict[str, Any], outbox: dict[str, Any]) -> None:
+def refresh_verdict(result: RefreshResult) -> None:
+    """The verdict of the refresh's reconciliation, with its first differences."""
+    recon = result.reconciliation
+    verdict(
+        str(result.verdict),
+        checked=recon["checked"],
+        explained=recon["explained"],
+        differ=recon["differ"],
+        differences=recon["differences"],
+    )
+
+
+def _writeback_line(wb: WritebackResult | None, outbox: dict[str, Any]) -> None:
     """What the refresh's write-back step did, when it did anything or the outbox holds rows."""
-    states = outbox.get("states") or {}
-    if wb.get("plan") or any(states.values()):
+    states = outbox["states"] or {}
+    if (wb is not None and wb.plan) or any(states.values()):
+        sent = wb.sent if wb else 0
+        rejected = wb.rejected + wb.rejected_by_service if wb else 0
         click.echo(
-            f"Write-back: {wb.get('sent', 0)} sent, {wb.get('rejected', 0) + wb.get('rejected_by_service', 0)} "
-            f"rejected, {outbox.get('confirmed', 0)} confirmed by this refresh; outbox "
+            f"Write-back: {sent} sent, {rejected} "
+            f"rejected, {outbox['confirmed']} confirmed by this refresh; outbox "
             + ", ".join(f"{k} {v}" for k, v in states.items() if v)
         )
 
@@ -126,56 +138,54 @@ def verdict(
         click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
 
 
-def reconciliation(report: dict[str, Any], run_id: str) -> None:
+def reconciliation(result: ReconcileResult, run_id: str) -> None:
     """`centsync reconcile`: the verdict, the differences, the rows behind them, the ids."""
     verdict(
-        report["verdict"],
-        checked=report["checked"],
-        explained=report["explained"],
-        differ=report["differ"],
-        differences=report["differences"],
+        result.verdict,
+        checked=result.checked,
+        explained=result.explained,
+        differ=result.differ,
+        differences=result.differences,
         limit=25,
     )
-    for r in report["row_differences"][:10]:
+    for r in result.row_differences[:10]:
         click.echo(
             f"  row {r['kind']:<11} {r['entity']:<12} {r['id']}  month {r['month'] or '-'}"
             + (f"  fields {r['fields']}" if r["fields"] else "")
         )
     click.echo(
-        f"Reconciliation {report['recon_id']} of refresh {report['refresh_id']}; Dagster run {run_id}"
+        f"Reconciliation {result.recon_id} of refresh {result.refresh_id}; Dagster run {run_id}"
     )
 
 
-def writeback(report: dict[str, Any]) -> None:
+def writeback(result: WritebackResult) -> None:
     """The write-back's plan and result, for people."""
-    _writeback_plan(report)
-    for f in report.get("files") or []:
+    _writeback_plan(result)
+    for f in result.files:
         if f.get("moved_to"):
             extra = f"; reasons in {f['errors_file']}" if f.get("errors_file") else ""
             click.echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
-    if not report.get("dry_run"):
-        _writeback_counts(report)
-    counts = report.get("counts") or {}
+    if not result.dry_run:
+        _writeback_counts(result)
     click.echo(
         "Outbox: "
-        + ", ".join(f"{k} {v}" for k, v in counts.items())
-        + f"  ({report.get('outbox')})"
+        + ", ".join(f"{k} {v}" for k, v in result.counts.items())
+        + f"  ({result.outbox})"
     )
-    for w in report.get("warnings") or []:
+    for w in result.warnings:
         warn(w)
-    if counts.get("needs_attention"):
+    if result.counts.get("needs_attention"):
         click.echo(
             "Rows that need attention: SELECT id, reason FROM ops.outbox WHERE state = 'needs_attention' "
             "(in the outbox file, or the warehouse after the next refresh)."
         )
 
 
-def _writeback_plan(report: dict[str, Any]) -> None:
+def _writeback_plan(result: WritebackResult) -> None:
     """One line per planned row (duplicates shown only in a dry run), at most 200."""
-    plan = report.get("plan") or []
-    if report.get("dry_run"):
+    if result.dry_run:
         click.echo("Write-back plan (dry run: nothing is written to the outbox, moved or sent):")
-    shown = [p for p in plan if report.get("dry_run") or p["action"] != "duplicate"]
+    shown = [p for p in result.plan if result.dry_run or p["action"] != "duplicate"]
     for p in shown[:200]:
         where = f"{p['source']}:{p['line']}"
         colour = {"send": "green", "rejected": "red", "conflict": "yellow"}.get(p["action"])
@@ -186,23 +196,17 @@ def _writeback_plan(report: dict[str, Any]) -> None:
         click.echo(f"  ... and {len(shown) - 200} more (--json lists them all)")
 
 
-def _writeback_counts(report: dict[str, Any]) -> None:
+def _writeback_counts(result: WritebackResult) -> None:
     """What was read, queued and sent."""
-    queued, dup = report.get("queued", 0), report.get("duplicates", 0)
     click.echo(
-        f"Read: {queued} new request(s) queued, {dup} already in the outbox (not sent again), "
-        f"{report.get('rejected', 0)} rejected before sending."
-    )
-    sent, replayed, found = (
-        report.get("sent", 0),
-        report.get("replayed", 0),
-        report.get("found_by_lookup", 0),
+        f"Read: {result.queued} new request(s) queued, {result.duplicates} already in the outbox "
+        f"(not sent again), {result.rejected} rejected before sending."
     )
     click.echo(
-        f"Sent: {sent} accepted by the service ({replayed} were replays of an earlier attempt), "
-        f"{found} found on the service instead of resent, "
-        f"{report.get('rejected_by_service', 0)} refused by the service, "
-        f"{report.get('needs_attention', 0) + report.get('conflicts', 0)} need attention."
+        f"Sent: {result.sent} accepted by the service ({result.replayed} were replays of an earlier attempt), "
+        f"{result.found_by_lookup} found on the service instead of resent, "
+        f"{result.rejected_by_service} refused by the service, "
+        f"{result.needs_attention + result.conflicts} need attention."
     )
 
 

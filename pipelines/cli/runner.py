@@ -62,33 +62,36 @@ def execute(
         )
 
 
-def materializations(result: ExecuteInProcessResult) -> dict[str, dict[str, Any]]:
-    """Each asset's recorded metadata in this run (the last materialization of each), by key."""
-    out: dict[str, dict[str, Any]] = {}
-    for event in result.get_asset_materialization_events():
+def recorded(run: ExecuteInProcessResult, asset: str) -> dict[str, Any] | None:
+    """The result `asset` recorded in this run (its `centsync/result` entry), else None."""
+    from centsync.pipelines.results import RESULT_KEY
+
+    found = None
+    for event in run.get_asset_materialization_events():
         mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        if mat is not None:
-            values = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-            out.setdefault(mat.asset_key.to_user_string(), {}).update(values)
-    return out
+        if mat is not None and mat.asset_key.to_user_string() == asset:
+            entry = mat.metadata.get(RESULT_KEY)
+            found = getattr(entry, "value", found)
+    return found
 
 
-def failure(result: ExecuteInProcessResult) -> errors.Failure:
+def failure(run: ExecuteInProcessResult) -> errors.Failure:
     """The classified error of a failed in-process run."""
-    for event in result.all_events:
+    for event in run.all_events:
         if event.is_step_failure:
-            return errors.classify(event.event_specific_data.error, result.run_id)  # type: ignore[union-attr]
-    failed = next((e for e in result.all_events if e.is_failure), None)
+            return errors.classify(event.event_specific_data.error, run.run_id)  # type: ignore[union-attr]
+    failed = next((e for e in run.all_events if e.is_failure), None)
     data = getattr(failed, "event_specific_data", None)
-    return errors.classify(getattr(data, "error", None), result.run_id)
+    return errors.classify(getattr(data, "error", None), run.run_id)
 
 
-def run_job(settings: Settings, job: str, asset: str) -> dict[str, Any]:
-    """Run a job that must succeed; `asset`'s recorded metadata and the run id."""
-    result = execute(settings, job)
-    if not result.success:
-        raise Failed(failure(result))
-    return {"run_id": result.run_id, **materializations(result).get(asset, {})}
+def run_job(settings: Settings, job: str, asset: str) -> tuple[str, dict[str, Any]]:
+    """Run a job that must succeed: its run id and the result `asset` recorded."""
+    run = execute(settings, job)
+    found = recorded(run, asset) if run.success else None
+    if found is None:
+        raise Failed(failure(run))
+    return run.run_id, found
 
 
 @contextmanager

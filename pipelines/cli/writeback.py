@@ -29,29 +29,27 @@ def writeback_command(dry_run: bool, as_json: bool) -> None:
 
     Example: cp receipts.csv ~/.local/share/centsync/inbox/ && centsync writeback --dry-run
     """
+    from centsync.pipelines.results import WritebackResult
     from centsync.pipelines.writeback import run as writeback
 
     JSON_OUTPUT.set(as_json)
     config = settings()
+    run_id = None
     if dry_run:
-        # TODO(writeback): pass config.inbox once run_writeback takes it
-        options = writeback.WritebackOptions(dry_run=True)
-        report = writeback.run_writeback(None, config.warehouse, options).report()
+        options = writeback.WritebackOptions(dry_run=True, inbox=config.inbox)
+        summary = writeback.run_writeback(None, config.warehouse, options)
+        result = WritebackResult.from_json(summary.report())
     else:
         with runner.interruptible(), embedded_api(config) as run_settings:
-            meta = runner.run_job(run_settings, "writeback_job", "outbox")
-        report = dict(meta.get("writeback") or {})
-        report["run_id"] = meta.get("run_id")
-    bad = (
-        report.get("rejected", 0)
-        + report.get("rejected_by_service", 0)
-        + report.get("needs_attention", 0)
-        + report.get("conflicts", 0)
-    )
-    report["exit_code"] = errors.REJECTED if bad else errors.OK
+            run_id, data = runner.run_job(run_settings, "writeback_job", "outbox")
+        result = WritebackResult.from_json(data)
+    report = result.to_json()
+    if run_id is not None:
+        report["run_id"] = run_id
+    report["exit_code"] = errors.REJECTED if result.bad else errors.OK
     if as_json:
         click.echo(json.dumps(report, default=str))
     else:
-        render.writeback(report)
+        render.writeback(result)
     if report["exit_code"]:
         raise SystemExit(report["exit_code"])

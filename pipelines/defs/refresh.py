@@ -21,6 +21,7 @@ from centsync.pipelines.refresh.run import (
     run_refresh,
 )
 from centsync.pipelines.refresh.summary import verification_settings
+from centsync.pipelines.results import RESULT_KEY, RefreshResult
 from centsync.pipelines.settings import Settings
 
 # seconds between progress lines when stderr is not a terminal (a log, CI, cron)
@@ -208,7 +209,7 @@ def _specs() -> list[dg.AssetSpec]:
     ]
 
 
-def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
+def _metadata(summary: RefreshSummary, key: str, result: RefreshResult) -> dict[str, Any]:
     endpoint = ENDPOINT_ASSETS[key].endpoint
     md: dict[str, Any] = {
         "requests": summary.requests.get(endpoint, 0),
@@ -229,7 +230,8 @@ def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
                 "requests_floor": summary.floor,
                 "rereads": summary.rereads,
                 "preview": dg.MetadataValue.md(_markdown(summary)),
-                "report": dg.MetadataValue.json(summary.report()),
+                # what `centsync refresh` prints: the typed result, one entry
+                RESULT_KEY: dg.MetadataValue.json(result.to_json()),
             }
         )
     return md
@@ -277,14 +279,15 @@ def _run(
             f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
             f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
         )
-    for key in ENDPOINT_ASSETS:
-        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key))
     report_path = None
     if options.report:
         from centsync.pipelines.outputs import report
 
         report_path = report.write(Path(settings.warehouse))
         context.log.info(f"reconciliation report: {report_path}")
+    result = RefreshResult(summary.report(), str(report_path) if report_path else None)
+    for key in ENDPOINT_ASSETS:
+        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key, result))
     yield from marts.materializations(summary, report_path)
     yield from marts.check_results(summary)
 

@@ -7,6 +7,7 @@ import dagster as dg
 from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.defs.refresh import interrupts_as_keyboard
 from centsync.pipelines.defs.resources import api_client
+from centsync.pipelines.results import RESULT_KEY, WritebackResult
 from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback
 from centsync.warehouse.outbox import OutboxBusyError
@@ -32,9 +33,8 @@ def outbox(
     # The write-back job fails when it cannot write (a read-only key, the service gone); as the
     # first step of a refresh the same is a warning, and the refresh goes on.
     strict = context.run.job_name == WRITEBACK_JOB
-    options = writeback.WritebackOptions(strict=strict)
+    options = writeback.WritebackOptions(strict=strict, inbox=settings.inbox)
     try:
-        # TODO(writeback): pass settings.inbox once run_writeback takes it (it reads CENTSYNC_INBOX)
         with api_client(settings) as client, interrupts_as_keyboard():
             summary = writeback.run_writeback(client, Path(settings.warehouse), options)
     except OutboxBusyError as e:
@@ -52,6 +52,9 @@ def outbox(
             "needs_attention": summary.needs_attention + summary.conflicts,
             "pending": summary.counts.get("pending", 0),
             "outbox": summary.outbox,
-            "writeback": dg.MetadataValue.json(summary.report()),
+            # what `centsync writeback` prints: the typed result, one entry
+            RESULT_KEY: dg.MetadataValue.json(
+                WritebackResult.from_json(summary.report()).to_json()
+            ),
         }
     )
