@@ -79,7 +79,12 @@ def failure(run: ExecuteInProcessResult) -> errors.Failure:
     """The classified error of a failed in-process run."""
     for event in run.all_events:
         if event.is_step_failure:
-            return errors.classify(event.event_specific_data.error, run.run_id)  # type: ignore[union-attr]
+            data = event.event_specific_data
+            user = getattr(data, "user_failure_data", None)
+            metadata = {
+                k: getattr(v, "value", v) for k, v in (user.metadata if user else {}).items()
+            }
+            return errors.classify(getattr(data, "error", None), run.run_id, metadata)
     failed = next((e for e in run.all_events if e.is_failure), None)
     data = getattr(failed, "event_specific_data", None)
     return errors.classify(getattr(data, "error", None), run.run_id)

@@ -142,9 +142,9 @@ def embedded_api(
                 f"To refresh it from its service, set CENTSYNC_API_BASE_URL={e.bound.base_url} "
                 "and its CENTSYNC_API_KEY."
             )
-            raise Failed(
-                errors.Failure(errors.KINDS["SourceMismatch"], "SourceMismatch", message, message)
-            ) from None
+            kind = errors.kind_of(e)
+            assert kind is not None  # a SourceMismatch is a known failure
+            raise Failed(errors.Failure(kind, "SourceMismatch", message, message)) from None
     sb = Sandbox(SandboxConfig(seed=seed))
     with run_in_thread(sb) as base_url:
         click.echo(

@@ -7,6 +7,7 @@ import dagster as dg
 
 from centsync.extract import ProviderQuotaExhausted
 from centsync.pipelines.defs import OWNERS
+from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.jobs import refresh_job
 from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.settings import Settings
@@ -25,7 +26,7 @@ class BankSyncConfig(dg.Config):
 def bank_sync(
     context: dg.AssetExecutionContext, config: BankSyncConfig, settings: dg.ResourceParam[Settings]
 ) -> dg.MaterializeResult:
-    with api_client(settings) as client:
+    with known_failures(), api_client(settings) as client:
         status = client.sync_status(raw=False)
         now = dt.datetime.now(dt.UTC)
         stale: list[str] = []

@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from centsync.extract import ApiClient
+from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.marts import MARTS, RECON_KEY, mart_key
 from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.reconcile import Outcome, reconcile
@@ -65,7 +66,8 @@ def reconcile_offline(
     context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]
 ) -> dict[str, Any]:
     """Against the aggregates the latest refresh landed: no request to the service."""
-    return _reconcile(context, settings, None)
+    with known_failures():
+        return _reconcile(context, settings, None)
 
 
 @dg.op(name="reconcile_live")
@@ -73,7 +75,7 @@ def reconcile_live(
     context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]
 ) -> dict[str, Any]:
     """Against the service's aggregates fetched now (about 6 requests)."""
-    with api_client(settings) as client:
+    with known_failures(), api_client(settings) as client:
         return _reconcile(context, settings, client)
 
 

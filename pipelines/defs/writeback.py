@@ -5,6 +5,7 @@ from pathlib import Path
 import dagster as dg
 
 from centsync.pipelines.defs import OWNERS
+from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.refresh import interrupts_as_keyboard
 from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.results import RESULT_KEY, WritebackResult
@@ -34,14 +35,15 @@ def outbox(
     # first step of a refresh the same is a warning, and the refresh goes on.
     strict = context.run.job_name == WRITEBACK_JOB
     options = writeback.WritebackOptions(strict=strict, inbox=settings.inbox)
-    try:
-        with api_client(settings) as client, interrupts_as_keyboard():
-            summary = writeback.run_writeback(client, Path(settings.warehouse), options)
-    except OutboxBusyError as e:
-        if strict:
-            raise
-        context.log.warning(f"write-back skipped: {e}")
-        return dg.MaterializeResult(metadata={"skipped": str(e)})
+    with known_failures():
+        try:
+            with api_client(settings) as client, interrupts_as_keyboard():
+                summary = writeback.run_writeback(client, Path(settings.warehouse), options)
+        except OutboxBusyError as e:
+            if strict:
+                raise
+            context.log.warning(f"write-back skipped: {e}")
+            return dg.MaterializeResult(metadata={"skipped": str(e)})
     for w in summary.warnings:
         context.log.warning(w)
     context.log.info(summary.line())
