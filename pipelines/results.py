@@ -161,8 +161,9 @@ class WritebackResult:
     @staticmethod
     def json_schema() -> dict[str, Any]:
         """The schema of `centsync writeback --json`."""
-        counts = ("queued", "duplicates", "rejected", "conflicts", "sent", "replayed")
-        counts += ("found_by_lookup", "rejected_by_service", "needs_attention", "confirmed")
+        counts: tuple[str, ...] = ("queued", "duplicates", "rejected", "conflicts", "sent")
+        counts += ("replayed", "found_by_lookup", "rejected_by_service", "needs_attention")
+        counts += ("confirmed",)
         return {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "centsync writeback --json",

@@ -60,90 +60,66 @@ class Kind:
 # `headline`, `what_to_do`, as extract/_errors.py and warehouse/errors.py do). By class, never
 # by name; `exact` entries do not cover subclasses (KeyError is a LookupError, and a bug).
 _OUTSIDE: list[tuple[type[BaseException], Kind, bool]] = []
+SOURCE_MISMATCH = Kind(WAREHOUSE, "the warehouse belongs to another source", "")
+WRITE_SCOPE_MISSING = Kind(
+    AUTH,
+    "the API key cannot write",
+    "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
+    "`centsync writeback`; every outbox row stays pending.",
+)
+OUTBOX_BUSY = Kind(
+    WAREHOUSE,
+    "the write-back outbox is in use",
+    "close other connections to the outbox file (or wait for the other write-back), then run again.",
+)
+DUCKDB_KINDS = {
+    "IOException": Kind(
+        WAREHOUSE,
+        "the warehouse file could not be read or written",
+        "check the path, its permissions and free disk space.",
+    ),
+    "OutOfMemoryException": Kind(
+        WAREHOUSE, "DuckDB ran out of memory", "raise CENTSYNC_DUCKDB_MEMORY or free memory."
+    ),
+    "CatalogException": Kind(
+        WAREHOUSE,
+        "the warehouse file is not a centsync warehouse (or is damaged)",
+        "point CENTSYNC_WAREHOUSE at a centsync warehouse, or a new path.",
+    ),
+    "SerializationException": Kind(
+        WAREHOUSE,
+        "the warehouse file is damaged",
+        "restore it from a backup, or refresh into a new path.",
+    ),
+}
+NOTHING_YET = Kind(
+    WAREHOUSE, "the warehouse has nothing to work on yet", "run `centsync refresh` first."
+)
+# an httpx transport error that escaped the client's own tree: the service's
+STRAY_TRANSPORT = Kind(SERVICE, "the run failed", "see the log below.")
 
 
 def _outside() -> list[tuple[type[BaseException], Kind, bool]]:
     """The table above, filled on first use (its imports are those of a run)."""
-    if _OUTSIDE:
-        return _OUTSIDE
-    import duckdb
-    import httpx
+    if not _OUTSIDE:
+        import duckdb
+        import httpx
 
-    from centsync.pipelines.refresh.binding import SourceMismatch
-    from centsync.pipelines.writeback.run import WriteScopeMissing
-    from centsync.warehouse.outbox import OutboxBusyError
+        from centsync.pipelines.refresh.binding import SourceMismatch
+        from centsync.pipelines.writeback.run import WriteScopeMissing
+        from centsync.warehouse.outbox import OutboxBusyError
 
-    _OUTSIDE.extend(
-        [
-            (SourceMismatch, Kind(WAREHOUSE, "the warehouse belongs to another source", ""), False),
-            (
-                WriteScopeMissing,
-                Kind(
-                    AUTH,
-                    "the API key cannot write",
-                    "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
-                    "`centsync writeback`; every outbox row stays pending.",
-                ),
-                False,
-            ),
-            (
-                OutboxBusyError,
-                Kind(
-                    WAREHOUSE,
-                    "the write-back outbox is in use",
-                    "close other connections to the outbox file (or wait for the other write-back), then run again.",
-                ),
-                False,
-            ),
-            (
-                duckdb.IOException,
-                Kind(
-                    WAREHOUSE,
-                    "the warehouse file could not be read or written",
-                    "check the path, its permissions and free disk space.",
-                ),
-                False,
-            ),
-            (
-                duckdb.OutOfMemoryException,
-                Kind(
-                    WAREHOUSE,
-                    "DuckDB ran out of memory",
-                    "raise CENTSYNC_DUCKDB_MEMORY or free memory.",
-                ),
-                False,
-            ),
-            (
-                duckdb.CatalogException,
-                Kind(
-                    WAREHOUSE,
-                    "the warehouse file is not a centsync warehouse (or is damaged)",
-                    "point CENTSYNC_WAREHOUSE at a centsync warehouse, or a new path.",
-                ),
-                False,
-            ),
-            (
-                duckdb.SerializationException,
-                Kind(
-                    WAREHOUSE,
-                    "the warehouse file is damaged",
-                    "restore it from a backup, or refresh into a new path.",
-                ),
-                False,
-            ),
-            # an httpx transport error that escaped the client's own tree: the service's
-            (httpx.TransportError, Kind(SERVICE, "the run failed", "see the log below."), False),
-            (
-                LookupError,
-                Kind(
-                    WAREHOUSE,
-                    "the warehouse has nothing to work on yet",
-                    "run `centsync refresh` first.",
-                ),
-                True,
-            ),
-        ]
-    )
+        _OUTSIDE.extend(
+            [
+                (SourceMismatch, SOURCE_MISMATCH, False),
+                (WriteScopeMissing, WRITE_SCOPE_MISSING, False),
+                (OutboxBusyError, OUTBOX_BUSY, False),
+                # DuckDB's exception classes, looked up by attribute on the module
+                *((getattr(duckdb, name), kind, False) for name, kind in DUCKDB_KINDS.items()),
+                (httpx.TransportError, STRAY_TRANSPORT, False),
+                (LookupError, NOTHING_YET, True),
+            ]
+        )
     return _OUTSIDE
 
 

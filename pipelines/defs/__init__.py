@@ -3,6 +3,7 @@
 No `from __future__ import annotations` in these modules: it breaks Dagster's definition loading.
 
 - `resources.py`: the run's `Settings` as the one resource, and the API client built from it.
+- `failures.py`: known failures leave a step as a `dg.Failure` carrying their exit code.
 - `refresh.py`: the refresh multi-asset (one asset per endpoint read) and the monthly backfill asset.
 - `marts.py`: the marts and the reconciliation as assets, with their checks.
 - `reconcile.py`: the reconcile jobs (offline and live).
