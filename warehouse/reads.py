@@ -8,6 +8,8 @@ Python values or Polars frames. Sections by the room that asks.
 
 from __future__ import annotations
 
+import duckdb
+
 # --- refresh and reconciliation (pipelines/refresh/, pipelines/reconcile.py) -----------------
 
 
@@ -18,3 +20,16 @@ from __future__ import annotations
 
 
 # --- the CLI (pipelines/cli/) ----------------------------------------------------------------
+
+
+def rejected_in_latest_refresh(con: duckdb.DuckDBPyConnection) -> tuple[int, str | None]:
+    """Rows validation rejected in the latest succeeded refresh, and one of their reasons
+    (the `no_rejected_rows` asset check)."""
+    row = con.execute(
+        """
+        SELECT count(*), any_value(reason) FROM raw.rejected_rows
+        WHERE refresh_id = (SELECT refresh_id FROM ops.refreshes WHERE status = 'succeeded' ORDER BY started_at DESC LIMIT 1)
+        """
+    ).fetchone()
+    n, reason = row or (0, None)
+    return int(n), None if reason is None else str(reason)
