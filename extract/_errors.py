@@ -30,11 +30,18 @@
 
 Callers catch by meaning (``except InsufficientScope``, ``if err.retryable``), never by parsing
 messages. No exception text ever contains the API key.
+
+A class a command can fail with says so on itself: ``exit_code`` (the documented exit codes:
+2 usage or configuration, 3 the key, 4 unreachable, 5 the service), ``headline`` and
+``what_to_do``. ``exit_code`` None (the base classes): the CLI looks further down the error chain.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
+
+# the documented exit codes (README, "Exit codes") this package's errors end a command with
+EXIT_USAGE, EXIT_AUTH, EXIT_UNREACHABLE, EXIT_SERVICE = 2, 3, 4, 5
 
 
 class ExtractError(Exception):
@@ -42,14 +49,25 @@ class ExtractError(Exception):
 
     retryable: ClassVar[bool] = False
     permanent: ClassVar[bool] = True
+    exit_code: ClassVar[int | None] = None
+    headline: ClassVar[str] = ""
+    what_to_do: ClassVar[str] = ""
 
 
 class ConfigurationError(ExtractError):
     """The client was configured in a way that would be unsafe or cannot work."""
 
+    exit_code = EXIT_USAGE
+    headline = "the service settings are not usable"
+    what_to_do = "fix CENTSYNC_API_BASE_URL / CENTSYNC_API_KEY."
+
 
 class ResponseFormatError(ExtractError):
     """The server answered 2xx with a body that is not the documented shape."""
+
+    exit_code = EXIT_SERVICE
+    headline = "the service answered in a shape centsync does not know"
+    what_to_do = "report it with the log below."
 
 
 class DriftError(ExtractError):
@@ -57,6 +75,9 @@ class DriftError(ExtractError):
 
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "the service kept changing the same months while they were read"
+    what_to_do = "run again; the months read so far are kept."
 
 
 class TransportFailure(ExtractError):
@@ -64,6 +85,9 @@ class TransportFailure(ExtractError):
 
     retryable = True
     permanent = False
+    exit_code = EXIT_UNREACHABLE
+    headline = "the service could not be reached"
+    what_to_do = "check CENTSYNC_API_BASE_URL, the network and the service's status; then run the command again."
 
     def __init__(self, method: str, path: str, cause: BaseException) -> None:
         self.method = method
@@ -79,6 +103,10 @@ class ServiceUnreachable(TransportFailure):
     TLS). Retried only briefly: a service that refuses connections rarely starts accepting
     them within the seconds a backoff would wait.
     """
+
+    exit_code = EXIT_UNREACHABLE
+    headline = "the service could not be reached"
+    what_to_do = "check CENTSYNC_API_BASE_URL (host and port) and that the service is up; then run the command again."
 
     def __init__(self, method: str, path: str, cause: BaseException, reason: str) -> None:
         super().__init__(method, path, cause)
@@ -135,21 +163,33 @@ class ApiError(ExtractError):
 class InvalidRequest(ApiError):
     code = "invalid_request"
     hint = "The request was rejected as sent; fix it before sending it again"
+    exit_code = EXIT_SERVICE
+    headline = "the service refused a request as invalid"
+    what_to_do = "report it with the log below."
 
 
 class Unauthenticated(ApiError):
     code = "unauthenticated"
     hint = "The key was not accepted (missing, unknown or revoked); check CENTSYNC_API_KEY"
+    exit_code = EXIT_AUTH
+    headline = "the service refused the API key"
+    what_to_do = "check CENTSYNC_API_KEY (a revoked or mistyped key is refused)."
 
 
 class KeyExpired(ApiError):
     code = "key_expired"
     hint = "The key has expired; create a new key (Settings, Developer API, API keys)"
+    exit_code = EXIT_AUTH
+    headline = "the API key has expired"
+    what_to_do = "create a new key and set CENTSYNC_API_KEY."
 
 
 class InsufficientScope(ApiError):
     code = "insufficient_scope"
     hint = "This key lacks the scope (a read-only key cannot write); create a read and write key"
+    exit_code = EXIT_AUTH
+    headline = "the API key lacks a scope this needs"
+    what_to_do = "use a key with the data.read scope (data.write to post)."
 
 
 class NotFound(ApiError):
@@ -180,6 +220,9 @@ class RateLimited(ApiError):
     code = "rate_limited"
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "the service's rate limit stayed exhausted past the wait budget"
+    what_to_do = "run again later; months already read are kept and the next refresh resumes."
 
 
 class ProviderQuotaExhausted(ApiError):
@@ -193,24 +236,36 @@ class InternalError(ApiError):
     code = "internal_error"
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "the service kept failing (HTTP 500)"
+    what_to_do = "run again later; report it if it persists."
 
 
 class ServiceUnavailable(ApiError):
     code = "service_unavailable"
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "the service is unavailable"
+    what_to_do = "run again later; nothing read so far is lost."
 
 
 class BadGateway(ApiError):
     code = "bad_gateway"
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "a proxy in front of the service failed (502)"
+    what_to_do = "run again later."
 
 
 class GatewayTimeout(ApiError):
     code = "gateway_timeout"
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "a proxy in front of the service timed out (504)"
+    what_to_do = "run again later."
 
 
 class UnknownApiError(ApiError):
@@ -220,12 +275,19 @@ class UnknownApiError(ApiError):
 class UnknownClientError(UnknownApiError):
     """An unknown code with a 4xx status: permanent for this request."""
 
+    exit_code = EXIT_SERVICE
+    headline = "the service refused a request"
+    what_to_do = "report it: centsync sent something the service did not accept."
+
 
 class UnknownServerError(UnknownApiError):
     """An unknown code with a 5xx status: retryable."""
 
     retryable = True
     permanent = False
+    exit_code = EXIT_SERVICE
+    headline = "the service answered with an unknown error"
+    what_to_do = "run again later."
 
 
 ERRORS_BY_CODE: dict[str, type[ApiError]] = {

@@ -5,6 +5,11 @@ module), by `dagster dev`, `dagster asset list` and `dg list defs`. In process: 
 writer, and the in-process executor starts runs about 3x faster than the multiprocess one.
 Listed by hand rather than scanned: Dagster's package scanner is a preview API, and the folder
 loader needs a pyproject.toml, which an installed wheel does not have.
+
+`build(settings)` is the factory: the CLI builds the definitions with its own `Settings` (the
+embedded sandbox's URL and key reach its runs as a resource instance, never through the
+environment or the run config). `defs` is what Dagster's tools load: read from the environment
+when the code location loads (the partitions' start), and again when each run starts.
 """
 
 import dagster as dg
@@ -19,24 +24,35 @@ from centsync.pipelines.defs import (
     writeback,
 )
 from centsync.pipelines.defs.resources import resources
+from centsync.pipelines.settings import Settings
 
-defs = dg.Definitions(
-    assets=[
-        writeback.outbox,
-        refresh.refresh_assets,
-        refresh.transactions_by_month,
-        bank_sync.bank_sync,
-    ],
-    asset_checks=[checks.no_rejected_rows],
-    jobs=[
-        jobs.refresh_job,
-        jobs.bank_sync_job,
-        jobs.writeback_job,
-        reconcile.reconcile_job,
-        reconcile.reconcile_live_job,
-    ],
-    schedules=schedules.schedules,
-    sensors=[bank_sync.bank_sync_finished],
-    resources=resources(),
-    executor=dg.in_process_executor,
-)
+
+def build(settings: Settings | None = None) -> dg.Definitions:
+    """Every asset, job, schedule and sensor; runs get `settings`, else read the environment."""
+    start = (settings or Settings.from_env()).partitions_start
+    return dg.Definitions(
+        assets=[
+            writeback.outbox,
+            refresh.refresh_assets,
+            refresh.transactions_by_month(start),
+            bank_sync.bank_sync,
+        ],
+        asset_checks=[checks.no_rejected_rows],
+        jobs=[
+            jobs.refresh_job,
+            jobs.bank_sync_job,
+            jobs.writeback_job,
+            reconcile.reconcile_job,
+            reconcile.reconcile_live_job,
+        ],
+        schedules=schedules.schedules,
+        sensors=[bank_sync.bank_sync_finished],
+        resources=resources(settings),
+        executor=dg.in_process_executor,
+    )
+
+
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The code location Dagster's tools load (`dagster dev`, `dg list defs`, the daemon)."""
+    return build()

@@ -119,6 +119,13 @@ class Settings:
         "Show refresh progress even when stderr is not a terminal (any non-empty value).",
         False,
     )
+    source: str = _setting(
+        "CENTSYNC_SOURCE",
+        "The name a warehouse is bound to when it is not the base URL (the embedded sandbox's "
+        "listens on a new port each time). Set by `centsync` for the runs it starts.",
+        "",
+        shown="the base URL",
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -169,6 +176,35 @@ class Settings:
     def embedded(self) -> bool:
         """True when no service is configured: commands start the embedded sandbox."""
         return not self.api_base_url
+
+    def child_environ(self) -> dict[str, str]:
+        """The environment of a child process (`dagster dev`, marimo) that must see these
+        settings: this process's own, with every setting written as its variable."""
+        env = dict(os.environ)
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            name = f.metadata["env"]
+            if f.name == "data_home":
+                continue  # every path under it is written resolved
+            if isinstance(value, bool):
+                if value:
+                    env[name] = "1"
+                else:
+                    env.pop(name, None)
+            elif value == "" or value is None:
+                env.pop(name, None)
+            else:
+                env[name] = str(value)
+        return env
+
+
+def use_dagster_home(home: Path) -> None:
+    """Name the Dagster instance's home for `cli/instance.py`, which reads DAGSTER_HOME.
+
+    The one environment write left outside a child process's own environment (TODO: remove it
+    once `centsync.pipelines.cli.instance.instance()` takes the home as a parameter).
+    """
+    os.environ["DAGSTER_HOME"] = str(home)
 
 
 def reference() -> list[dict[str, str]]:

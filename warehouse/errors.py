@@ -5,13 +5,25 @@ WarehouseError
 ├── MonthBoundsError       replace_months got rows outside the months it was told to replace
 ├── RefreshInProgressError another refresh holds the warehouse's lock
 └── NoWarehouseError       nothing has been published at that path yet
+
+Each says what a command that fails with it exits with (6, the warehouse: README, "Exit codes")
+and what to do (`exit_code`, `headline`, `what_to_do`).
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+# the documented exit code of a command that fails on the warehouse
+EXIT_WAREHOUSE = 6
+
 
 class WarehouseError(Exception):
     """Base of every error the warehouse raises on purpose."""
+
+    exit_code: ClassVar[int | None] = EXIT_WAREHOUSE
+    headline: ClassVar[str] = "the warehouse could not be written"
+    what_to_do: ClassVar[str] = "see the log below."
 
 
 class FrameShapeError(WarehouseError, ValueError):
@@ -21,10 +33,18 @@ class FrameShapeError(WarehouseError, ValueError):
 class MonthBoundsError(WarehouseError, ValueError):
     """Rows handed to replace_months fall outside the months being replaced."""
 
+    headline = "the warehouse refused a load"
+
 
 class RefreshInProgressError(WarehouseError):
     """Another process is refreshing this warehouse."""
 
+    headline = "another refresh holds the warehouse"
+    what_to_do = "wait for it to finish (or stop it), then run again."
+
 
 class NoWarehouseError(WarehouseError, FileNotFoundError):
     """No published warehouse exists at the path."""
+
+    headline = "there is no warehouse yet"
+    what_to_do = "run `centsync refresh` first."

@@ -381,3 +381,16 @@ def catalogue_columns(
 
 
 # --- the CLI (pipelines/cli/) ----------------------------------------------------------------
+
+
+def rejected_in_latest_refresh(con: duckdb.DuckDBPyConnection) -> tuple[int, str | None]:
+    """Rows validation rejected in the latest succeeded refresh, and one of their reasons
+    (the `no_rejected_rows` asset check)."""
+    row = con.execute(
+        """
+        SELECT count(*), any_value(reason) FROM raw.rejected_rows
+        WHERE refresh_id = (SELECT refresh_id FROM ops.refreshes WHERE status = 'succeeded' ORDER BY started_at DESC LIMIT 1)
+        """
+    ).fetchone()
+    n, reason = row or (0, None)
+    return int(n), None if reason is None else str(reason)

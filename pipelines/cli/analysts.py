@@ -3,14 +3,13 @@ project's warehouse) and `centsync docs` (the data dictionary, generated from th
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import click
 
-from centsync.pipelines.cli.support import _warehouse_path
+from centsync.pipelines.cli.group import settings
 
 NOTEBOOKS = ("spending", "net_worth", "reconciliation", "writeback")
 
@@ -57,7 +56,8 @@ def notebook(name: str | None, as_app: bool, port: int | None, headless: bool) -
     """
     from centsync.warehouse import NoWarehouseError
 
-    warehouse = _warehouse_path()
+    config = settings()
+    warehouse = config.warehouse
     if not warehouse.exists():
         raise NoWarehouseError(f"no warehouse at {warehouse} (`make demo` makes one)")
     if as_app and name is None:
@@ -67,7 +67,7 @@ def notebook(name: str | None, as_app: bool, port: int | None, headless: bool) -
     cmd += ["--headless"] if headless else []
     cmd += ["--port", str(port)] if port else []
     click.echo(f"Opening {target} on {warehouse} (read only); Ctrl-C stops it.")
-    env = {**os.environ, "CENTSYNC_WAREHOUSE": str(warehouse)}
+    env = config.child_environ()  # the notebooks read CENTSYNC_WAREHOUSE
     try:
         code = subprocess.call(cmd, env=env)
     except KeyboardInterrupt:
@@ -87,23 +87,34 @@ def docs(out: Path | None, check: bool) -> None:
 
     Every schema, table, view and column and its comment (meaning, units, sign), under the
     prose of pipelines/templates/data-dictionary.md.j2. Run it after adding a migration.
+    Without --out, docs/configuration.md (every setting) is written (or checked) too.
 
     Example: centsync docs --check
     """
     from centsync.pipelines.outputs.data_dictionary import render, repository_file
+    from centsync.pipelines.settings import configuration_markdown
 
     target = out or repository_file("docs", "data-dictionary.md")
     if target is None:
         raise click.UsageError("no docs/ folder in this installation: give --out PATH")
-    text = render()
+    stale = _generated(target, render(), check)
+    configuration = None if out else repository_file("docs", "configuration.md")
+    if configuration is not None:
+        stale += _generated(configuration, configuration_markdown(), check)
+    if stale:
+        raise click.ClickException(
+            f"{', '.join(map(str, stale))} is stale: run `centsync docs` (or `make docs`)"
+        )
+
+
+def _generated(target: Path, text: str, check: bool) -> list[Path]:
+    """Write (or with `check`, compare) a generated file; the file when it is stale."""
     current = target.read_text("utf-8") if target.exists() else None
-    if check:
-        if current != text:
-            raise click.ClickException(f"{target} is stale: run `centsync docs` (or `make docs`)")
-        click.echo(f"{target} is up to date.")
-        return
+    if check and current != text:
+        return [target]
     if current == text:
         click.echo(f"{target} is up to date.")
-        return
+        return []
     target.write_text(text, "utf-8")
     click.echo(f"Wrote {target}.")
+    return []

@@ -1,13 +1,18 @@
 """What the CLI says when something goes wrong: one short message, what to do, an exit code.
 
-Runs execute inside Dagster, so an exception reaches the CLI as the error chain of a failed
-step; `classify` names it by the class of the first exception it knows in that chain (the
-client's and the warehouse's trees say what happened by class, never by message).
+A known failure says what it is on its class (`exit_code`, `headline`, `what_to_do` on
+extract's and the warehouse's error trees; `_outside` for the classes of other packages):
+`kind_of`. Runs execute inside Dagster, so the assets raise a known failure again as a
+`dg.Failure` with that in its metadata (`failure_metadata`), and `classify` reads the metadata
+back from the failed step: no exit code is chosen by a class's name or a message's text (an
+interrupt, which Dagster records by name only, and DuckDB's disk-full, which says so only in
+its message, are the two exceptions).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import errno
 import os
 import re
 from dataclasses import dataclass
@@ -50,96 +55,24 @@ class Kind:
     todo: str
 
 
-KINDS: dict[str, Kind] = {
-    "SourceMismatch": Kind(WAREHOUSE, "the warehouse belongs to another source", ""),
-    "Terminated": Kind(143, "stopped by SIGTERM", ""),
-    "KeyboardInterrupt": Kind(INTERRUPTED, "interrupted", ""),
-    "DagsterExecutionInterruptedError": Kind(INTERRUPTED, "interrupted", ""),
-    "Unauthenticated": Kind(
-        AUTH,
-        "the service refused the API key",
-        "check CENTSYNC_API_KEY (a revoked or mistyped key is refused).",
-    ),
-    "KeyExpired": Kind(
-        AUTH, "the API key has expired", "create a new key and set CENTSYNC_API_KEY."
-    ),
-    "InsufficientScope": Kind(
-        AUTH,
-        "the API key lacks a scope this needs",
-        "use a key with the data.read scope (data.write to post).",
-    ),
-    "WriteScopeMissing": Kind(
-        AUTH,
-        "the API key cannot write",
-        "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
-        "`centsync writeback`; every outbox row stays pending.",
-    ),
-    "OutboxBusyError": Kind(
-        WAREHOUSE,
-        "the write-back outbox is in use",
-        "close other connections to the outbox file (or wait for the other write-back), then run again.",
-    ),
-    "ConfigurationError": Kind(
-        USAGE,
-        "the service settings are not usable",
-        "fix CENTSYNC_API_BASE_URL / CENTSYNC_API_KEY.",
-    ),
-    "ServiceUnreachable": Kind(
-        UNREACHABLE,
-        "the service could not be reached",
-        "check CENTSYNC_API_BASE_URL (host and port) and that the service is up; then run the command again.",
-    ),
-    "TransportFailure": Kind(
-        UNREACHABLE,
-        "the service could not be reached",
-        "check CENTSYNC_API_BASE_URL, the network and the service's status; then run the command again.",
-    ),
-    "RateLimited": Kind(
-        SERVICE,
-        "the service's rate limit stayed exhausted past the wait budget",
-        "run again later; months already read are kept and the next refresh resumes.",
-    ),
-    "ServiceUnavailable": Kind(
-        SERVICE, "the service is unavailable", "run again later; nothing read so far is lost."
-    ),
-    "InternalError": Kind(
-        SERVICE, "the service kept failing (HTTP 500)", "run again later; report it if it persists."
-    ),
-    "BadGateway": Kind(SERVICE, "a proxy in front of the service failed (502)", "run again later."),
-    "GatewayTimeout": Kind(
-        SERVICE, "a proxy in front of the service timed out (504)", "run again later."
-    ),
-    "UnknownServerError": Kind(
-        SERVICE, "the service answered with an unknown error", "run again later."
-    ),
-    "UnknownClientError": Kind(
-        SERVICE,
-        "the service refused a request",
-        "report it: centsync sent something the service did not accept.",
-    ),
-    "InvalidRequest": Kind(
-        SERVICE, "the service refused a request as invalid", "report it with the log below."
-    ),
-    "ResponseFormatError": Kind(
-        SERVICE,
-        "the service answered in a shape centsync does not know",
-        "report it with the log below.",
-    ),
-    "DriftError": Kind(
-        SERVICE,
-        "the service kept changing the same months while they were read",
-        "run again; the months read so far are kept.",
-    ),
-    "RefreshInProgressError": Kind(
-        WAREHOUSE,
-        "another refresh holds the warehouse",
-        "wait for it to finish (or stop it), then run again.",
-    ),
-    "NoWarehouseError": Kind(
-        WAREHOUSE, "there is no warehouse yet", "run `centsync refresh` first."
-    ),
-    "WarehouseError": Kind(WAREHOUSE, "the warehouse could not be written", "see the log below."),
-    "MonthBoundsError": Kind(WAREHOUSE, "the warehouse refused a load", "see the log below."),
+# Failures of classes that cannot say so on themselves (another package's, or a module this
+# one does not own yet: TODO(lead) move the last three onto their classes as `exit_code`,
+# `headline`, `what_to_do`, as extract/_errors.py and warehouse/errors.py do). By class, never
+# by name; `exact` entries do not cover subclasses (KeyError is a LookupError, and a bug).
+_OUTSIDE: list[tuple[type[BaseException], Kind, bool]] = []
+SOURCE_MISMATCH = Kind(WAREHOUSE, "the warehouse belongs to another source", "")
+WRITE_SCOPE_MISSING = Kind(
+    AUTH,
+    "the API key cannot write",
+    "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
+    "`centsync writeback`; every outbox row stays pending.",
+)
+OUTBOX_BUSY = Kind(
+    WAREHOUSE,
+    "the write-back outbox is in use",
+    "close other connections to the outbox file (or wait for the other write-back), then run again.",
+)
+DUCKDB_KINDS = {
     "IOException": Kind(
         WAREHOUSE,
         "the warehouse file could not be read or written",
@@ -158,10 +91,46 @@ KINDS: dict[str, Kind] = {
         "the warehouse file is damaged",
         "restore it from a backup, or refresh into a new path.",
     ),
-    "LookupError": Kind(
-        WAREHOUSE, "the warehouse has nothing to work on yet", "run `centsync refresh` first."
-    ),
 }
+NOTHING_YET = Kind(
+    WAREHOUSE, "the warehouse has nothing to work on yet", "run `centsync refresh` first."
+)
+# an httpx transport error that escaped the client's own tree: the service's
+STRAY_TRANSPORT = Kind(SERVICE, "the run failed", "see the log below.")
+
+
+def _outside() -> list[tuple[type[BaseException], Kind, bool]]:
+    """The table above, filled on first use (its imports are those of a run)."""
+    if not _OUTSIDE:
+        import duckdb
+        import httpx
+
+        from centsync.pipelines.refresh.binding import SourceMismatch
+        from centsync.pipelines.writeback.run import WriteScopeMissing
+        from centsync.warehouse.outbox import OutboxBusyError
+
+        _OUTSIDE.extend(
+            [
+                (SourceMismatch, SOURCE_MISMATCH, False),
+                (WriteScopeMissing, WRITE_SCOPE_MISSING, False),
+                (OutboxBusyError, OUTBOX_BUSY, False),
+                # DuckDB's exception classes, looked up by attribute on the module
+                *((getattr(duckdb, name), kind, False) for name, kind in DUCKDB_KINDS.items()),
+                (httpx.TransportError, STRAY_TRANSPORT, False),
+                (LookupError, NOTHING_YET, True),
+            ]
+        )
+    return _OUTSIDE
+
+
+# The interrupts, as Dagster records them in a run's error chain (it turns a KeyboardInterrupt
+# into its own error, and only names survive serialization): the one match by name left.
+INTERRUPTS = {
+    "Terminated": Kind(143, "stopped by SIGTERM", ""),
+    "KeyboardInterrupt": Kind(INTERRUPTED, "interrupted", ""),
+    "DagsterExecutionInterruptedError": Kind(INTERRUPTED, "interrupted", ""),
+}
+UNEXPECTED_IN_RUN = Kind(1, "the run failed", "see the log below.")
 DISK_FULL = Kind(
     WAREHOUSE,
     "the disk is full",
@@ -193,6 +162,59 @@ class Failure:
         }
 
 
+def kind_of(exc: BaseException) -> Kind | None:
+    """The kind of a known failure, by its class (the most specific that says), else None.
+
+    A class says on itself (`exit_code`, `headline`, `what_to_do`: extract's and the
+    warehouse's trees) or in `_outside`. Else a full disk: an OSError with ENOSPC, or DuckDB's
+    IOException saying so (it carries no errno: its message is the only place).
+    """
+    for cls in type(exc).__mro__:
+        for known_cls, kind, exact in _outside():
+            if cls is known_cls and (not exact or type(exc) is known_cls):
+                return kind
+        code = cls.__dict__.get("exit_code")
+        if code is not None:
+            return Kind(code, exc.headline, exc.what_to_do)  # type: ignore[attr-defined]
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return DISK_FULL
+    if os.strerror(errno.ENOSPC) in str(exc):
+        return DISK_FULL
+    return None
+
+
+def known(exc: BaseException) -> tuple[BaseException, Kind] | None:
+    """The first exception of `exc`'s chain (itself, then its causes) of a known kind."""
+    seen: set[int] = set()
+    todo: list[BaseException | None] = [exc]
+    while todo:
+        e = todo.pop(0)
+        if e is None or id(e) in seen:
+            continue
+        seen.add(id(e))
+        kind = kind_of(e)
+        if kind is not None:
+            return e, kind
+        todo += [e.__cause__, e.__context__]
+    return None
+
+
+# what a run's step failure carries (dg.Failure metadata), so the CLI needs no exception types
+EXIT_CODE, ERROR_CLASS, MESSAGE = "centsync/exit_code", "centsync/error_class", "centsync/message"
+HEADLINE, WHAT_TO_DO = "centsync/headline", "centsync/what_to_do"
+
+
+def failure_metadata(exc: BaseException, kind: Kind) -> dict[str, Any]:
+    """The metadata of the `dg.Failure` an asset raises for a known failure."""
+    return {
+        EXIT_CODE: kind.code,
+        ERROR_CLASS: type(exc).__name__,
+        MESSAGE: _short(str(exc)),
+        HEADLINE: kind.headline,
+        WHAT_TO_DO: kind.todo,
+    }
+
+
 def _chain(error: Any) -> list[Any]:
     """A Dagster SerializableErrorInfo and its causes and contexts, outermost first."""
     out, seen = [], set()
@@ -207,23 +229,26 @@ def _chain(error: Any) -> list[Any]:
     return out
 
 
-def classify(error: Any, run_id: str | None = None) -> Failure:
-    """Name a failed step's error (a SerializableErrorInfo) by the first class it knows."""
+def classify(
+    error: Any, run_id: str | None = None, metadata: dict[str, Any] | None = None
+) -> Failure:
+    """Name a failed step: by the metadata of the `dg.Failure` it raised for a known failure
+    (`failure_metadata`), else an interrupt, else the unexpected error its chain ends with."""
     chain = _chain(error)
-    detail = "\n".join(e.to_string() for e in chain if hasattr(e, "to_string"))
+    detail = "Traceback (the failed step's error chain, outermost first):\n" + "\n".join(
+        e.to_string() for e in chain if hasattr(e, "to_string")
+    )
+    if metadata and metadata.get(EXIT_CODE) is not None:
+        kind = Kind(int(metadata[EXIT_CODE]), metadata[HEADLINE], metadata[WHAT_TO_DO])
+        return Failure(kind, metadata[ERROR_CLASS], metadata[MESSAGE], detail, run_id)
     for e in chain:
         name = getattr(e, "cls_name", None) or ""
-        message = (getattr(e, "message", "") or "").strip()
-        if name in KINDS:
-            if KINDS[name].code in (INTERRUPTED, 143):
-                message = INTERRUPTED_MESSAGE
-            return Failure(KINDS[name], name, _short(message), detail, run_id)
-        if "No space left on device" in message:
-            return Failure(DISK_FULL, name, _short(message), detail, run_id)
+        if name in INTERRUPTS:
+            return Failure(INTERRUPTS[name], name, INTERRUPTED_MESSAGE, detail, run_id)
     last = chain[-1] if chain else None
     message = (getattr(last, "message", "") or "the run failed").strip()
     return Failure(
-        Kind(SERVICE if "Transport" in message else 1, "the run failed", "see the log below."),
+        UNEXPECTED_IN_RUN,
         getattr(last, "cls_name", "") or "Error",
         _short(message),
         detail,
@@ -240,11 +265,9 @@ INTERRUPTED_MESSAGE = (
 def from_exception(exc: BaseException) -> Failure:
     """Name an exception raised outside a Dagster run (before one started)."""
     name = type(exc).__name__
-    for cls in type(exc).__mro__:
-        if cls.__name__ in KINDS:
-            return Failure(KINDS[cls.__name__], name, _short(str(exc)), repr(exc))
-    if isinstance(exc, OSError) and exc.errno == 28:
-        return Failure(DISK_FULL, name, _short(str(exc)), repr(exc))
+    kind = kind_of(exc)
+    if kind is not None:
+        return Failure(kind, name, _short(str(exc)), repr(exc))
     return Failure(
         Kind(1, "unexpected error", "see the log below."), name, _short(str(exc)), repr(exc)
     )

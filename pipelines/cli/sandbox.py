@@ -3,15 +3,20 @@ every other command uses when no service is configured."""
 
 from __future__ import annotations
 
-import os
+import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from centsync.pipelines.cli import failures as errors
-from centsync.pipelines.cli.support import _REBIND, Failed, _money
+from centsync.pipelines.cli import render
+from centsync.pipelines.cli.group import Failed, settings
+
+if TYPE_CHECKING:
+    from centsync.pipelines.settings import Settings
 
 
 @click.group()
@@ -83,42 +88,23 @@ def sandbox_serve(
 @click.command()
 def tour() -> None:
     """Start the embedded sandbox and show it as a client sees it."""
-    _tour()
-
-
-def _tour() -> None:
     import httpx
 
     with (
-        embedded_api() as (base_url, key),
+        embedded_api(settings()) as api,
         httpx.Client(
-            base_url=base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30
+            base_url=api.api_base_url,
+            headers={"Authorization": f"Bearer {api.api_key}"},
+            timeout=30,
         ) as c,
     ):
-        me = c.get("/v1/me").json()
-        click.echo(
-            f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}"
+        render.tour(
+            c.get("/v1/me").json(),
+            c.get("/v1/accounts").json(),
+            c.get("/v1/transactions", params={"limit": 8}).json(),
+            c.get("/v1/analytics/net-worth").json(),
+            c.get("/v1/analytics/spending", params={"group_by": "category"}).json(),
         )
-        click.echo(
-            f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour"
-        )
-        click.echo("\nAccounts:")
-        for a in c.get("/v1/accounts").json():
-            click.echo(f"  {a['name']:<24} {a['type']:<11} {_money(a['balance']):>14}")
-        page = c.get("/v1/transactions", params={"limit": 8}).json()
-        click.echo(f"\nNewest transactions (page 1 of {page['pages']}, {page['total']} in all):")
-        for t in page["data"]:
-            click.echo(
-                f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {_money(t['amount']):>12}"
-            )
-        nw = c.get("/v1/analytics/net-worth").json()
-        click.echo(
-            f"\nNet worth: {_money(nw['total'])} (assets {_money(nw['assets'])}, liabilities {_money(nw['liabilities'])})"
-        )
-        sp = c.get("/v1/analytics/spending", params={"group_by": "category"}).json()
-        click.echo(f"\nSpending by category, {sp['from']} to {sp['to']}: {_money(sp['total'])}")
-        for row in sp["data"][:8]:
-            click.echo(f"  {row['label']:<16} {row['count']:>4} tx {_money(row['amount']):>12}")
 
 
 SANDBOX_SEED = 1
@@ -130,57 +116,43 @@ def embedded_source(seed: int = SANDBOX_SEED) -> str:
 
 
 @contextmanager
-def embedded_api(seed: int = SANDBOX_SEED) -> Iterator[tuple[str, str]]:
-    """The API to use: CENTSYNC_API_BASE_URL and CENTSYNC_API_KEY, else an embedded sandbox.
+def embedded_api(
+    settings: Settings, *, rebind: bool = False, seed: int = SANDBOX_SEED
+) -> Iterator[Settings]:
+    """The settings to run with: as given when they name a service, else with an embedded
+    sandbox's URL, key and source name in them (the sandbox runs until the block ends).
 
-    The embedded sandbox is never started for a warehouse bound to another source.
+    The embedded sandbox is never started for a warehouse bound to another source (unless
+    `rebind`: the refresh then keeps that warehouse as a backup).
     """
-    base = os.environ.get("CENTSYNC_API_BASE_URL")
-    if base:
-        key = os.environ.get("CENTSYNC_API_KEY")
-        if not key:
-            raise click.ClickException(
-                "CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too."
-            )
-        os.environ.pop("CENTSYNC_SOURCE", None)
-        yield base, key
+    if not settings.embedded:
+        yield dataclasses.replace(settings, source="")
         return
     from centsync.pipelines.refresh import binding
     from centsync.sandbox import Sandbox, SandboxConfig
     from centsync.sandbox.server import run_in_thread
-    from centsync.warehouse import default_path
 
     source = embedded_source(seed)
     try:
-        binding.check(default_path().absolute(), source, None)
+        binding.check(settings.warehouse, source, None)
     except binding.SourceMismatch as e:
-        if not _REBIND.get():
+        if not rebind:
             message = (
                 f"CENTSYNC_API_BASE_URL is not set, so the embedded sandbox would be used, but {e} "
                 f"To refresh it from its service, set CENTSYNC_API_BASE_URL={e.bound.base_url} "
                 "and its CENTSYNC_API_KEY."
             )
-            raise Failed(
-                errors.Failure(errors.KINDS["SourceMismatch"], "SourceMismatch", message, message)
-            ) from None
+            kind = errors.kind_of(e)
+            assert kind is not None  # a SourceMismatch is a known failure
+            raise Failed(errors.Failure(kind, "SourceMismatch", message, message)) from None
     sb = Sandbox(SandboxConfig(seed=seed))
     with run_in_thread(sb) as base_url:
         click.echo(
             f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} (seed {seed}).",
             err=True,
         )
-        key = sb.keys["read_write"]
-        names = ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SOURCE")
-        old = {k: os.environ.get(k) for k in names}
-        # Dagster resources read these through EnvVar when the run starts.
-        os.environ["CENTSYNC_API_BASE_URL"], os.environ["CENTSYNC_API_KEY"] = base_url, key
-        os.environ["CENTSYNC_SOURCE"] = source
-        try:
-            yield base_url, key
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        # handed to the run as its settings resource: never through the environment
+        yield dataclasses.replace(
+            settings, api_base_url=base_url, api_key=sb.keys["read_write"], source=source
+        )
     click.echo("Embedded sandbox stopped.", err=True)

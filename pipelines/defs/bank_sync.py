@@ -6,9 +6,11 @@ from collections.abc import Iterator
 import dagster as dg
 
 from centsync.extract import ProviderQuotaExhausted
+from centsync.pipelines.defs import OWNERS
+from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.jobs import refresh_job
-from centsync.pipelines.defs.refresh import OWNERS
-from centsync.pipelines.defs.resources import ApiResource
+from centsync.pipelines.defs.resources import api_client
+from centsync.pipelines.settings import Settings
 
 
 class BankSyncConfig(dg.Config):
@@ -22,9 +24,9 @@ class BankSyncConfig(dg.Config):
     description="Ask the providers for new bank data (POST /v1/sync) when the last sync is older than max_age_hours; a spent provider quota is recorded, never retried.",
 )
 def bank_sync(
-    context: dg.AssetExecutionContext, config: BankSyncConfig, api: ApiResource
+    context: dg.AssetExecutionContext, config: BankSyncConfig, settings: dg.ResourceParam[Settings]
 ) -> dg.MaterializeResult:
-    with api.client() as client:
+    with known_failures(), api_client(settings) as client:
         status = client.sync_status(raw=False)
         now = dt.datetime.now(dt.UTC)
         stale: list[str] = []
@@ -56,9 +58,9 @@ def bank_sync(
     description="Start a refresh once a connection finished a bank sync (GET /v1/sync/status).",
 )
 def bank_sync_finished(
-    context: dg.SensorEvaluationContext, api: ApiResource
+    context: dg.SensorEvaluationContext, settings: dg.ResourceParam[Settings]
 ) -> Iterator[dg.RunRequest]:
-    with api.client() as client:
+    with api_client(settings) as client:
         status = client.sync_status(raw=False)
     latest = max(
         (

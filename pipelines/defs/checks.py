@@ -2,8 +2,8 @@
 
 import dagster as dg
 
-from centsync.pipelines.defs.resources import WarehouseResource
-from centsync.warehouse import connect_readonly
+from centsync.pipelines.settings import Settings
+from centsync.warehouse import connect_readonly, reads
 
 
 @dg.asset_check(
@@ -11,18 +11,12 @@ from centsync.warehouse import connect_readonly
     blocking=True,
     description="No landed row was rejected by validation in the latest refresh.",
 )
-def no_rejected_rows(warehouse: WarehouseResource) -> dg.AssetCheckResult:
-    con = connect_readonly(warehouse.resolved())
+def no_rejected_rows(settings: dg.ResourceParam[Settings]) -> dg.AssetCheckResult:
+    con = connect_readonly(settings.warehouse)
     try:
-        row = con.execute(
-            """
-            SELECT count(*), any_value(reason) FROM raw.rejected_rows
-            WHERE refresh_id = (SELECT refresh_id FROM ops.refreshes WHERE status = 'succeeded' ORDER BY started_at DESC LIMIT 1)
-            """
-        ).fetchone()
+        n, reason = reads.rejected_in_latest_refresh(con)
     finally:
         con.close()
-    n, reason = row or (0, None)
     return dg.AssetCheckResult(
         passed=n == 0,
         severity=dg.AssetCheckSeverity.ERROR,

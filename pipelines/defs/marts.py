@@ -6,26 +6,34 @@ graph runs from each API endpoint through the ledger and snapshots to `marts` an
 """
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import dagster as dg
 
+from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.refresh.run import RefreshSummary
 
-OWNERS = ["team:centsync"]
-# mart -> (what it is, the endpoint assets it is built from, the reconciliation checks that prove it)
-MARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
-    "spending_by_month_category": (
+
+class Mart(NamedTuple):
+    """A mart as an asset: what it is, what it is built from, the checks that prove it."""
+
+    description: str
+    upstream: tuple[str, ...]  # the endpoint assets it is built from
+    checks: tuple[str, ...]  # the reconciliation checks that prove it
+
+
+MARTS: dict[str, Mart] = {
+    "spending_by_month_category": Mart(
         "Spending per month and category (every expense, refunds included).",
         ("transactions", "spending"),
         ("spending.month", "spending.category"),
     ),
-    "spending_by_month_merchant": (
+    "spending_by_month_merchant": Mart(
         "Spending per month and merchant key.",
         ("transactions",),
         ("spending.month", "spending.merchant"),
     ),
-    "cash_flow_by_month": (
+    "cash_flow_by_month": Mart(
         "Income, spending, net and transfers per month.",
         ("transactions",),
         (
@@ -35,7 +43,7 @@ MARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "transactions.net",
         ),
     ),
-    "transactions_by_month_type": (
+    "transactions_by_month_type": Mart(
         "Every transaction per month and type.",
         ("transactions",),
         (
@@ -45,17 +53,17 @@ MARTS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
             "transactions.net",
         ),
     ),
-    "balance_daily": (
+    "balance_daily": Mart(
         "Each account's daily balance, rolled back from today's through its transactions.",
         ("transactions", "accounts", "net_worth"),
         ("accounts.assets", "accounts.liabilities", "accounts.net_worth", "accounts.by_type"),
     ),
-    "net_worth_daily": (
+    "net_worth_daily": Mart(
         "Assets, liabilities and net worth per day, from balance_daily.",
         ("transactions", "accounts", "net_worth"),
         ("net_worth.assets", "net_worth.liabilities", "net_worth.total"),
     ),
-    "net_worth_snapshots": (
+    "net_worth_snapshots": Mart(
         "Net worth as each refresh saw the accounts.",
         ("accounts",),
         ("net_worth.total",),

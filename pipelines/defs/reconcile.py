@@ -10,18 +10,21 @@ from typing import Any
 import dagster as dg
 
 from centsync.extract import ApiClient
+from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.marts import MARTS, RECON_KEY, mart_key
-from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.reconcile import Outcome, reconcile
-from centsync.pipelines.refresh.run import DUCKDB_MEMORY
+from centsync.pipelines.results import RESULT_KEY, ReconcileResult
+from centsync.pipelines.settings import Settings
 from centsync.warehouse import Warehouse
 
 
 def _reconcile(
-    context: dg.OpExecutionContext, warehouse: WarehouseResource, client: ApiClient | None
+    context: dg.OpExecutionContext, settings: Settings, client: ApiClient | None
 ) -> dict[str, Any]:
-    with Warehouse.publishing(warehouse.resolved()) as wh:
-        wh.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")  # as a refresh: it spills
+    with Warehouse.publishing(settings.warehouse) as wh:
+        # as a refresh: it spills (TODO(refresh): a warehouse function for a refresh's settings)
+        wh.con.execute(f"SET memory_limit = '{settings.duckdb_memory}'")
         outcome = reconcile(wh.con, source="live" if client else "offline", client=client)
     _record(context, outcome)
     return {"recon_id": outcome.recon_id, "verdict": outcome.verdict}
@@ -47,6 +50,8 @@ def _record(context: dg.OpExecutionContext, outcome: Outcome) -> None:
                 "recon_checked": outcome.results.height,
                 "recon_explained": counts["explained"],
                 "recon_differ": counts["differ"],
+                # what `centsync reconcile` prints: the typed result, one entry
+                RESULT_KEY: dg.MetadataValue.json(ReconcileResult.from_outcome(outcome).to_json()),
             },
         )
     )
@@ -58,19 +63,20 @@ def _record(context: dg.OpExecutionContext, outcome: Outcome) -> None:
 
 @dg.op(name="reconcile_offline")
 def reconcile_offline(
-    context: dg.OpExecutionContext, warehouse: WarehouseResource
+    context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]
 ) -> dict[str, Any]:
     """Against the aggregates the latest refresh landed: no request to the service."""
-    return _reconcile(context, warehouse, None)
+    with known_failures():
+        return _reconcile(context, settings, None)
 
 
 @dg.op(name="reconcile_live")
 def reconcile_live(
-    context: dg.OpExecutionContext, api: ApiResource, warehouse: WarehouseResource
+    context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]
 ) -> dict[str, Any]:
     """Against the service's aggregates fetched now (about 6 requests)."""
-    with api.client() as client:
-        return _reconcile(context, warehouse, client)
+    with known_failures(), api_client(settings) as client:
+        return _reconcile(context, settings, client)
 
 
 @dg.job(description="Rebuild the marts and reconcile them with the latest refresh's aggregates.")

@@ -1,20 +1,20 @@
 """The refresh as assets: one per endpoint it reads, and a monthly asset for backfills."""
 
 import contextlib
-import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import dagster as dg
 from tqdm import tqdm
 
 from centsync.pipelines.cli import failures as errors
-from centsync.pipelines.defs import marts
-from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.pipelines.defs import OWNERS, marts
+from centsync.pipelines.defs.failures import known_failures
+from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.refresh.run import (
     RefreshOptions,
     RefreshSummary,
@@ -22,8 +22,9 @@ from centsync.pipelines.refresh.run import (
     run_refresh,
 )
 from centsync.pipelines.refresh.summary import verification_settings
+from centsync.pipelines.results import RESULT_KEY, RefreshResult
+from centsync.pipelines.settings import Settings
 
-OWNERS = ["team:centsync"]
 # seconds between progress lines when stderr is not a terminal (a log, CI, cron)
 PROGRESS_LINE_EVERY = 10.0
 
@@ -119,68 +120,73 @@ def _new_bar(*, enabled: bool, total: int | None = None) -> tqdm:
     )
 
 
-PARTITIONS_START = os.environ.get("CENTSYNC_PARTITIONS_START", "2015-01-01")
-
-
 class RefreshConfig(dg.Config):
     mode: str = "auto"  # auto (fingerprint-checked), full, hot (hot window only)
     months: str = ""  # "2024-01..2024-06": force-read these months
     hot_months: int = 2
     rebind: bool = False  # a warehouse bound to another source is kept as a backup, not refused
     report: bool = False  # write the HTML reconciliation report next to the warehouse
-    # rolling verification (docs/refresh.md): unset = CENTSYNC_VERIFY_DAYS / _PAGES, else 7 / 4
+    # rolling verification (docs/refresh.md): unset = the settings' (CENTSYNC_VERIFY_DAYS / _PAGES)
     verify_days: float | None = None
     verify_pages: int | None = None
 
 
+class Endpoint(NamedTuple):
+    """One GET endpoint the refresh reads, as an asset: its group, request and what it lands."""
+
+    group: str
+    endpoint: str
+    description: str
+
+
 # One spec per GET endpoint the refresh reads: each shows in the UI with what the run landed.
-ENDPOINT_ASSETS: dict[str, tuple[str, str, str]] = {
-    "me": (
+ENDPOINT_ASSETS: dict[str, Endpoint] = {
+    "me": Endpoint(
         "identity",
         "GET /v1/me",
         "Key identity, scopes, allowance and expiry (checked every refresh).",
     ),
-    "settings": (
+    "settings": Endpoint(
         "snapshots",
         "GET /v1/settings",
         "core.settings: timezone and currency; a timezone change makes the refresh full.",
     ),
-    "accounts": (
+    "accounts": Endpoint(
         "snapshots",
         "GET /v1/accounts",
         "core.accounts and history.accounts (one row per refresh).",
     ),
-    "connections": (
+    "connections": Endpoint(
         "snapshots",
         "GET /v1/connections",
         "core.connections and history.connections.",
     ),
-    "sync_status": (
+    "sync_status": Endpoint(
         "snapshots",
         "GET /v1/sync/status",
         "core.sync_status and history.sync_status.",
     ),
-    "transactions": (
+    "transactions": Endpoint(
         "ledger",
         "GET /v1/transactions",
         "core.transactions and raw.transactions: exactly the server's ledger.",
     ),
-    "transactions_summary": (
+    "transactions_summary": Endpoint(
         "server_aggregates",
         "GET /v1/transactions/summary",
         "server.transactions_summary: per-year/month fingerprints and totals.",
     ),
-    "accounts_summary": (
+    "accounts_summary": Endpoint(
         "server_aggregates",
         "GET /v1/accounts/summary",
         "server.accounts_summary.",
     ),
-    "net_worth": (
+    "net_worth": Endpoint(
         "server_aggregates",
         "GET /v1/analytics/net-worth",
         "server.net_worth and history.net_worth.",
     ),
-    "spending": (
+    "spending": Endpoint(
         "server_aggregates",
         "GET /v1/analytics/spending",
         "server.spending by category, merchant and month.",
@@ -204,8 +210,8 @@ def _specs() -> list[dg.AssetSpec]:
     ]
 
 
-def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
-    endpoint = ENDPOINT_ASSETS[key][1]
+def _metadata(summary: RefreshSummary, key: str, result: RefreshResult) -> dict[str, Any]:
+    endpoint = ENDPOINT_ASSETS[key].endpoint
     md: dict[str, Any] = {
         "requests": summary.requests.get(endpoint, 0),
         "refresh_id": summary.refresh_id,
@@ -225,7 +231,8 @@ def _metadata(summary: RefreshSummary, key: str) -> dict[str, Any]:
                 "requests_floor": summary.floor,
                 "rereads": summary.rereads,
                 "preview": dg.MetadataValue.md(_markdown(summary)),
-                "report": dg.MetadataValue.json(summary.report()),
+                # what `centsync refresh` prints: the typed result, one entry
+                RESULT_KEY: dg.MetadataValue.json(result.to_json()),
             }
         )
     return md
@@ -244,13 +251,10 @@ def _markdown(summary: RefreshSummary) -> str:
 
 
 def _run(
-    context: dg.AssetExecutionContext,
-    api: ApiResource,
-    warehouse: WarehouseResource,
-    options: RefreshOptions,
+    context: dg.AssetExecutionContext, settings: Settings, options: RefreshOptions
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
-    show = sys.stderr.isatty() or bool(os.environ.get("CENTSYNC_PROGRESS"))
-    with progress_bar(enabled=show) as bar, api.client() as client:
+    show = sys.stderr.isatty() or settings.progress
+    with progress_bar(enabled=show) as bar, api_client(settings) as client:
 
         def progress(months: str, rows: int) -> None:
             # rows as batches land (negative when a window is read again); months as each commits
@@ -264,7 +268,7 @@ def _run(
         options.progress = progress
         options.expect = expect
         with interrupts_as_keyboard():
-            summary = run_refresh(client, warehouse.resolved(), options)
+            summary = run_refresh(client, str(settings.warehouse), options)
     for w in summary.warnings:
         context.log.warning(w)
     context.log.info(
@@ -276,14 +280,15 @@ def _run(
             f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
             f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
         )
-    for key in ENDPOINT_ASSETS:
-        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key))
     report_path = None
     if options.report:
         from centsync.pipelines.outputs import report
 
-        report_path = report.write(Path(warehouse.resolved()))
+        report_path = report.write(Path(settings.warehouse))
         context.log.info(f"reconciliation report: {report_path}")
+    result = RefreshResult(summary.report(), str(report_path) if report_path else None)
+    for key in ENDPOINT_ASSETS:
+        yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key, result))
     yield from marts.materializations(summary, report_path)
     yield from marts.check_results(summary)
 
@@ -295,59 +300,57 @@ def _run(
     can_subset=False,
 )
 def refresh_assets(
-    context: dg.AssetExecutionContext,
-    config: RefreshConfig,
-    api: ApiResource,
-    warehouse: WarehouseResource,
+    context: dg.AssetExecutionContext, config: RefreshConfig, settings: dg.ResourceParam[Settings]
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
     """One refresh: snapshots, reconcile-then-repair of the ledger, the server's aggregates,
     then the marts and their reconciliation against those aggregates."""
     months = parse_month_range(config.months) if config.months else None
     mode = config.mode if config.mode in ("auto", "full", "hot") else "auto"
-    yield from _run(
-        context,
-        api,
-        warehouse,
-        RefreshOptions(
+    with known_failures():
+        options = RefreshOptions(
             mode=mode,  # type: ignore[arg-type]
             months=months,
             hot_months=config.hot_months,
             rebind=config.rebind,
             report=config.report,
-            **verification_settings(config.verify_days, config.verify_pages),
+            **verification_settings(config.verify_days, config.verify_pages, settings),
             # the embedded sandbox listens on a new port each time: the CLI names it
-            source=os.environ.get("CENTSYNC_SOURCE", ""),
-        ),
-    )
-
-
-monthly = dg.MonthlyPartitionsDefinition(start_date=PARTITIONS_START, end_offset=1)
-
-
-@dg.asset(
-    partitions_def=monthly,
-    backfill_policy=dg.BackfillPolicy.single_run(),
-    group_name="ledger",
-    owners=OWNERS,
-    kinds={"duckdb", "python"},
-    description="Force-read a range of months of GET /v1/transactions (a backfill covers many in one run).",
-)
-def transactions_by_month(
-    context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource
-) -> dg.MaterializeResult:
-    keys = context.partition_key_range
-    first, last = keys.start[:7], keys.end[:7]
-    with api.client() as client:
-        summary = run_refresh(
-            client,
-            warehouse.resolved(),
-            RefreshOptions(months=(first, last), **verification_settings(None, None)),
+            source=settings.source,
         )
-    return dg.MaterializeResult(
-        metadata={
-            "months": f"{first}..{last}",
-            "rows": sum(r["rows"] for r in summary.months_reread),
-            "rows_changed": summary.rows_changed,
-            "requests_total": summary.requests_total,
-        }
+        yield from _run(context, settings, options)
+
+
+def transactions_by_month(partitions_start: str) -> dg.AssetsDefinition:
+    """The monthly asset for backfills, its partitions from `partitions_start` (a date)."""
+    monthly = dg.MonthlyPartitionsDefinition(start_date=partitions_start, end_offset=1)
+
+    @dg.asset(
+        name="transactions_by_month",
+        partitions_def=monthly,
+        backfill_policy=dg.BackfillPolicy.single_run(),
+        group_name="ledger",
+        owners=OWNERS,
+        kinds={"duckdb", "python"},
+        description="Force-read a range of months of GET /v1/transactions (a backfill covers many in one run).",
     )
+    def _asset(
+        context: dg.AssetExecutionContext, settings: dg.ResourceParam[Settings]
+    ) -> dg.MaterializeResult:
+        keys = context.partition_key_range
+        first, last = keys.start[:7], keys.end[:7]
+        with known_failures(), api_client(settings) as client:
+            summary = run_refresh(
+                client,
+                str(settings.warehouse),
+                RefreshOptions(months=(first, last), **verification_settings(None, None, settings)),
+            )
+        return dg.MaterializeResult(
+            metadata={
+                "months": f"{first}..{last}",
+                "rows": sum(r["rows"] for r in summary.months_reread),
+                "rows_changed": summary.rows_changed,
+                "requests_total": summary.requests_total,
+            }
+        )
+
+    return _asset

@@ -4,8 +4,12 @@ from pathlib import Path
 
 import dagster as dg
 
-from centsync.pipelines.defs.refresh import OWNERS, interrupts_as_keyboard
-from centsync.pipelines.defs.resources import ApiResource, WarehouseResource
+from centsync.pipelines.defs import OWNERS
+from centsync.pipelines.defs.failures import known_failures
+from centsync.pipelines.defs.refresh import interrupts_as_keyboard
+from centsync.pipelines.defs.resources import api_client
+from centsync.pipelines.results import RESULT_KEY, WritebackResult
+from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback
 from centsync.warehouse.outbox import OutboxBusyError
 
@@ -25,20 +29,21 @@ WRITEBACK_JOB = "writeback_job"
     ),
 )
 def outbox(
-    context: dg.AssetExecutionContext, api: ApiResource, warehouse: WarehouseResource
+    context: dg.AssetExecutionContext, settings: dg.ResourceParam[Settings]
 ) -> dg.MaterializeResult:
     # The write-back job fails when it cannot write (a read-only key, the service gone); as the
     # first step of a refresh the same is a warning, and the refresh goes on.
     strict = context.run.job_name == WRITEBACK_JOB
-    options = writeback.WritebackOptions(strict=strict)
-    try:
-        with api.client() as client, interrupts_as_keyboard():
-            summary = writeback.run_writeback(client, Path(warehouse.resolved()), options)
-    except OutboxBusyError as e:
-        if strict:
-            raise
-        context.log.warning(f"write-back skipped: {e}")
-        return dg.MaterializeResult(metadata={"skipped": str(e)})
+    options = writeback.WritebackOptions(strict=strict, inbox=settings.inbox)
+    with known_failures():
+        try:
+            with api_client(settings) as client, interrupts_as_keyboard():
+                summary = writeback.run_writeback(client, Path(settings.warehouse), options)
+        except OutboxBusyError as e:
+            if strict:
+                raise
+            context.log.warning(f"write-back skipped: {e}")
+            return dg.MaterializeResult(metadata={"skipped": str(e)})
     for w in summary.warnings:
         context.log.warning(w)
     context.log.info(summary.line())
@@ -49,6 +54,9 @@ def outbox(
             "needs_attention": summary.needs_attention + summary.conflicts,
             "pending": summary.counts.get("pending", 0),
             "outbox": summary.outbox,
-            "writeback": dg.MetadataValue.json(summary.report()),
+            # what `centsync writeback` prints: the typed result, one entry
+            RESULT_KEY: dg.MetadataValue.json(
+                WritebackResult.from_json(summary.report()).to_json()
+            ),
         }
     )

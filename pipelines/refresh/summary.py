@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -41,35 +40,20 @@ class RefreshOptions:
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY
 
 
-VERIFY_DAYS_ENV, VERIFY_PAGES_ENV = "CENTSYNC_VERIFY_DAYS", "CENTSYNC_VERIFY_PAGES"
-
-
-def verification_settings(days: float | None, pages: int | None) -> dict[str, Any]:
-    """``verify_days`` and ``verify_pages`` for RefreshOptions: the values given, else
-    CENTSYNC_VERIFY_DAYS / CENTSYNC_VERIFY_PAGES, else the defaults (7 days, 4 pages)."""
+def verification_settings(days: float | None, pages: int | None, defaults: Any) -> dict[str, Any]:
+    """``verify_days`` and ``verify_pages`` for RefreshOptions: the values given (a run's
+    config), else the settings' (``defaults``: a `Settings`, read from the environment)."""
     from centsync.extract import ConfigurationError
 
     out: dict[str, Any] = {}
-    for name, given, env, kind in (
-        ("verify_days", days, VERIFY_DAYS_ENV, float),
-        ("verify_pages", pages, VERIFY_PAGES_ENV, int),
-    ):
-        value: Any = given
-        raw = os.environ.get(env, "").strip()
-        if value is None and raw:
-            try:
-                value = kind(raw)
-            except ValueError:
-                value = -1
-        if value is not None and not value >= 0:
-            shown = raw if given is None else given
+    for name, given, kind in (("verify_days", days, float), ("verify_pages", pages, int)):
+        if given is not None and not given >= 0:  # also refuses nan
             raise ConfigurationError(
-                f"{env if given is None else name}={shown!r} is not a "
+                f"{name}={given!r} is not a "
                 f"{'number of days' if kind is float else 'whole number of pages'} >= 0: "
                 "set it (0 turns rolling verification off), or unset it for the default"
             )
-        if value is not None:
-            out[name] = value
+        out[name] = getattr(defaults, name) if given is None else given
     return out
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from centsync.pipelines.definitions import defs
+from centsync.pipelines.definitions import build
 from centsync.pipelines.defs.marts import MARTS
+from centsync.pipelines.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
@@ -22,6 +23,7 @@ ENDPOINT_ASSETS = {
 
 
 def test_definitions_load_with_jobs_schedules_sensor_and_check() -> None:
+    defs = build(Settings())
     defs.validate_loadable(defs)
     assert {s.name for s in defs.schedules} == {  # type: ignore[union-attr]
         "hourly_hot_window",

@@ -213,18 +213,20 @@ def dg_check_key(asset: object, name: str) -> object:
 def test_default_paths_are_per_user_and_absolute(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from centsync.pipelines.cli.support import dagster_home
-    from centsync.warehouse import default_path
+    from centsync.pipelines.cli.runner import dagster_home
+    from centsync.pipelines.settings import Settings
 
     monkeypatch.delenv("CENTSYNC_WAREHOUSE", raising=False)
     monkeypatch.delenv("DAGSTER_HOME", raising=False)
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
-    first = default_path()
+    first = Settings.from_env().warehouse
     monkeypatch.chdir(tmp_path)
-    assert default_path() == first == tmp_path / "xdg" / "centsync" / "centsync.duckdb"
-    assert dagster_home() == tmp_path / "xdg" / "centsync" / "dagster"
+    assert Settings.from_env().warehouse == first
+    assert first == tmp_path / "xdg" / "centsync" / "centsync.duckdb"
+    assert dagster_home(Settings.from_env()) == tmp_path / "xdg" / "centsync" / "dagster"
     monkeypatch.setenv("CENTSYNC_WAREHOUSE", "relative/w.duckdb")
-    assert default_path() == tmp_path / "relative" / "w.duckdb"  # printed absolute
+    # printed absolute
+    assert Settings.from_env().warehouse == tmp_path / "relative" / "w.duckdb"
 
 
 def test_a_service_that_keeps_failing_exits_5(env: Env) -> None:

@@ -1,0 +1,110 @@
+"""What every `centsync` command shares: its settings, its flags, the group that turns an
+expected failure into a short message and its exit code."""
+
+from __future__ import annotations
+
+import contextvars
+import gc
+import json
+import sys
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+
+if TYPE_CHECKING:
+    from centsync.pipelines.settings import Settings
+
+# the running command prints its failure as JSON (`--json`)
+JSON_OUTPUT: contextvars.ContextVar[bool] = contextvars.ContextVar("json", default=False)
+DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("debug", default=False)
+
+# Commands whose work is a Dagster run: the console script (`cli.main.entry`) starts them with
+# the cyclic garbage collector off, and `imports_done` turns it on once the run's imports are in.
+JOB_COMMANDS = frozenset({"refresh", "demo", "reconcile", "writeback"})
+
+
+def settings() -> Settings:
+    """The command's settings: read from the environment once, on first use, then kept.
+
+    Built lazily so that `--help` and the commands that need no setting run whatever the
+    environment holds; a value that cannot be used stops the command with exit code 2.
+    """
+    from centsync.pipelines.settings import Settings
+
+    root = click.get_current_context().find_root()
+    if not isinstance(root.obj, Settings):
+        root.obj = Settings.from_env()
+    return root.obj
+
+
+def command_name() -> str:
+    """The running centsync command's name (a Dagster run's `centsync/command` tag)."""
+    ctx = click.get_current_context(silent=True)
+    return ctx.info_name if ctx is not None and ctx.info_name else ""
+
+
+def imports_done() -> None:
+    """Turn the garbage collector on, if the console script turned it off for the imports.
+
+    Importing what a run needs (about 1,900 modules: Dagster, Polars, DuckDB, SQLAlchemy ...)
+    allocates enough objects to set off full collections over everything imported so far:
+    0.34 s of a 1.45 s import (bench/fixed_cost.py, docs/benchmarks.md). What the imports made
+    lives as long as the process, so it is frozen out of the collections that follow.
+    """
+    if not gc.isenabled():
+        gc.freeze()
+        gc.enable()
+
+
+class Failed(click.ClickException):
+    """An expected failure: one short message, what to do, where the log is; its exit code."""
+
+    def __init__(self, failure: errors.Failure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
+        self.exit_code = failure.code  # type: ignore[misc]
+        # where the log goes, known while the command's context is (`show` runs after it)
+        self.home: Path | None = None
+        with suppress(Exception):  # settings that cannot be read are this failure, maybe
+            self.home = settings().dagster_home
+
+    def show(self, file: Any = None) -> None:
+        from centsync.pipelines.cli import render
+
+        log = None
+        if self.home is not None:
+            with suppress(OSError):
+                log = errors.write_log(self.home, self.failure)
+        if JSON_OUTPUT.get():
+            click.echo(json.dumps(self.failure.as_json(log)))
+        render.failure(self.failure, log, debug=DEBUG.get())
+
+
+class CentsyncGroup(click.Group):
+    """Expected failures raised outside a run print like those of a run (`Failed`)."""
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name not in JOB_COMMANDS:
+            imports_done()  # any other command runs with the collector on from the start
+        return name, command, rest
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
+            raise
+        except BrokenPipeError:  # `centsync status | head`: the reader left, nothing to say
+            sys.stderr.close()
+            raise SystemExit(0) from None
+        except Exception as exc:
+            failure = errors.from_exception(exc)
+            if failure.code == 1 and failure.kind.headline == "unexpected error" and DEBUG.get():
+                raise
+            raise Failed(failure) from None

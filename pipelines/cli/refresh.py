@@ -1,0 +1,216 @@
+"""`centsync refresh` and `centsync demo`: the refresh as a Dagster run, and its summary."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli import render, runner
+from centsync.pipelines.cli.group import JSON_OUTPUT, Failed, command_name, settings
+from centsync.pipelines.cli.sandbox import embedded_api
+
+if TYPE_CHECKING:
+    from centsync.pipelines.results import RefreshResult, WritebackResult
+    from centsync.pipelines.settings import Settings
+
+
+@dataclass(frozen=True)
+class RefreshRun:
+    """A refresh the CLI ran: its Dagster run, the refresh's result, its write-back step's."""
+
+    run_id: str
+    refresh: RefreshResult
+    writeback: WritebackResult | None
+    seconds: float = 0.0
+
+
+def run_refresh_job(
+    config: Settings, mode: str, months: str = "", *, rebind: bool = False, report: bool = False
+) -> RefreshRun:
+    """Run the refresh as a Dagster run recorded in the instance; what its assets recorded."""
+    from centsync.pipelines.results import RefreshResult, WritebackResult
+
+    # a refresh the CLI starts shows its progress, on a terminal or not
+    config = dataclasses.replace(config, progress=True)
+    ops = {
+        "refresh": {"config": {"mode": mode, "months": months, "rebind": rebind, "report": report}}
+    }
+    tags = {"centsync/command": command_name(), "centsync/mode": mode}
+    run = runner.execute(config, "refresh_job", ops=ops, tags=tags)
+    refreshed = runner.recorded(run, "transactions")
+    # a run whose data landed but whose blocking reconciliation checks failed reports the
+    # verdict (exit 1), not a failure of the refresh itself
+    if refreshed is None or (not run.success and not refreshed["report"]["verdict"]):
+        raise Failed(runner.failure(run))
+    written = runner.recorded(run, "outbox")
+    return RefreshRun(
+        run.run_id,
+        RefreshResult.from_json(refreshed),
+        None if written is None else WritebackResult.from_json(written),
+    )
+
+
+@click.command()
+@click.option("--full", is_flag=True, help="Re-read every month, whatever the fingerprints say.")
+@click.option(
+    "--hot", is_flag=True, help="Re-read only the hot window (what the hourly schedule does)."
+)
+@click.option(
+    "--months",
+    default="",
+    help="Force-read months: 2024-03, 2024-01..2024-06, or 2024-01.. (to the current month).",
+)
+@click.option(
+    "--rebind",
+    is_flag=True,
+    help="The warehouse holds another source's data: keep it as a backup, start a new one.",
+)
+@click.option(
+    "--report", "with_report", is_flag=True, help="Write the HTML reconciliation report too."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+def refresh(
+    full: bool, hot: bool, months: str, rebind: bool, with_report: bool, as_json: bool
+) -> None:
+    """Bring the warehouse exactly in step with the service, spending the fewest requests.
+
+    Ends with the marts and their reconciliation against the service's own numbers.
+
+    Example: centsync refresh --months 2024-01..2024-03 --json | jq .rows
+    """
+    JSON_OUTPUT.set(as_json)
+    mode, months = _mode(full, hot, months)
+    config = settings()
+    started = time.monotonic()
+    with runner.interruptible(), embedded_api(config, rebind=rebind) as run_settings:
+        run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
+    run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
+    report = _report(run, config.warehouse)
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        render.refresh_summary(run, config.warehouse)
+        if run.refresh.report_path:
+            click.echo(f"Report: {run.refresh.report_path}")
+    if report["exit_code"]:
+        raise SystemExit(report["exit_code"])
+
+
+def _mode(full: bool, hot: bool, months: str) -> tuple[str, str]:
+    """The refresh's mode and months from the flags (contradicting flags are usage errors)."""
+    from centsync.transform.calendar import parse_month_range
+
+    chosen = [
+        name for name, on in (("--full", full), ("--hot", hot), ("--months", bool(months))) if on
+    ]
+    if len(chosen) > 1:
+        raise click.UsageError(f"{' and '.join(chosen)} contradict each other: choose one.")
+    if months:
+        try:
+            first, last = parse_month_range(months)
+        except ValueError as e:
+            raise click.BadParameter(str(e), param_hint="--months") from None
+        months = f"{first}..{last}"
+    return ("full" if full else "hot" if hot else "auto"), months
+
+
+def _report(run: RefreshRun, warehouse: Path) -> dict[str, Any]:
+    """The `refresh --json` object: the refresh's report, the run, the write-back, the exit code."""
+    report = dict(run.refresh.report)
+    report["run_id"] = run.run_id
+    report["warehouse"] = str(warehouse)
+    if run.writeback is not None:
+        report["writeback"] = run.writeback.to_json()
+    report["durations"] = {**report["durations"], "total_seconds": run.seconds}
+    if run.refresh.report_path:
+        report["report_path"] = run.refresh.report_path
+    report["exit_code"] = (
+        errors.DIFFER
+        if run.refresh.verdict == "differ"
+        else errors.REJECTED
+        if run.refresh.rejected
+        else errors.OK
+    )
+    return report
+
+
+# The demo's example queries: printed with what they return (text for people to copy).
+EXAMPLE_QUERIES = [
+    (
+        "Spending by category, last 12 months",
+        """SELECT category_name, sum(transactions) AS n, sum(amount_cents) AS cents
+        FROM marts.spending_by_month_category
+        WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY 3 LIMIT 6""",
+    ),
+    (
+        "Cash flow per month (last 6)",
+        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents
+        FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
+    ),
+    (
+        "Net worth, first of the month (last 6)",
+        """SELECT date, assets_cents, liabilities_cents, net_worth_cents FROM marts.net_worth_daily
+        WHERE day(date) = 1 ORDER BY date DESC LIMIT 6""",
+    ),
+]
+
+
+@click.command()
+def demo() -> None:
+    """The main job on the embedded sandbox: a full refresh, marts, reconciliation, queries."""
+    config = settings()
+    started = time.monotonic()
+    with embedded_api(config) as run_settings:
+        # the README's example inbox file is posted too (write-back, with a read-write key)
+        example = _seed_inbox_example(config.inbox)
+        run = run_refresh_job(run_settings, "full", report=True)
+        if example is not None and example.exists():
+            # a first demo: the write-back checks rows against a warehouse, so it waited for
+            # this refresh; an incremental one posts them and reads them back
+            run = run_refresh_job(run_settings, "auto", report=True)
+    run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
+    render.refresh_summary(run, config.warehouse, with_verdict=False)
+    _example_queries(config.warehouse)
+    verdict = run.refresh.verdict
+    if verdict:
+        click.echo()
+        render.refresh_verdict(run.refresh)
+    render.demo_outro(run.refresh.report_path)
+    if verdict == "differ":
+        raise SystemExit(errors.DIFFER)
+
+
+def _example_queries(path: Path) -> None:
+    """Run the example queries on the published warehouse and print them with their rows."""
+    from centsync.warehouse import connect_readonly
+
+    render.demo_intro(path)
+    con = connect_readonly(path)
+    try:
+        for title, sql in EXAMPLE_QUERIES:
+            res = con.execute(sql)
+            render.query(title, sql, [d[0] for d in res.description], res.fetchall())
+    finally:
+        con.close()
+
+
+def _seed_inbox_example(inbox: Path) -> Path | None:
+    """Copy the example inbox file into the inbox unless it was processed before."""
+    from importlib import resources
+
+    name = "cash-receipts.csv"
+    if any((inbox / d / name).exists() for d in ("done", "rejected")):
+        return None
+    inbox.mkdir(parents=True, exist_ok=True)
+    target = inbox / name
+    source = resources.files("centsync.pipelines").joinpath("examples", name)
+    target.write_bytes(source.read_bytes())
+    return target

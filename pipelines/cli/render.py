@@ -1,0 +1,346 @@
+"""Everything the `centsync` commands print for people (the `--json` objects are the commands')."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+from centsync.transform.money import cents_text
+
+if TYPE_CHECKING:
+    from centsync.pipelines.cli.refresh import RefreshRun
+    from centsync.pipelines.results import ReconcileResult, RefreshResult, WritebackResult
+
+VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
+VERDICT_WORDS = {
+    "agree": "every number agrees with the service's own, to the cent",
+    "explained": "every difference from the service's own numbers is explained",
+    "differ": "differences from the service's own numbers are not explained",
+}
+
+
+def warn(text: str) -> None:
+    """A warning line, in yellow."""
+    click.echo(click.style(f"Warning: {text}", fg="yellow"))
+
+
+def money(cents: int) -> str:
+    """Cents as an amount in euros."""
+    return f"{cents_text(cents)} EUR"
+
+
+def failure(f: errors.Failure, log: Path | None, *, debug: bool) -> None:
+    """An expected failure on stderr: the headline, what to do, where the whole log is."""
+    head = click.style(f"Error: {f.kind.headline}", fg="red", bold=True)
+    lines = [f"{head}: {f.message}"]
+    if f.kind.todo:
+        lines.append(f"  What to do: {f.kind.todo}")
+    where = f"  Full log: {log}" if log else ""
+    if f.run_id:
+        where += f" (Dagster run {f.run_id}; `centsync ui` shows it)"
+    if where:
+        lines.append(where)
+    if debug:
+        lines.append(f.detail)
+    click.echo("\n".join(lines), err=True)
+
+
+def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = True) -> None:
+    """A refresh's summary: rows, requests, verification, rejections, write-back, verdict."""
+    report, result = run.refresh.report, run.refresh
+    rows, requests = report["rows"], report["requests"]
+    click.echo(
+        f"Refresh done in {run.seconds} s ({result.mode}): {rows['total']:,} transactions in the warehouse, "
+        f"{rows['changed']:,} rows changed, {rows['rejected']} rejected.\n"
+        f"Requests: {requests['total']} (ceil(rows read / 200) = {requests['floor']}); "
+        f"months checked {report['months_checked']}, windows re-read {len(report['months_reread'])}, drift re-reads {report['rereads']}.\n"
+        f"Warehouse: {warehouse}   Dagster run: {run.run_id}"
+    )
+    verification = report["verification"]
+    if verification["months"] or verification["oldest_verified"]:
+        click.echo(
+            f"Verification: {verification['months']} month(s) re-read because they were "
+            f"verified longest ago; the oldest verification is now {verification['oldest_verified'] or 'none'}."
+        )
+    if result.rejected:
+        click.echo(
+            click.style(
+                f"Rejected: {result.rejected} row(s) the service sent broke the API's documented types or "
+                "rules and were not landed; each is in raw.rejected_rows with its reason "
+                "(SELECT entity, reason, record FROM raw.rejected_rows).",
+                fg="yellow",
+            )
+        )
+    if report["backup"]:
+        click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
+    _writeback_line(run.writeback, report["outbox"])
+    for warning in report["warnings"]:
+        warn(warning)
+    if with_verdict and result.verdict:
+        refresh_verdict(result)
+
+
+def refresh_verdict(result: RefreshResult) -> None:
+    """The verdict of the refresh's reconciliation, with its first differences."""
+    recon = result.reconciliation
+    verdict(
+        str(result.verdict),
+        checked=recon["checked"],
+        explained=recon["explained"],
+        differ=recon["differ"],
+        differences=recon["differences"],
+    )
+
+
+def _writeback_line(wb: WritebackResult | None, outbox: dict[str, Any]) -> None:
+    """What the refresh's write-back step did, when it did anything or the outbox holds rows."""
+    states = outbox["states"] or {}
+    if (wb is not None and wb.plan) or any(states.values()):
+        sent = wb.sent if wb else 0
+        rejected = wb.rejected + wb.rejected_by_service if wb else 0
+        click.echo(
+            f"Write-back: {sent} sent, {rejected} "
+            f"rejected, {outbox['confirmed']} confirmed by this refresh; outbox "
+            + ", ".join(f"{k} {v}" for k, v in states.items() if v)
+        )
+
+
+def verdict(
+    verdict: str,
+    *,
+    checked: int,
+    explained: int,
+    differ: int,
+    differences: list[dict[str, Any]],
+    limit: int = 10,
+) -> None:
+    """The verdict first, in words and colour, then the differences narrowest first."""
+    head = click.style(f"Reconciliation: {verdict.upper()}", fg=VERDICT_COLOUR[verdict], bold=True)
+    click.echo(
+        f"{head}: {VERDICT_WORDS[verdict]} ({checked} checks, {explained} explained, {differ} differ)."
+    )
+    if not differences:
+        return
+    click.echo(
+        f"  {'status':<9} {'check':<22} {'scope':<28} {'local':>14} {'server':>14} {'difference':>12}"
+    )
+    for d in differences[:limit]:
+        click.echo(
+            f"  {d['status']:<9} {d['check']:<22} {str(d['scope'])[:28]:<28} "
+            f"{cents_text(d['local_cents']):>14} {cents_text(d['server_cents']):>14} {cents_text(d['difference_cents']):>12}"
+        )
+        if d.get("explanation"):
+            click.echo(f"            {d['explanation']}")
+    if len(differences) > limit:
+        click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
+
+
+def reconciliation(result: ReconcileResult, run_id: str) -> None:
+    """`centsync reconcile`: the verdict, the differences, the rows behind them, the ids."""
+    verdict(
+        result.verdict,
+        checked=result.checked,
+        explained=result.explained,
+        differ=result.differ,
+        differences=result.differences,
+        limit=25,
+    )
+    for r in result.row_differences[:10]:
+        click.echo(
+            f"  row {r['kind']:<11} {r['entity']:<12} {r['id']}  month {r['month'] or '-'}"
+            + (f"  fields {r['fields']}" if r["fields"] else "")
+        )
+    click.echo(
+        f"Reconciliation {result.recon_id} of refresh {result.refresh_id}; Dagster run {run_id}"
+    )
+
+
+def writeback(result: WritebackResult) -> None:
+    """The write-back's plan and result, for people."""
+    _writeback_plan(result)
+    for f in result.files:
+        if f.get("moved_to"):
+            extra = f"; reasons in {f['errors_file']}" if f.get("errors_file") else ""
+            click.echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
+    if not result.dry_run:
+        _writeback_counts(result)
+    click.echo(
+        "Outbox: "
+        + ", ".join(f"{k} {v}" for k, v in result.counts.items())
+        + f"  ({result.outbox})"
+    )
+    for w in result.warnings:
+        warn(w)
+    if result.counts.get("needs_attention"):
+        click.echo(
+            "Rows that need attention: SELECT id, reason FROM ops.outbox WHERE state = 'needs_attention' "
+            "(in the outbox file, or the warehouse after the next refresh)."
+        )
+
+
+def _writeback_plan(result: WritebackResult) -> None:
+    """One line per planned row (duplicates shown only in a dry run), at most 200."""
+    if result.dry_run:
+        click.echo("Write-back plan (dry run: nothing is written to the outbox, moved or sent):")
+    shown = [p for p in result.plan if result.dry_run or p["action"] != "duplicate"]
+    for p in shown[:200]:
+        where = f"{p['source']}:{p['line']}"
+        colour = {"send": "green", "rejected": "red", "conflict": "yellow"}.get(p["action"])
+        action = click.style(f"{p['action']:<9}", fg=colour)
+        what = p["reason"] if p["action"] in ("rejected", "conflict") else _request_text(p)
+        click.echo(f"  {where:<28} {p['operation'] or '-':<6} {action} {what}")
+    if len(shown) > 200:
+        click.echo(f"  ... and {len(shown) - 200} more (--json lists them all)")
+
+
+def _writeback_counts(result: WritebackResult) -> None:
+    """What was read, queued and sent."""
+    click.echo(
+        f"Read: {result.queued} new request(s) queued, {result.duplicates} already in the outbox "
+        f"(not sent again), {result.rejected} rejected before sending."
+    )
+    click.echo(
+        f"Sent: {result.sent} accepted by the service ({result.replayed} were replays of an earlier attempt), "
+        f"{result.found_by_lookup} found on the service instead of resent, "
+        f"{result.rejected_by_service} refused by the service, "
+        f"{result.needs_attention + result.conflicts} need attention."
+    )
+
+
+def _request_text(p: dict[str, Any]) -> str:
+    body = p.get("body") or {}
+    if p["operation"] == "create":
+        return (
+            f"{p['request']}  {cents_text(body.get('amount'))} {body.get('concept', '')!r} "
+            f"on {body.get('booked_at')}"
+        )
+    return f"{p['request']}  {body}"
+
+
+def status(info: dict[str, Any]) -> None:
+    """`centsync status`: the warehouse, its source, the last refresh, counts, the verdict."""
+    src = info["source"] or {}
+    click.echo(f"Warehouse: {info['warehouse']} ({info['size_mb']} MB)")
+    click.echo(
+        f"Source:    {src.get('base_url') or 'not bound yet'}"
+        + (
+            f"  owner {src['account_id']}, {src.get('currency')}, {src.get('timezone')}"
+            if src.get("account_id")
+            else ""
+        )
+    )
+    _status_history(info)
+    _status_outbox(info["outbox"])
+    for warning in info["warnings"]:
+        warn(warning)
+    click.echo("Rows: " + ", ".join(f"{t} {n:,}" for t, n in info["tables"].items()))
+
+
+def _status_history(info: dict[str, Any]) -> None:
+    """The last refresh, the synced range, verification and the latest verdict."""
+    last = info["last_refresh"]
+    if last:
+        click.echo(
+            f"Last refresh: {last['status']} {last['mode']} at {last['started_at']} "
+            f"({last['seconds']} s, {last['requests_total']} requests, {last['rows_changed']} rows changed)"
+            + (f"; error: {last['error']}" if last.get("error") else "")
+        )
+    rng = info["synced_range"]
+    if rng:
+        click.echo(
+            f"Transactions: {rng['transactions']:,} booked {rng['first']} .. {rng['last']} ({rng['months']} months)"
+        )
+    ver = info.get("verification")
+    if ver and ver.get("oldest_verified_at"):
+        click.echo(
+            f"Verification: oldest month re-read {ver['oldest_month']} at "
+            f"{str(ver['oldest_verified_at'])[:16]} (service clock); every month is re-read "
+            "within the verification period (docs/refresh.md)"
+        )
+    recon = info["reconciliation"]
+    if recon:
+        colour = VERDICT_COLOUR.get(recon["verdict"], "white")
+        click.echo(
+            "Reconciliation: "
+            + click.style(recon["verdict"].upper(), fg=colour, bold=True)
+            + f" at {recon['ran_at']} ({recon['checked']} checks, {recon['differ']} differ)"
+        )
+
+
+def _status_outbox(outbox: dict[str, Any] | None) -> None:
+    click.echo(
+        "Outbox: "
+        + (
+            "empty (drop CSV files into the inbox, then `centsync writeback`)"
+            if not outbox or not any(outbox["states"].values())
+            else ", ".join(f"{k} {v}" for k, v in outbox["states"].items())
+            + (
+                f"; waiting in the inbox: {outbox['inbox_files']} file(s)"
+                if outbox["inbox_files"]
+                else ""
+            )
+        )
+    )
+
+
+def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """One of the demo's example queries and what it returned."""
+    click.echo(f"\n-- {title}\n{' '.join(sql.split())}")
+    click.echo("  " + " | ".join(columns))
+    for r in rows:
+        click.echo("  " + " | ".join(str(v) for v in r))
+
+
+def demo_intro(path: Path) -> None:
+    """Where the demo's warehouse is and how to open it."""
+    click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
+    click.echo(
+        f"  duckdb -readonly {path}     or     python -c \"import duckdb; duckdb.connect('{path}', read_only=True)\""
+    )
+
+
+def demo_outro(report_path: Any) -> None:
+    """Where the demo's report is, and the notebooks."""
+    if report_path:
+        click.echo(
+            f"\nThe reconciliation report (open it in a browser, no network needed): {report_path}"
+        )
+    click.echo(
+        "Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)"
+    )
+
+
+def tour(
+    me: dict[str, Any],
+    accounts: list[dict[str, Any]],
+    page: dict[str, Any],
+    net_worth: dict[str, Any],
+    spending: dict[str, Any],
+) -> None:
+    """`centsync tour`: the sandbox as a client sees it."""
+    click.echo(
+        f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}"
+    )
+    click.echo(
+        f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour"
+    )
+    click.echo("\nAccounts:")
+    for a in accounts:
+        click.echo(f"  {a['name']:<24} {a['type']:<11} {money(a['balance']):>14}")
+    click.echo(f"\nNewest transactions (page 1 of {page['pages']}, {page['total']} in all):")
+    for t in page["data"]:
+        click.echo(
+            f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {money(t['amount']):>12}"
+        )
+    nw = net_worth
+    click.echo(
+        f"\nNet worth: {money(nw['total'])} (assets {money(nw['assets'])}, liabilities {money(nw['liabilities'])})"
+    )
+    click.echo(
+        f"\nSpending by category, {spending['from']} to {spending['to']}: {money(spending['total'])}"
+    )
+    for row in spending["data"][:8]:
+        click.echo(f"  {row['label']:<16} {row['count']:>4} tx {money(row['amount']):>12}")

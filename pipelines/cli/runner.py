@@ -1,0 +1,133 @@
+"""Running a job of the Dagster definitions in process, recorded in the CLI's instance, and
+getting back what its assets recorded; Ctrl-C and SIGTERM as clean stops."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli.group import DEBUG, Failed, command_name, imports_done
+
+if TYPE_CHECKING:
+    from dagster import ExecuteInProcessResult
+
+    from centsync.pipelines.settings import Settings
+
+
+def dagster_home(settings: Settings) -> Path:
+    """The settings' Dagster home, made, with our dagster.yaml in it (written once)."""
+    home = settings.dagster_home
+    home.mkdir(parents=True, exist_ok=True)
+    cfg = home / "dagster.yaml"
+    if not cfg.exists():
+        cfg.write_text((Path(__file__).parent.parent / "dagster.yaml").read_text())
+    return home
+
+
+def execute(
+    settings: Settings,
+    job: str,
+    *,
+    ops: dict[str, Any] | None = None,
+    tags: dict[str, str] | None = None,
+) -> ExecuteInProcessResult:
+    """Run `job` in process with `settings` as its resource, recorded in the instance."""
+    from centsync.pipelines import settings as settings_module
+    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines.definitions import build
+
+    imports_done()
+    settings_module.use_dagster_home(dagster_home(settings))
+    config: dict[str, Any] = {
+        # The run's full event log is in the instance (and the UI); the terminal gets the
+        # summary, its warnings, and a short message on a failure (tracebacks with --debug).
+        "loggers": {"console": {"config": {"log_level": "DEBUG" if DEBUG.get() else "CRITICAL"}}},
+    }
+    if ops:
+        config["ops"] = ops
+    definition = build(settings).resolve_job_def(job)
+    # Dagster's SQLite storage, keeping its connections for the run (cli/instance.py)
+    with dagster_storage.instance() as instance:
+        return definition.execute_in_process(
+            run_config=config,
+            instance=instance,
+            raise_on_error=False,
+            tags={"centsync/command": command_name() or job, **(tags or {})},
+        )
+
+
+def recorded(run: ExecuteInProcessResult, asset: str) -> dict[str, Any] | None:
+    """The result `asset` recorded in this run (its `centsync/result` entry), else None."""
+    from centsync.pipelines.results import RESULT_KEY
+
+    found = None
+    for event in run.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        if mat is not None and mat.asset_key.to_user_string() == asset:
+            entry = mat.metadata.get(RESULT_KEY)
+            found = getattr(entry, "value", found)
+    return found
+
+
+def failure(run: ExecuteInProcessResult) -> errors.Failure:
+    """The classified error of a failed in-process run."""
+    for event in run.all_events:
+        if event.is_step_failure:
+            data = event.event_specific_data
+            user = getattr(data, "user_failure_data", None)
+            metadata = {
+                k: getattr(v, "value", v) for k, v in (user.metadata if user else {}).items()
+            }
+            return errors.classify(getattr(data, "error", None), run.run_id, metadata)
+    failed = next((e for e in run.all_events if e.is_failure), None)
+    data = getattr(failed, "event_specific_data", None)
+    return errors.classify(getattr(data, "error", None), run.run_id)
+
+
+def run_job(settings: Settings, job: str, asset: str) -> tuple[str, dict[str, Any]]:
+    """Run a job that must succeed: its run id and the result `asset` recorded."""
+    run = execute(settings, job)
+    found = recorded(run, asset) if run.success else None
+    if found is None:
+        raise Failed(failure(run))
+    return run.run_id, found
+
+
+@contextmanager
+def interruptible() -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop a command cleanly: the refresh keeps what it read (published,
+    marked 'interrupted'), the next one resumes; exit 130 (SIGINT) or 143 (SIGTERM)."""
+    previous = signal.signal(signal.SIGTERM, errors.on_sigterm)
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        _quiet_teardown()
+        terminated = isinstance(exc, errors.Terminated) or errors.SIGTERM_RECEIVED
+        code = 143 if terminated else errors.INTERRUPTED
+        message = errors.INTERRUPTED_MESSAGE
+        raise Failed(
+            errors.Failure(errors.Kind(code, "interrupted", ""), "Interrupted", message, message)
+        ) from None
+    except Failed as failed:
+        if failed.failure.code in (errors.INTERRUPTED, 143):
+            _quiet_teardown()
+            if errors.SIGTERM_RECEIVED and failed.failure.code != 143:
+                f = failed.failure
+                kind = errors.Kind(143, "interrupted", "")
+                raise Failed(errors.Failure(kind, f.cls, f.message, f.detail, f.run_id)) from None
+        raise
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _quiet_teardown() -> None:
+    """An interrupted read leaves the client's event loop with pending tasks: their
+    garbage-collection warnings are not the user's business on the way out."""
+    sys.unraisablehook = lambda _unraisable: None
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)

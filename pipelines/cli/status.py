@@ -1,0 +1,55 @@
+"""`centsync status` and `centsync report`: what the warehouse holds, for people and browsers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from centsync.pipelines.cli import render
+from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+def status(as_json: bool) -> None:
+    """What the warehouse holds: its source, the last refresh, row counts, the verdict.
+
+    Reads the warehouse only (no request to the service).
+
+    Example: centsync status --json | jq .last_refresh
+    """
+    from centsync.pipelines.outputs.status import read_status
+
+    JSON_OUTPUT.set(as_json)
+    info = read_status(settings().warehouse)
+    if as_json:
+        click.echo(json.dumps(info, default=str))
+        return
+    render.status(info)
+
+
+@click.command("report")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Where to write it (default: centsync-report.html next to the warehouse).",
+)
+@click.option("--open", "open_it", is_flag=True, help="Open it in the default browser.")
+def report_command(out: Path | None, open_it: bool) -> None:
+    """Write the reconciliation report: one HTML file that needs no network to view.
+
+    It shows the latest reconciliation's verdict, the differences and the rows behind them,
+    charts of spending, net worth and cash flow, and a per-month table.
+
+    Example: centsync report --out /tmp/report.html
+    """
+    from centsync.pipelines.outputs import report
+
+    path = report.write(settings().warehouse, out)
+    click.echo(f"Report: {path} ({path.stat().st_size / 2**20:.1f} MB)")
+    if open_it:
+        import webbrowser
+
+        webbrowser.open(path.as_uri())

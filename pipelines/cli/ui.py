@@ -1,0 +1,70 @@
+"""`centsync ui`: the Dagster UI and its daemon on this project's instance, stopped cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from contextlib import suppress
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli import runner
+from centsync.pipelines.cli.group import settings
+from centsync.pipelines.cli.sandbox import embedded_api
+
+
+@click.command()
+@click.option("--port", default=3000, show_default=True, type=int)
+def ui(port: int) -> None:
+    """Start the Dagster UI (and its daemon) on this project's instance.
+
+    SIGINT and SIGTERM stop the webserver, the daemon and their code servers: nothing is left
+    running. Schedules start stopped: turn them on in the UI (Automation).
+    """
+    config = settings()
+    home = runner.dagster_home(config)
+    click.echo(f"Dagster UI on http://127.0.0.1:{port} (DAGSTER_HOME={home}); Ctrl-C stops it.")
+    with embedded_api(config) as run_settings:
+        cmd = [sys.executable, "-m", "dagster", "dev", "-p", str(port)]
+        cmd += ["-m", "centsync.pipelines.definitions"]
+        # its own process group: a stop reaches the webserver, the daemon and every code
+        # server; they read the settings (the embedded sandbox's too) from their environment
+        child = subprocess.Popen(cmd, start_new_session=True, env=run_settings.child_environ())
+        stopping: list[int] = []
+
+        def forward(signum: int, _frame: object) -> None:
+            stopping.append(signum)
+            with suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGINT)  # dagster dev shuts down cleanly on SIGINT
+
+        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            code = child.wait()
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+            _stop_group(child.pid)
+    if stopping:
+        raise SystemExit(errors.INTERRUPTED if stopping[0] == signal.SIGINT else 0)
+    raise SystemExit(code)
+
+
+def _stop_group(pgid: int, grace: float = 20.0) -> None:
+    """Make sure no process of the group outlives us: SIGTERM, then SIGKILL after a grace."""
+    deadline = time.monotonic() + grace
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(pgid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.2)
+        deadline = time.monotonic() + 5

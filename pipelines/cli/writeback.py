@@ -1,0 +1,55 @@
+"""`centsync writeback`: post the inbox's rows and the requested edits, each exactly once."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli import render, runner
+from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+from centsync.pipelines.cli.sandbox import embedded_api
+
+
+@click.command("writeback")
+@click.option(
+    "--dry-run", is_flag=True, help="Print the plan only: nothing is written, moved or sent."
+)
+@click.option(
+    "--json", "as_json", is_flag=True, help="Print the plan and result as one JSON object."
+)
+def writeback_command(dry_run: bool, as_json: bool) -> None:
+    """Post the inbox's CSV files and ops.outbox_requests' rows to the service, each exactly once.
+
+    Every row is checked first (a bad row is rejected with its reason, the good rows of the same
+    file go on), written to the outbox with its derived idempotency key, then sent; a resend after
+    any failure reuses the key, so nothing is posted twice. Exit 7 when rows were rejected or need
+    attention, 3 when the key cannot write (every row stays pending).
+
+    Example: cp receipts.csv ~/.local/share/centsync/inbox/ && centsync writeback --dry-run
+    """
+    from centsync.pipelines.results import WritebackResult
+    from centsync.pipelines.writeback import run as writeback
+
+    JSON_OUTPUT.set(as_json)
+    config = settings()
+    run_id = None
+    if dry_run:
+        options = writeback.WritebackOptions(dry_run=True, inbox=config.inbox)
+        summary = writeback.run_writeback(None, config.warehouse, options)
+        result = WritebackResult.from_json(summary.report())
+    else:
+        with runner.interruptible(), embedded_api(config) as run_settings:
+            run_id, data = runner.run_job(run_settings, "writeback_job", "outbox")
+        result = WritebackResult.from_json(data)
+    report = result.to_json()
+    if run_id is not None:
+        report["run_id"] = run_id
+    report["exit_code"] = errors.REJECTED if result.bad else errors.OK
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        render.writeback(result)
+    if report["exit_code"]:
+        raise SystemExit(report["exit_code"])

@@ -1,0 +1,130 @@
+"""How a failure becomes an exit code: by its class (or a run's Failure metadata), never its name."""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+import dagster as dg
+import duckdb
+import httpx
+import pytest
+
+from centsync.extract import _errors as extract_errors
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.defs.failures import known_failures
+from centsync.pipelines.refresh.binding import SourceMismatch
+from centsync.warehouse import errors as warehouse_errors
+from centsync.warehouse.outbox import OutboxBusyError
+
+
+def _api(cls: type[extract_errors.ApiError]) -> extract_errors.ApiError:
+    return cls(status=500, code=cls.code, message="m", method="GET", path="/v1/me")
+
+
+@pytest.mark.parametrize(
+    ("exc", "code"),
+    [
+        (extract_errors.ConfigurationError("bad"), errors.USAGE),
+        (_api(extract_errors.Unauthenticated), errors.AUTH),
+        (_api(extract_errors.KeyExpired), errors.AUTH),
+        (_api(extract_errors.InsufficientScope), errors.AUTH),
+        (extract_errors.TransportFailure("GET", "/v1/me", OSError()), errors.UNREACHABLE),
+        (
+            extract_errors.ServiceUnreachable("GET", "/v1/me", OSError(), "refused"),
+            errors.UNREACHABLE,
+        ),
+        (_api(extract_errors.InternalError), errors.SERVICE),
+        (_api(extract_errors.RateLimited), errors.SERVICE),
+        (extract_errors.DriftError("d"), errors.SERVICE),
+        (warehouse_errors.RefreshInProgressError("busy"), errors.WAREHOUSE),
+        (warehouse_errors.NoWarehouseError("none"), errors.WAREHOUSE),
+        (warehouse_errors.MonthBoundsError("bounds"), errors.WAREHOUSE),
+        (OutboxBusyError("busy"), errors.WAREHOUSE),
+        (duckdb.IOException("cannot open"), errors.WAREHOUSE),
+        (duckdb.CatalogException("no table"), errors.WAREHOUSE),
+        (LookupError("no reconciliation yet"), errors.WAREHOUSE),
+        (OSError(errno.ENOSPC, "No space left on device"), errors.WAREHOUSE),
+        (httpx.ConnectError("boom"), errors.SERVICE),
+    ],
+)
+def test_a_known_failure_has_its_code_on_its_class(exc: BaseException, code: int) -> None:
+    kind = errors.kind_of(exc)
+    assert kind is not None and kind.code == code and kind.headline
+    assert errors.from_exception(exc).code == code
+
+
+def test_every_documented_class_says_what_to_do() -> None:
+    for cls in (extract_errors.Unauthenticated, extract_errors.ServiceUnreachable):
+        assert cls.exit_code and cls.headline and cls.what_to_do
+    assert warehouse_errors.WarehouseError.exit_code == errors.WAREHOUSE
+    # the base classes leave it to the chain
+    assert extract_errors.ExtractError.exit_code is None
+    assert extract_errors.ApiError.exit_code is None
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        KeyError("a bug"),
+        ValueError("a bug"),
+        RuntimeError("Transport is closing"),
+        _api(extract_errors.NotFound),
+    ],
+)
+def test_an_unexpected_error_is_not_known_whatever_its_message(exc: BaseException) -> None:
+    assert errors.kind_of(exc) is None
+    failure = errors.from_exception(exc)
+    assert failure.code == 1 and failure.kind.headline == "unexpected error"
+
+
+def test_the_first_known_exception_of_a_chain_names_it() -> None:
+    try:
+        try:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        except OSError as inner:
+            raise RuntimeError("while publishing") from inner
+    except RuntimeError as outer:
+        found = errors.known(outer)
+    assert found is not None and found[1] is errors.DISK_FULL
+
+
+def _failed_run(exc: BaseException) -> dg.ExecuteInProcessResult:
+    @dg.op
+    def boom() -> None:
+        with known_failures():
+            raise exc
+
+    @dg.job
+    def j() -> None:
+        boom()
+
+    return j.execute_in_process(raise_on_error=False)
+
+
+def _classified(run: dg.ExecuteInProcessResult) -> errors.Failure:
+    event = next(e for e in run.all_events if e.is_step_failure)
+    data: Any = event.event_specific_data
+    user = data.user_failure_data
+    metadata = {k: getattr(v, "value", v) for k, v in (user.metadata if user else {}).items()}
+    return errors.classify(data.error, run.run_id, metadata)
+
+
+def test_a_run_carries_the_known_failure_in_its_metadata() -> None:
+    run = _failed_run(_api(extract_errors.KeyExpired))
+    failure = _classified(run)
+    assert failure.code == errors.AUTH and failure.cls == "KeyExpired"
+    assert failure.kind.headline == "the API key has expired"
+    assert failure.message.startswith("GET /v1/me -> 500 key_expired: m")
+    assert "KeyExpired" in failure.detail  # the whole chain, for the log
+
+
+def test_a_run_failing_unexpectedly_keeps_code_1_and_the_error_s_own_message() -> None:
+    failure = _classified(_failed_run(ZeroDivisionError("division by zero")))
+    assert failure.code == 1 and failure.cls == "ZeroDivisionError"
+    assert failure.message.endswith("division by zero")  # as before: its own text
+
+
+def test_a_source_mismatch_is_a_warehouse_failure() -> None:
+    kind = errors.kind_of(SourceMismatch.__new__(SourceMismatch))
+    assert kind is not None and kind.code == errors.WAREHOUSE
