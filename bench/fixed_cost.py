@@ -38,8 +38,7 @@ CHILD = r"""
 import gc, os, sys, warnings
 mode = sys.argv[1]
 if mode != "imports-gc":
-    gc.disable()  # as the console script does (pipelines/cli.py: entry)
-sys.modules.setdefault("hypothesis", None)  # likewise
+    gc.disable()  # as the console script does (pipelines/cli/main.py: entry)
 warnings.simplefilter("ignore")
 if mode != "python":
     import centsync.pipelines.definitions, centsync.pipelines.refresh.run, centsync.pipelines.reconcile
@@ -54,7 +53,7 @@ if mode.startswith("run"):
         for i in range(n):
             yield dg.MaterializeResult(asset_key=f"a{i}")
     defs = dg.Definitions(assets=[many], jobs=[dg.define_asset_job("j", selection=[many])])
-    with dagster_storage.instance() as instance:
+    with dagster_storage.instance(os.environ["DAGSTER_HOME"]) as instance:
         assert defs.resolve_job_def("j").execute_in_process(instance=instance).success
 sys.stdout.flush()
 os._exit(0)

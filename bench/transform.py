@@ -67,10 +67,10 @@ def measure(wh: Path) -> None:
     def rss() -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
-    from centsync.pipelines.refresh.run import DUCKDB_MEMORY
+    from centsync.pipelines.refresh.summary import DEFAULT_DUCKDB_MEMORY
 
     con = duckdb.connect(str(wh))
-    con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")  # as a refresh and `reconcile` run
+    con.execute(f"SET memory_limit = '{DEFAULT_DUCKDB_MEMORY}'")  # as a refresh and `reconcile` run
     steps: list[tuple[str, float, float]] = []
     total = time.perf_counter()
 

@@ -198,15 +198,6 @@ class Settings:
         return env
 
 
-def use_dagster_home(home: Path) -> None:
-    """Name the Dagster instance's home for `cli/instance.py`, which reads DAGSTER_HOME.
-
-    The one environment write left outside a child process's own environment (TODO: remove it
-    once `centsync.pipelines.cli.instance.instance()` takes the home as a parameter).
-    """
-    os.environ["DAGSTER_HOME"] = str(home)
-
-
 def reference() -> list[dict[str, str]]:
     """One entry per setting (variable, field, default, meaning): `docs/configuration.md`."""
     return [

@@ -14,19 +14,6 @@ from centsync.pipelines.settings import Settings, configuration_markdown
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("sandbox", "extract", "warehouse", "transform", "pipelines")
 THE_ONE = "pipelines/settings.py"
-# Reads left in modules other rooms of issue 24 own (or that a test outside them pins); each
-# goes once its owner takes the value as a parameter: TODO(lead) empty this after the merge.
-PENDING = {
-    "extract/_requests.py": "CENTSYNC_MAX_WAIT and from_env (the reaches room: max_wait=)",
-    "extract/_sync.py": "the sync client's from_env (the reaches room)",
-    "extract/_transport.py": "CENTSYNC_HTTP_TRANSPORT (the reaches room: transport=)",
-    "pipelines/refresh/run.py": "CENTSYNC_DUCKDB_MEMORY at import (the refresh room)",
-    "pipelines/writeback/run.py": "CENTSYNC_INBOX (the writeback room; the CLI passes inbox=)",
-    "pipelines/cli/instance.py": "DAGSTER_HOME (the storage adapter's owner: instance(home))",
-    # Warehouse.refreshing() with no path resolves the default through it, and
-    # tests/warehouse/test_publish.py pins that it follows CENTSYNC_WAREHOUSE
-    "warehouse/paths.py": "CENTSYNC_WAREHOUSE / XDG_DATA_HOME defaults (warehouse session)",
-}
 # The one documented environment write: Polars' jemalloc setting, in the console script's
 # `entry` (it says why and what it measured), before Polars loads.
 ENTRY = "pipelines/cli/main.py"
@@ -65,7 +52,7 @@ def test_the_environment_is_read_in_one_module_only() -> None:
     offenders = []
     for path in _sources():
         rel = path.relative_to(ROOT).as_posix()
-        if rel == THE_ONE or rel in PENDING:
+        if rel == THE_ONE:
             continue
         tree = ast.parse(path.read_text())
         if rel == ENTRY:
@@ -82,8 +69,6 @@ def test_nothing_reads_the_environment_at_import_time() -> None:
     offenders = []
     for path in _sources():
         rel = path.relative_to(ROOT).as_posix()
-        if rel in PENDING:
-            continue
         tree = ast.parse(path.read_text())
         offenders += [f"{rel}:{getattr(n, 'lineno', '?')}" for n in _module_level(tree)]
     assert not offenders, offenders

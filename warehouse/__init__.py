@@ -23,7 +23,7 @@ from centsync.warehouse.errors import (
     WarehouseError,
 )
 from centsync.warehouse.migrate import current_version, migrate
-from centsync.warehouse.paths import ENV_VAR, connect_readonly, default_path
+from centsync.warehouse.paths import connect_readonly
 from centsync.warehouse.store import (
     LoadResult,
     MonthBatch,
@@ -39,7 +39,6 @@ from centsync.warehouse.validation import ENTITIES, Split, split_valid
 
 __all__ = [
     "ENTITIES",
-    "ENV_VAR",
     "FrameShapeError",
     "LoadResult",
     "MonthBatch",
@@ -54,7 +53,6 @@ __all__ = [
     "category_hash",
     "connect_readonly",
     "current_version",
-    "default_path",
     "migrate",
     "month_key",
     "month_start",

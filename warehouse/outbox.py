@@ -130,6 +130,12 @@ PLAN_FIELDS = (
 class OutboxBusyError(WarehouseError):
     """Another process holds the outbox file open (or is draining it)."""
 
+    headline = "the write-back outbox is in use"
+    what_to_do = (
+        "close other connections to the outbox file (or wait for the other write-back), "
+        "then run again."
+    )
+
 
 def outbox_path(warehouse: Path) -> Path:
     """The outbox beside a warehouse: `centsync.duckdb` -> `centsync.outbox.duckdb`."""

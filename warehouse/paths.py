@@ -1,4 +1,8 @@
-"""Where the warehouse lives, its working copies and lock, and read-only connections to it."""
+"""A warehouse's working copies and lock, and read-only connections to it.
+
+Where the warehouse lives is a setting (`pipelines/settings.py`: `CENTSYNC_WAREHOUSE`, else
+`$XDG_DATA_HOME/centsync/centsync.duckdb`): the warehouse is always given its path.
+"""
 
 from __future__ import annotations
 
@@ -12,33 +16,15 @@ import duckdb
 
 from centsync.warehouse.errors import NoWarehouseError, RefreshInProgressError
 
-ENV_VAR = "CENTSYNC_WAREHOUSE"
-WAREHOUSE_NAME = "centsync.duckdb"
-
-
-def data_home() -> Path:
-    """Where centsync keeps its files by default: `$XDG_DATA_HOME/centsync`, else
-    `~/.local/share/centsync` (per user, whatever the current directory)."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base).absolute() / "centsync"
-
-
 _WORK_MARK = ".refresh-"
 
 
-def default_path() -> Path:
-    """The published warehouse path (absolute): `$CENTSYNC_WAREHOUSE`, else
-    `data_home()/centsync.duckdb`."""
-    env = os.environ.get(ENV_VAR)
-    return Path(env).absolute() if env else data_home() / WAREHOUSE_NAME
+def resolve(path: str | os.PathLike[str]) -> Path:
+    """The warehouse file at `path` (a warehouse is always given its path)."""
+    return Path(path)
 
 
-def resolve(path: str | os.PathLike[str] | None) -> Path:
-    """An explicit path, or the default one."""
-    return Path(path) if path is not None else default_path()
-
-
-def connect_readonly(path: str | os.PathLike[str] | None = None) -> duckdb.DuckDBPyConnection:
+def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     """A read-only connection to the published warehouse; safe to hold while a refresh runs.
 
     The connection keeps seeing the warehouse as it was when opened (a publish swaps the file

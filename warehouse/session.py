@@ -50,7 +50,7 @@ class Session:
     # -- opening ------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Self:
+    def open(cls, path: str | os.PathLike[str], *, read_only: bool = False) -> Self:
         """Open a warehouse file directly (migrating it unless read-only).
 
         Writing the published file directly blocks analysts' read-only connections: refreshes
@@ -68,7 +68,7 @@ class Session:
     @contextlib.contextmanager
     def refreshing(
         cls,
-        path: str | os.PathLike[str] | None = None,
+        path: str | os.PathLike[str],
         *,
         mode: Mode = "incremental",
         refresh_id: str | None = None,
@@ -132,9 +132,7 @@ class Session:
                 raise
 
     @classmethod
-    def publishing(
-        cls, path: str | os.PathLike[str] | None = None
-    ) -> contextlib.AbstractContextManager[Self]:
+    def publishing(cls, path: str | os.PathLike[str]) -> contextlib.AbstractContextManager[Self]:
         """A write session that is not a refresh (reconciliation results, marts, the outbox).
 
         Same guarantees as `refreshing`: a private copy, published atomically on success,

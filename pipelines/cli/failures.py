@@ -55,23 +55,10 @@ class Kind:
     todo: str
 
 
-# Failures of classes that cannot say so on themselves (another package's, or a module this
-# one does not own yet: TODO(lead) move the last three onto their classes as `exit_code`,
-# `headline`, `what_to_do`, as extract/_errors.py and warehouse/errors.py do). By class, never
-# by name; `exact` entries do not cover subclasses (KeyError is a LookupError, and a bug).
+# Failures of classes that cannot say so on themselves (other packages': DuckDB's, httpx's, the
+# built-in LookupError). By class, never by name; `exact` entries do not cover subclasses
+# (KeyError is a LookupError, and a bug). centsync's own classes say so on themselves.
 _OUTSIDE: list[tuple[type[BaseException], Kind, bool]] = []
-SOURCE_MISMATCH = Kind(WAREHOUSE, "the warehouse belongs to another source", "")
-WRITE_SCOPE_MISSING = Kind(
-    AUTH,
-    "the API key cannot write",
-    "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
-    "`centsync writeback`; every outbox row stays pending.",
-)
-OUTBOX_BUSY = Kind(
-    WAREHOUSE,
-    "the write-back outbox is in use",
-    "close other connections to the outbox file (or wait for the other write-back), then run again.",
-)
 DUCKDB_KINDS = {
     "IOException": Kind(
         WAREHOUSE,
@@ -105,15 +92,8 @@ def _outside() -> list[tuple[type[BaseException], Kind, bool]]:
         import duckdb
         import httpx
 
-        from centsync.pipelines.refresh.binding import SourceMismatch
-        from centsync.pipelines.writeback.run import WriteScopeMissing
-        from centsync.warehouse.outbox import OutboxBusyError
-
         _OUTSIDE.extend(
             [
-                (SourceMismatch, SOURCE_MISMATCH, False),
-                (WriteScopeMissing, WRITE_SCOPE_MISSING, False),
-                (OutboxBusyError, OUTBOX_BUSY, False),
                 # DuckDB's exception classes, looked up by attribute on the module
                 *((getattr(duckdb, name), kind, False) for name, kind in DUCKDB_KINDS.items()),
                 (httpx.TransportError, STRAY_TRANSPORT, False),

@@ -52,11 +52,13 @@ from sqlalchemy.pool import NullPool, QueuePool
 KEPT_SHARDS = 8
 
 
-def _home(*parts: str) -> str:
-    home = os.environ.get("DAGSTER_HOME")
-    if not home:
-        raise RuntimeError("DAGSTER_HOME is not set: centsync sets it before making an instance")
-    return os.path.join(home, *parts)
+def _base_dir(base_dir: str | None) -> str:
+    """The storage's folder, which `instance(home)` always names in the storage's config."""
+    if not base_dir:
+        raise ValueError(
+            "a kept-connection storage needs its base_dir: make it with instance(home)"
+        )
+    return base_dir
 
 
 def _kept_engine(conn_string: str) -> Engine:
@@ -106,7 +108,7 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         self._empty_rev: str | None = None
         self._tables: set[str] = set()
         self._index_engine: Engine | None = None
-        super().__init__(base_dir or _home("history", "runs", ""), inst_data)
+        super().__init__(_base_dir(base_dir), inst_data)
 
     @classmethod
     def config_type(cls) -> Any:
@@ -231,7 +233,7 @@ class KeptConnectionsRunStorage(SqliteRunStorage):
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsRunStorage:
         # Dagster's from_local creates or checks the schema, then constructs `cls`
-        base = dict(config_value).get("base_dir") or _home("history", "")
+        base = _base_dir(dict(config_value).get("base_dir"))
         return cls.from_local(base_dir=base, inst_data=inst_data)
 
     @contextmanager
@@ -252,12 +254,11 @@ def _data(cls: type, base_dir: str) -> dict[str, str]:
     }
 
 
-def instance(home: str | None = None) -> DagsterInstance:
-    """The instance of the Dagster home (`home`, the settings' `dagster_home`; by default
-    ``$DAGSTER_HOME``, as ``DagsterInstance.get()``), its default SQLite storage swapped for
+def instance(home: str | os.PathLike[str]) -> DagsterInstance:
+    """The instance of the Dagster home `home` (the settings' `dagster_home`), its default SQLite storage swapped for
     the one that keeps its connections and its default stdout/stderr capture left out
     (`_cli_compute_logs`); anything else is left as configured."""
-    home = home or _home()
+    home = os.fspath(home)
     ref = InstanceRef.from_dir(home)
     ref = ref._replace(compute_logs_data=_cli_compute_logs(ref))
     data = ref.storage_data

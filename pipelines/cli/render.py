@@ -14,12 +14,9 @@ if TYPE_CHECKING:
     from centsync.pipelines.cli.refresh import RefreshRun
     from centsync.pipelines.results import ReconcileResult, RefreshResult, WritebackResult
 
+from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
+
 VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
-VERDICT_WORDS = {
-    "agree": "every number agrees with the service's own, to the cent",
-    "explained": "every difference from the service's own numbers is explained",
-    "differ": "differences from the service's own numbers are not explained",
-}
 
 
 def warn(text: str) -> None:

@@ -38,12 +38,11 @@ def execute(
     tags: dict[str, str] | None = None,
 ) -> ExecuteInProcessResult:
     """Run `job` in process with `settings` as its resource, recorded in the instance."""
-    from centsync.pipelines import settings as settings_module
     from centsync.pipelines.cli import instance as dagster_storage
     from centsync.pipelines.definitions import build
 
     imports_done()
-    settings_module.use_dagster_home(dagster_home(settings))
+    home = dagster_home(settings)
     config: dict[str, Any] = {
         # The run's full event log is in the instance (and the UI); the terminal gets the
         # summary, its warnings, and a short message on a failure (tracebacks with --debug).
@@ -53,7 +52,7 @@ def execute(
         config["ops"] = ops
     definition = build(settings).resolve_job_def(job)
     # Dagster's SQLite storage, keeping its connections for the run (cli/instance.py)
-    with dagster_storage.instance() as instance:
+    with dagster_storage.instance(home) as instance:
         return definition.execute_in_process(
             run_config=config,
             instance=instance,

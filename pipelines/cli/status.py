@@ -23,7 +23,7 @@ def status(as_json: bool) -> None:
     from centsync.pipelines.outputs.status import read_status
 
     JSON_OUTPUT.set(as_json)
-    info = read_status(settings().warehouse)
+    info = read_status(settings().warehouse, inbox=settings().inbox)
     if as_json:
         click.echo(json.dumps(info, default=str))
         return

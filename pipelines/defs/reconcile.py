@@ -23,8 +23,7 @@ def _reconcile(
     context: dg.OpExecutionContext, settings: Settings, client: ApiClient | None
 ) -> dict[str, Any]:
     with Warehouse.publishing(settings.warehouse) as wh:
-        # as a refresh: it spills (TODO(refresh): a warehouse function for a refresh's settings)
-        wh.con.execute(f"SET memory_limit = '{settings.duckdb_memory}'")
+        wh.refresh_settings(memory=settings.duckdb_memory)  # as a refresh: it spills
         outcome = reconcile(wh.con, source="live" if client else "offline", client=client)
     _record(context, outcome)
     return {"recon_id": outcome.recon_id, "verdict": outcome.verdict}

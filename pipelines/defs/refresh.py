@@ -316,6 +316,7 @@ def refresh_assets(
             **verification_settings(config.verify_days, config.verify_pages, settings),
             # the embedded sandbox listens on a new port each time: the CLI names it
             source=settings.source,
+            duckdb_memory=settings.duckdb_memory,
         )
         yield from _run(context, settings, options)
 
@@ -342,7 +343,11 @@ def transactions_by_month(partitions_start: str) -> dg.AssetsDefinition:
             summary = run_refresh(
                 client,
                 str(settings.warehouse),
-                RefreshOptions(months=(first, last), **verification_settings(None, None, settings)),
+                RefreshOptions(
+                    months=(first, last),
+                    duckdb_memory=settings.duckdb_memory,
+                    **verification_settings(None, None, settings),
+                ),
             )
         return dg.MaterializeResult(
             metadata={

@@ -28,14 +28,7 @@ def settings_resource(settings: Settings | None = None) -> dg.ResourceDefinition
 def api_client(settings: Settings) -> ApiClient:
     """The Personal Finance Data API client of these settings (the key is never logged)."""
     # Windows are month-aligned by the refresh: the reader must not split them by date.
-    # TODO(reaches): pass max_wait=settings.max_wait and transport=settings.http_transport once
-    # ApiClient takes them (extract still reads CENTSYNC_MAX_WAIT / CENTSYNC_HTTP_TRANSPORT).
-    return ApiClient(
-        settings.api_base_url,
-        settings.api_key,
-        concurrency=CONCURRENCY,
-        max_window_rows=10**12,
-    )
+    return ApiClient.from_settings(settings, concurrency=CONCURRENCY, max_window_rows=10**12)
 
 
 def resources(settings: Settings | None = None) -> dict[str, dg.ResourceDefinition]:

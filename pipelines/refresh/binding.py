@@ -13,8 +13,10 @@ import datetime as dt
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 from centsync.warehouse import connect_readonly
+from centsync.warehouse.errors import EXIT_WAREHOUSE
 from centsync.warehouse.reads import meta_values
 
 KEYS = (
@@ -43,6 +45,11 @@ class Binding:
 
 class SourceMismatch(Exception):
     """The warehouse holds another service's or owner's data: nothing was written."""
+
+    # a failure of the warehouse (exit 6); the message itself says what to do
+    exit_code: ClassVar[int] = EXIT_WAREHOUSE
+    headline: ClassVar[str] = "the warehouse belongs to another source"
+    what_to_do: ClassVar[str] = ""
 
     def __init__(self, path: Path, bound: Binding, base_url: str, account_id: str | None) -> None:
         self.path, self.bound, self.base_url, self.account_id = path, bound, base_url, account_id

@@ -34,10 +34,6 @@ from centsync.warehouse import reads as warehouse_reads
 
 log = logging.getLogger("centsync.refresh")
 
-# pipelines/defs/reconcile.py sizes its own session as a refresh does; it imports this name
-# until it takes Settings.duckdb_memory (the edge's value) instead.
-DUCKDB_MEMORY = DEFAULT_DUCKDB_MEMORY
-
 
 def size_threads(warehouse: Warehouse, rows: int) -> None:
     """One DuckDB thread for a small ledger, DuckDB's default for a big one (ONE_THREAD_ROWS)."""
@@ -183,7 +179,6 @@ def _spent(client: ApiClient, before: dict[str, int]) -> dict[str, int]:
 
 __all__ = [
     "DEFAULT_DUCKDB_MEMORY",
-    "DUCKDB_MEMORY",
     "ONE_THREAD_ROWS",
     "Mode",
     "RefreshOptions",

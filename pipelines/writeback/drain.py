@@ -17,7 +17,7 @@ import datetime as dt
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -42,6 +42,13 @@ Row = dict[str, Any]
 
 class WriteScopeMissing(Exception):
     """The key cannot write (no data.write scope): nothing was sent, every row stays pending."""
+
+    exit_code: ClassVar[int] = InsufficientScope.exit_code  # the key (exit 3)
+    headline: ClassVar[str] = "the API key cannot write"
+    what_to_do: ClassVar[str] = (
+        "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "
+        "`centsync writeback`; every outbox row stays pending."
+    )
 
 
 class DrainStopped(Exception):

@@ -168,23 +168,29 @@ def test_a_spent_hourly_allowance_stops_at_once_saying_when_to_run_again(
 
 
 def test_the_bucket_s_level_can_be_set_and_a_waiter_goes_at_once() -> None:
-    """The pacer mirrors the server's count into its buckets: lowering the level lets a
-    waiting request go without waiting for the bucket to drain."""
-    from centsync.extract._pacing import TokenBucket
+    """The pacer mirrors the server's count into its aiolimiter buckets (`set_level`, the one
+    adapter of aiolimiter's internals): lowering the level lets a waiting request go without
+    waiting for the bucket to drain."""
+    from aiolimiter import AsyncLimiter
+
+    from centsync.extract._pacing import set_level
+
+    # what set_level relies on in aiolimiter 1.3 (pinned): these internals exist
+    assert callable(AsyncLimiter._leak) and callable(AsyncLimiter._wake_next)
 
     async def go() -> float:
-        bucket = TokenBucket(2, 60.0)  # drains one request per 30 s
+        bucket = AsyncLimiter(2, 60.0)  # drains one request per 30 s
         await bucket.acquire()
         await bucket.acquire()
-        assert bucket.level == pytest.approx(2.0, abs=0.01)
+        assert bucket._level == pytest.approx(2.0, abs=0.01)
         loop = asyncio.get_running_loop()
         started = loop.time()
         waiter = asyncio.create_task(bucket.acquire())
         await asyncio.sleep(0.05)
         assert not waiter.done()
-        bucket.set_level(0.0)
+        set_level(bucket, 0.0)
         await waiter
-        assert bucket.level == pytest.approx(1.0, abs=0.01)
+        assert bucket._level == pytest.approx(1.0, abs=0.01)
         return loop.time() - started
 
     assert run(go()) < 1.0

@@ -43,7 +43,7 @@ def test_a_refresh_run_is_recorded_in_dagsters_own_files(
 
     job = dg.define_asset_job("j", selection=[one])
     defs = dg.Definitions(assets=[one], jobs=[job])
-    with dagster_storage.instance() as instance:
+    with dagster_storage.instance(home) as instance:
         result = defs.resolve_job_def("j").execute_in_process(instance=instance)
         assert result.success
         kept = type(instance.event_log_storage).__name__
@@ -80,7 +80,7 @@ def test_new_run_databases_start_from_an_empty_one_at_dagsters_head(
     defs = dg.Definitions(assets=[one], jobs=[dg.define_asset_job("j", selection=[one])])
     run_ids = []
     for _ in range(2):
-        with dagster_storage.instance() as instance:
+        with dagster_storage.instance(home) as instance:
             result = defs.resolve_job_def("j").execute_in_process(instance=instance)
             assert result.success
             run_ids.append(result.run_id)
@@ -126,7 +126,7 @@ def test_cli_runs_skip_stdout_capture_and_keep_every_event(
         return 1
 
     defs = dg.Definitions(assets=[noisy], jobs=[dg.define_asset_job("j", selection=[noisy])])
-    with dagster_storage.instance() as instance:
+    with dagster_storage.instance(home) as instance:
         assert type(instance.compute_log_manager).__name__ == "NoOpComputeLogManager"
         result = defs.resolve_job_def("j").execute_in_process(instance=instance)
         assert result.success

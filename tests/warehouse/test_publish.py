@@ -88,16 +88,6 @@ def test_only_one_refresh_runs_at_a_time(db_path: Path) -> None:
         pass
 
 
-def test_the_default_path_follows_the_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    target = tmp_path / "elsewhere" / "w.duckdb"
-    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(target))
-    with Warehouse.refreshing() as wh:
-        wh.replace_months(["2024-01"], transactions(2))
-    assert _count(target) == 2
-
-
 def test_reading_a_warehouse_that_was_never_published_says_so(db_path: Path) -> None:
     with pytest.raises(NoWarehouseError, match="centsync refresh"):
         connect_readonly(db_path)
