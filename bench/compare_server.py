@@ -13,6 +13,7 @@ connections, after the Parquet file is complete.
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -21,7 +22,9 @@ from typing import Any
 import orjson
 import polars as pl
 
-import centsync.pipelines  # noqa: F401  (the allocator setting the CLI's server runs with)
+from centsync.pipelines.cli.main import JEMALLOC_CONF
+
+os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 from centsync.sandbox import Sandbox, SandboxConfig
 from centsync.sandbox.server import serve
 

@@ -31,7 +31,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
+from centsync.pipelines.cli.main import JEMALLOC_CONF
+
+os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 
 ROOT = Path(__file__).resolve().parents[1]
 

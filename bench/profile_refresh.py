@@ -213,8 +213,9 @@ def rss_child(out: Path) -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     t0 = time.perf_counter()
     sampler.start()
-    import centsync.pipelines  # noqa: F401  (first, as the CLI's own entry point does)
-    from centsync.pipelines.cli.main import main
+    from centsync.pipelines.cli.main import JEMALLOC_CONF, main
+
+    os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the CLI's own entry point
 
     rc = 0
     try:

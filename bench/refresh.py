@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import resource
 import shutil
 import signal
@@ -20,7 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
+from centsync.pipelines.cli.main import JEMALLOC_CONF
+
+os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import free_port, spawn_serve

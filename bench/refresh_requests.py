@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import shutil
 import signal
 import tempfile
@@ -23,7 +24,9 @@ from pathlib import Path
 import duckdb
 import httpx
 
-import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
+from centsync.pipelines.cli.main import JEMALLOC_CONF
+
+os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh.run import RefreshOptions, RefreshSummary, run_refresh
 from centsync.sandbox.server import free_port, spawn_serve

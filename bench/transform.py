@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import shutil
 import signal
@@ -22,7 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import centsync.pipelines  # noqa: F401  (first: the allocator setting the CLI runs with)
+from centsync.pipelines.cli.main import JEMALLOC_CONF
+
+os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 
 
 def build(n: int, years: int, wh: Path) -> None:

@@ -86,7 +86,7 @@ def docs(out: Path | None, check: bool) -> None:
     """Generate the data dictionary from the comments in a freshly migrated warehouse.
 
     Every schema, table, view and column and its comment (meaning, units, sign), under the
-    prose of pipelines/templates/data-dictionary.md.j2. Run it after adding a migration.
+    prose of pipelines/outputs/templates/data-dictionary.md.j2. Run it after adding a migration.
     Without --out, docs/configuration.md (every setting) is written (or checked) too.
 
     Example: centsync docs --check

@@ -20,6 +20,9 @@ from centsync.pipelines.cli.status import report_command, status
 from centsync.pipelines.cli.ui import ui
 from centsync.pipelines.cli.writeback import writeback_command
 
+# Polars' jemalloc: freed pages back after 1 s, not 10 (see `entry`; the benchmarks set it too)
+JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
+
 
 @click.group(cls=CentsyncGroup)
 @click.version_option(package_name="centsync")
@@ -81,7 +84,7 @@ def entry() -> None:
     not do; `centsync ui` hands it on to `dagster dev` with the rest of the environment. A
     value set by the user wins.
     """
-    os.environ.setdefault("_RJEM_MALLOC_CONF", "dirty_decay_ms:1000,muzzy_decay_ms:0")
+    os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)
     gc.disable()
     try:
         main()

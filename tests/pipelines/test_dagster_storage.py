@@ -1,4 +1,4 @@
-"""The CLI's Dagster storage (pipelines/dagster_storage.py): Dagster's SQLite files, its
+"""The CLI's Dagster storage (pipelines/cli/instance.py): Dagster's SQLite files, its
 connections kept, and WAL files committed without waiting for an fsync."""
 
 from __future__ import annotations
