@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import hashlib
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -47,18 +46,6 @@ def new_refresh_id() -> str:
     """A sortable, unique refresh id: UTC time then a random suffix."""
     now = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     return f"{now}-{uuid.uuid4().hex[:8]}"
-
-
-def category_hash(rows: Iterable[tuple[str | None, int, int]]) -> str:
-    """A stable digest of per-category spending: (category_id or None, amount cents, count) rows.
-
-    Used on both sides: local rows from `local_category_spending`, server rows from the spending
-    endpoint grouped by category. Order-independent; an uncategorised key is None.
-    """
-    parts = sorted(
-        f"{(cid or '-').lower()}:{int(amount)}:{int(count)}" for cid, amount, count in rows
-    )
-    return hashlib.sha256("|".join(parts).encode()).hexdigest()[:32]
 
 
 @dataclass

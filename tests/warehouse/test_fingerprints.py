@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from centsync.warehouse import Warehouse, category_hash
+from centsync.warehouse import Warehouse
 from centsync.warehouse.fingerprints import (
     local_category_spending,
     local_expenses,
@@ -85,10 +85,3 @@ def test_month_state_has_no_server_columns(wh: Warehouse) -> None:
     assert state.height == 1
     assert not [c for c in state.columns if c.startswith("server_") or c.startswith("checked_")]
     assert state.item(0, "read_rows") == 10
-
-
-def test_category_hash_sees_a_recategorisation_that_keeps_totals() -> None:
-    before = [("a", -100, 1), ("b", -50, 1)]
-    after = [("a", -50, 1), ("b", -100, 1)]
-    assert category_hash(before) != category_hash(after)
-    assert category_hash(before) == category_hash(list(reversed(before)))
