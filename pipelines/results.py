@@ -9,6 +9,7 @@ object (tests validate real outputs against it).
 from __future__ import annotations
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -341,4 +342,12 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         "reconcile": ReconcileResult.json_schema(),
         "writeback": WritebackResult.json_schema(),
         "status": status_json_schema(),
+    }
+
+
+def schema_files() -> dict[str, str]:
+    """`docs/schemas/<command>.json`: each command's `--json` schema as committed (generated)."""
+    return {
+        command: json.dumps(schema, indent=2, sort_keys=True) + "\n"
+        for command, schema in json_schemas().items()
     }

@@ -87,11 +87,13 @@ def docs(out: Path | None, check: bool) -> None:
 
     Every schema, table, view and column and its comment (meaning, units, sign), under the
     prose of pipelines/outputs/templates/data-dictionary.md.j2. Run it after adding a migration.
-    Without --out, docs/configuration.md (every setting) is written (or checked) too.
+    Without --out, docs/configuration.md (every setting) and docs/schemas/<command>.json (the
+    JSON schema of each command's --json output) are written (or checked) too.
 
     Example: centsync docs --check
     """
     from centsync.pipelines.outputs.data_dictionary import render, repository_file
+    from centsync.pipelines.results import schema_files
     from centsync.pipelines.settings import configuration_markdown
 
     target = out or repository_file("docs", "data-dictionary.md")
@@ -101,6 +103,10 @@ def docs(out: Path | None, check: bool) -> None:
     configuration = None if out else repository_file("docs", "configuration.md")
     if configuration is not None:
         stale += _generated(configuration, configuration_markdown(), check)
+        for command, text in schema_files().items():
+            schema = configuration.with_name("schemas") / f"{command}.json"
+            schema.parent.mkdir(exist_ok=True)
+            stale += _generated(schema, text, check)
     if stale:
         raise click.ClickException(
             f"{', '.join(map(str, stale))} is stale: run `centsync docs` (or `make docs`)"

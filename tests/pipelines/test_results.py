@@ -55,3 +55,16 @@ def test_a_result_survives_its_round_trip() -> None:
     result = WritebackResult(files=[], plan=[], sent=2, rejected=1, counts={"sent": 2})
     assert WritebackResult.from_json(json.loads(json.dumps(result.to_json()))) == result
     assert result.bad == 1
+
+
+def test_the_committed_json_schemas_are_what_centsync_docs_generates() -> None:
+    from pathlib import Path
+
+    from centsync.pipelines.results import schema_files
+
+    folder = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+    files = schema_files()
+    assert set(files) == {"refresh", "reconcile", "writeback", "status"}
+    assert {p.stem for p in folder.glob("*.json")} == set(files)
+    for command, text in files.items():
+        assert (folder / f"{command}.json").read_text("utf-8") == text, "run `centsync docs`"
