@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from centsync.pipelines.writeback.summary import WritebackSummary
+
 if TYPE_CHECKING:
     from centsync.pipelines.reconcile import Outcome
 
@@ -119,30 +121,10 @@ class ReconcileResult:
         }
 
 
-@dataclass(frozen=True)
-class WritebackResult:
-    """One write-back (`centsync writeback`, and the first step of every refresh)."""
-
-    files: list[dict[str, Any]]
-    plan: list[dict[str, Any]]
-    queued: int = 0
-    duplicates: int = 0
-    rejected: int = 0
-    conflicts: int = 0
-    sent: int = 0
-    replayed: int = 0
-    found_by_lookup: int = 0
-    rejected_by_service: int = 0
-    needs_attention: int = 0
-    unknown: int = 0
-    confirmed: int = 0
-    requests: int = 0
-    stopped: str | None = None
-    warnings: list[str] = dataclasses.field(default_factory=list)
-    counts: dict[str, int] = dataclasses.field(default_factory=dict)
-    outbox: str = ""
-    inbox: str = ""
-    dry_run: bool = False
+@dataclass
+class WritebackResult(WritebackSummary):
+    """One write-back (`centsync writeback`, and the first step of every refresh): the
+    write-back's own summary, with what it needs to cross the Dagster boundary."""
 
     @property
     def bad(self) -> int:
