@@ -103,7 +103,7 @@ def measure(wh: Path) -> None:
     results = pipeline.compare(con, aggregates, tx)
     step(f"compare ({results.height:,} checks)", t)
     t = time.perf_counter()
-    evidence = pipeline.gather_evidence(con, results, tx, None, rid)
+    evidence = pipeline.gather_evidence(con, results, None, rid)
     explained = rules.explain(results, evidence)
     verdict = rules.verdict(explained)
     step(f"evidence and verdict ({verdict})", t)

@@ -204,14 +204,12 @@ def compare(
 def gather_evidence(
     con: duckdb.DuckDBPyConnection,
     results: pl.DataFrame,
-    tx: pl.DataFrame,
     client: ApiClient | None,
     refresh_id: str,
 ) -> rules.Evidence:
     """What it takes to explain the differences: each piece only when something differs.
 
-    `tx` is kept for callers (bench/transform.py); the months' local totals come from the
-    warehouse's fingerprint, the one the refresh compares.
+    The months' local totals come from the warehouse's fingerprint, the one the refresh compares.
     """
     ev = rules.Evidence()
     differ = results.filter(pl.col("status") == "differ")
@@ -341,7 +339,7 @@ def reconcile(
         mart_rows = rebuild_marts(con, service_today(aggregates), tx)
         marts_seconds = time.perf_counter() - t0
     results = compare(con, aggregates, tx)
-    evidence = gather_evidence(con, results, tx, client, rid)
+    evidence = gather_evidence(con, results, client, rid)
     evidence.net_worth_read_first = source != "live"
     results = rules.explain(results, evidence)
     verdict = rules.verdict(results)
