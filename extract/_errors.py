@@ -33,7 +33,8 @@ messages. No exception text ever contains the API key.
 
 A class a command can fail with says so on itself: ``exit_code`` (the documented exit codes:
 2 usage or configuration, 3 the key, 4 unreachable, 5 the service), ``headline`` and
-``what_to_do``. ``exit_code`` None (the base classes): the CLI looks further down the error chain.
+``what_to_do``. ``exit_code`` None (the base classes above ApiError): the CLI looks further down the error
+chain. Every answer of the service (``ApiError``) has one: an answer is never a crash.
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ class ConfigurationError(ExtractError):
     """The client was configured in a way that would be unsafe or cannot work."""
 
     exit_code = EXIT_USAGE
-    headline = "the service settings are not usable"
-    what_to_do = "fix CENTSYNC_API_BASE_URL / CENTSYNC_API_KEY."
+    headline = "a setting is not usable"
+    what_to_do = "fix the variable named above (every setting: docs/configuration.md)."
 
 
 class ResponseFormatError(ExtractError):
@@ -122,6 +123,13 @@ class ApiError(ExtractError):
 
     code: ClassVar[str] = ""
     hint: ClassVar[str] = ""
+    # an answer this client did not expect (404, 405, ...): the service's, exit 5, not a crash
+    exit_code = EXIT_SERVICE
+    headline = "the service refused a request"
+    what_to_do = (
+        "check that CENTSYNC_API_BASE_URL is the service's root (without /v1); "
+        "report it with the log below if it is."
+    )
 
     def __init__(
         self,

@@ -205,7 +205,8 @@ def unreachable_reason(exc: BaseException) -> str | None:
     while cause is not None and id(cause) not in seen:
         seen.add(id(cause))
         if isinstance(cause, ssl.SSLError):
-            return f"the TLS handshake failed ({cause.reason or cause})"
+            # aiohttp's ClientConnectorSSLError is an SSLError without `reason`
+            return f"the TLS handshake failed ({getattr(cause, 'reason', None) or cause})"
         if isinstance(cause, socket.gaierror):
             return f"the host name could not be resolved ({cause.strerror or cause})"
         if isinstance(cause, ConnectionRefusedError):

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
+import urllib.parse
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +43,58 @@ def _number(env: str, raw: str, kind: type, what: str) -> Any:
             f"{env}={raw!r} is not {what} >= 0: set it to a number, or unset it for the default"
         )
     return value
+
+
+# DuckDB's size units (its parser's own list), and the least memory a refresh can work in
+_UNITS = {"kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12}
+_UNITS.update({"kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40})
+_SIZE = re.compile(r"^(\d+(?:\.\d+)?)\s*([kmgt]i?b)$", re.IGNORECASE)
+_PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
+MIN_DUCKDB_MEMORY = 16 * 10**6
+
+
+def _duckdb_memory(raw: str) -> str:
+    """CENTSYNC_DUCKDB_MEMORY checked before any run: DuckDB's own error names no setting."""
+    size, percent = _SIZE.match(raw), _PERCENT.match(raw)
+    if size and float(size[1]) * _UNITS[size[2].lower()] >= MIN_DUCKDB_MEMORY:
+        return raw
+    if percent and 0 < float(percent[1]) <= 100:
+        return raw
+    raise ConfigurationError(
+        f"CENTSYNC_DUCKDB_MEMORY={raw!r} is not a DuckDB memory size of at least 16MB: set it "
+        "to a number and a unit (e.g. 160MB, 1GB, 2GiB) or a share of memory (e.g. 50%), "
+        "or unset it for the default 160MB"
+    )
+
+
+def _base_url(raw: str) -> str:
+    """CENTSYNC_API_BASE_URL checked before any request: each mistake named with its fix."""
+    env = "CENTSYNC_API_BASE_URL"
+    try:
+        url = urllib.parse.urlsplit(raw)
+        port = url.port
+    except ValueError as exc:
+        raise ConfigurationError(f"{env} is not a URL ({exc}): set it to e.g. https://host") from None
+    del port
+    if url.scheme not in ("http", "https") or not url.hostname:
+        raise ConfigurationError(
+            f"{env}={raw!r} is not an http(s) URL with a host: set it to e.g. https://api.example.com"
+        )
+    if url.username is not None or url.password is not None:
+        # never echo the URL: it holds credentials
+        raise ConfigurationError(
+            f"{env} holds credentials (user:password@host): remove them; the key goes in "
+            "CENTSYNC_API_KEY"
+        )
+    if url.query or url.fragment:
+        raise ConfigurationError(f"{env}={raw!r} has a query or fragment: remove it")
+    if url.path.rstrip("/").lower().endswith("/v1"):
+        fixed = urllib.parse.urlunsplit(url._replace(path=url.path.rstrip("/")[:-3]))
+        raise ConfigurationError(
+            f"{env}={raw!r} ends in /v1, and centsync adds /v1 itself (it would request "
+            f"/v1/v1/me): set it to {fixed!r}"
+        )
+    return raw
 
 
 @dataclass(frozen=True)
@@ -158,6 +212,10 @@ class Settings:
                 values[f.name] = _number(f.metadata["env"], raw, int, "a whole number of pages")
             elif f.name == "progress":
                 values[f.name] = True
+            elif f.name == "api_base_url":
+                values[f.name] = _base_url(raw)
+            elif f.name == "duckdb_memory":
+                values[f.name] = _duckdb_memory(raw)
             elif f.name == "http_transport":
                 if raw.lower() not in ("aiohttp", "httpcore"):
                     raise ConfigurationError(
@@ -169,6 +227,13 @@ class Settings:
         if values.get("api_base_url") and not values.get("api_key"):
             raise ConfigurationError(
                 "CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too."
+            )
+        if values.get("api_key") and not values.get("api_base_url"):
+            # else the key is ignored and the embedded sandbox synced, with exit 0
+            raise ConfigurationError(
+                "CENTSYNC_API_KEY is set but CENTSYNC_API_BASE_URL is not, so the embedded "
+                "sandbox would be used instead of your service: export CENTSYNC_API_BASE_URL "
+                "too (or unset CENTSYNC_API_KEY to use the sandbox)."
             )
         return cls(**values)
 

@@ -28,7 +28,9 @@ UNREACHABLE = 4  # the service could not be reached (refused, DNS, TLS, timeouts
 SERVICE = 5  # the service answered with errors past the retries, or nonsense
 WAREHOUSE = 6  # the warehouse: bound elsewhere, locked, corrupt, disk full
 REJECTED = 7  # the refresh landed, but validation rejected rows the service sent
-INTERRUPTED = 130  # SIGINT / SIGTERM
+INTERNAL = 70  # a bug in centsync (sysexits' EX_SOFTWARE): never 1, which a scheduler trusts
+INTERRUPTED = 130  # SIGINT
+TERMINATED = 143  # SIGTERM
 
 
 class Terminated(KeyboardInterrupt):
@@ -106,11 +108,13 @@ def _outside() -> list[tuple[type[BaseException], Kind, bool]]:
 # The interrupts, as Dagster records them in a run's error chain (it turns a KeyboardInterrupt
 # into its own error, and only names survive serialization): the one match by name left.
 INTERRUPTS = {
-    "Terminated": Kind(143, "stopped by SIGTERM", ""),
+    "Terminated": Kind(TERMINATED, "stopped by SIGTERM", ""),
     "KeyboardInterrupt": Kind(INTERRUPTED, "interrupted", ""),
     "DagsterExecutionInterruptedError": Kind(INTERRUPTED, "interrupted", ""),
 }
-UNEXPECTED_IN_RUN = Kind(1, "the run failed", "see the log below.")
+INTERNAL_TODO = "this is a bug in centsync: report it with the log named below."
+UNEXPECTED = Kind(INTERNAL, "internal error (a bug in centsync)", INTERNAL_TODO)
+UNEXPECTED_IN_RUN = UNEXPECTED
 DISK_FULL = Kind(
     WAREHOUSE,
     "the disk is full",
@@ -134,7 +138,7 @@ class Failure:
 
     def as_json(self, log: Path | None) -> dict[str, Any]:
         return {
-            "status": "interrupted" if self.code in (INTERRUPTED, 143) else "failed",
+            "status": "interrupted" if self.code in (INTERRUPTED, TERMINATED) else "failed",
             "exit_code": self.code,
             "error": {"class": self.cls, "message": self.message, "what_to_do": self.kind.todo},
             "run_id": self.run_id,
@@ -247,10 +251,15 @@ def from_exception(exc: BaseException) -> Failure:
     name = type(exc).__name__
     kind = kind_of(exc)
     if kind is not None:
-        return Failure(kind, name, _short(str(exc)), repr(exc))
-    return Failure(
-        Kind(1, "unexpected error", "see the log below."), name, _short(str(exc)), repr(exc)
-    )
+        return Failure(kind, name, _short(str(exc)), _traceback(exc))
+    return Failure(UNEXPECTED, name, _short(str(exc)), _traceback(exc))
+
+
+def _traceback(exc: BaseException) -> str:
+    """The whole chain of an exception raised outside a run, for the log."""
+    import traceback
+
+    return "".join(traceback.format_exception(exc))
 
 
 def _short(message: str) -> str:

@@ -95,16 +95,39 @@ class CentsyncGroup(click.Group):
             imports_done()  # any other command runs with the collector on from the start
         return name, command, rest
 
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        # `--json` is known before any option is parsed, so that a usage error prints its object
+        if "--json" in args:
+            JSON_OUTPUT.set(True)
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except Failed:
+            raise
+        except click.UsageError as exc:
+            if not JSON_OUTPUT.get():
+                raise
+            raise Failed(_usage_failure(exc)) from None
         except (click.ClickException, click.exceptions.Exit, click.Abort, SystemExit):
             raise
         except BrokenPipeError:  # `centsync status | head`: the reader left, nothing to say
             sys.stderr.close()
             raise SystemExit(0) from None
+        except KeyboardInterrupt as exc:  # before or after a run (a run's own is the runner's)
+            terminated = isinstance(exc, errors.Terminated) or bool(errors.SIGTERM_RECEIVED)
+            name = "Terminated" if terminated else "KeyboardInterrupt"
+            kind = errors.INTERRUPTS[name]
+            raise Failed(errors.Failure(kind, name, "stopped before the work began", "")) from None
         except Exception as exc:
             failure = errors.from_exception(exc)
-            if failure.code == 1 and failure.kind.headline == "unexpected error" and DEBUG.get():
+            if failure.kind is errors.UNEXPECTED and DEBUG.get():
                 raise
             raise Failed(failure) from None
+
+
+def _usage_failure(exc: click.UsageError) -> errors.Failure:
+    """A usage error as a failure, for `--json` (its object, exit 2)."""
+    kind = errors.Kind(errors.USAGE, "usage", "see `centsync COMMAND --help`.")
+    return errors.Failure(kind, type(exc).__name__, exc.format_message(), "")

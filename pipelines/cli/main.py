@@ -6,11 +6,14 @@ import gc
 import logging
 import os
 import sys
+import traceback
 import warnings
 from contextlib import suppress
+from typing import Any
 
 import click
 
+from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
@@ -70,7 +73,7 @@ def entry() -> None:
     idle pools) took about 0.6 s of a 4 s household refresh (docs/benchmarks.md) and does
     nothing a user needs, so it is skipped: `os._exit` also means no `atexit` hook runs, ours
     or a third party's (none of ours needs to; a library's flush-on-exit would not happen).
-    An exception other than an exit is left alone.
+    An exception that escaped (a bug shown whole under `--debug`) exits 70, never 1.
 
     The cyclic garbage collector is off until the command's imports are in
     (`group.imports_done`: at once for most commands, after the Dagster imports for those that
@@ -86,15 +89,19 @@ def entry() -> None:
     """
     os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)
     gc.disable()
+    code: Any = 0
     try:
         main()
     except SystemExit as exc:
         code = exc.code
         if code is not None and not isinstance(code, int):
             print(code, file=sys.stderr)
-            code = 1
-        for stream in (sys.stdout, sys.stderr):
-            with suppress(Exception):
-                stream.flush()
-        logging.shutdown()
-        os._exit(code or 0)
+            code = errors.INTERNAL
+    except Exception:  # `--debug` lets a bug's traceback through: still exit 70, never 1
+        traceback.print_exc()
+        code = errors.INTERNAL
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(Exception):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code or 0)
