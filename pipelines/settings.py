@@ -74,7 +74,9 @@ def _base_url(raw: str) -> str:
         url = urllib.parse.urlsplit(raw)
         port = url.port
     except ValueError as exc:
-        raise ConfigurationError(f"{env} is not a URL ({exc}): set it to e.g. https://host") from None
+        raise ConfigurationError(
+            f"{env} is not a URL ({exc}): set it to e.g. https://host"
+        ) from None
     del port
     if url.scheme not in ("http", "https") or not url.hostname:
         raise ConfigurationError(

@@ -16,6 +16,7 @@ never see a half-done refresh:
 """
 
 from centsync.warehouse.errors import (
+    DamagedError,
     FrameShapeError,
     MonthBoundsError,
     NoWarehouseError,
@@ -23,7 +24,7 @@ from centsync.warehouse.errors import (
     WarehouseError,
 )
 from centsync.warehouse.migrate import current_version, migrate
-from centsync.warehouse.paths import connect_readonly
+from centsync.warehouse.paths import connect_readonly, damaged
 from centsync.warehouse.store import (
     LoadResult,
     MonthBatch,
@@ -38,6 +39,7 @@ from centsync.warehouse.validation import ENTITIES, Split, split_valid
 
 __all__ = [
     "ENTITIES",
+    "DamagedError",
     "FrameShapeError",
     "LoadResult",
     "MonthBatch",
@@ -51,6 +53,7 @@ __all__ = [
     "WarehouseError",
     "connect_readonly",
     "current_version",
+    "damaged",
     "migrate",
     "month_key",
     "month_start",

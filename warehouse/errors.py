@@ -4,7 +4,8 @@ WarehouseError
 ├── FrameShapeError        a frame lacks a required column or has an unusable type
 ├── MonthBoundsError       replace_months got rows outside the months it was told to replace
 ├── RefreshInProgressError another refresh holds the warehouse's lock
-└── NoWarehouseError       nothing has been published at that path yet
+├── NoWarehouseError       nothing has been published at that path yet
+└── DamagedError           a DuckDB file that cannot be read (truncated, bad header, checksums)
 
 Each says what a command that fails with it exits with (6, the warehouse: README, "Exit codes")
 and what to do (`exit_code`, `headline`, `what_to_do`).
@@ -48,3 +49,14 @@ class NoWarehouseError(WarehouseError, FileNotFoundError):
 
     headline = "there is no warehouse yet"
     what_to_do = "run `centsync refresh` first."
+
+
+class DamagedError(WarehouseError):
+    """A DuckDB file of centsync's is damaged: it is named, and what it holds is not lost."""
+
+    headline = "the warehouse is damaged"
+    what_to_do = (
+        "run `centsync refresh` again: it builds a new warehouse from the service (a first "
+        "sync; the write-back outbox is a separate file, untouched, and is copied in again); "
+        "or put a backup of the warehouse in its place."
+    )

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import logging
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -35,8 +36,10 @@ import duckdb
 import pyarrow as pa
 
 from centsync.warehouse.common import transaction
-from centsync.warehouse.errors import WarehouseError
-from centsync.warehouse.paths import exclusive_lock
+from centsync.warehouse.errors import DamagedError, WarehouseError
+from centsync.warehouse.paths import exclusive_lock, is_damage, never_completed, remove
+
+log = logging.getLogger(__name__)
 
 STATES = ("pending", "sent", "confirmed", "rejected", "needs_attention")
 OPEN_TIMEOUT = 20.0  # seconds to wait for another process's connection to the outbox to close
@@ -137,6 +140,13 @@ class OutboxBusyError(WarehouseError):
     )
 
 
+class OutboxDamagedError(DamagedError):
+    """The outbox file cannot be read (truncated, bad header, bad checksums)."""
+
+    headline = "the write-back outbox is damaged"
+    what_to_do = "restore the outbox file from a backup (the message says what else you can do)."
+
+
 def outbox_path(warehouse: Path) -> Path:
     """The outbox beside a warehouse: `centsync.duckdb` -> `centsync.outbox.duckdb`."""
     return warehouse.with_name(f"{warehouse.stem}.outbox{warehouse.suffix or '.duckdb'}")
@@ -161,8 +171,13 @@ class Outbox:
             try:
                 con = duckdb.connect(str(self.path), read_only=read_only)
                 break
-            except duckdb.IOException as e:
-                if "lock" not in str(e).lower() or time.monotonic() > deadline:
+            except duckdb.Error as e:
+                if is_damage(e):
+                    self._unusable(e)  # removes a file that never held a row, else raises
+                    continue
+                if "lock" not in str(e).lower():
+                    raise
+                if time.monotonic() > deadline:
                     raise OutboxBusyError(
                         f"the outbox {self.path} is open in another process ({e}); close that "
                         "connection (a DuckDB shell or notebook holding it) and run again"
@@ -174,6 +189,26 @@ class Outbox:
             yield con
         finally:
             con.close()
+
+    def _unusable(self, exc: BaseException) -> None:
+        """An outbox file DuckDB cannot read: one too short to hold a row (a create that ran out
+        of disk) is removed, nothing lost; anything else is damaged, kept, and named."""
+        if never_completed(self.path):
+            log.warning(
+                "removing %s: an outbox file that was never completed (%d bytes; the disk was "
+                "probably full when it was created); it held no request",
+                self.path,
+                self.path.stat().st_size,
+            )
+            remove(self.path)
+            return
+        raise OutboxDamagedError(
+            f"the outbox {self.path} is damaged ({str(exc).splitlines()[0][:300]}). It holds "
+            "every request ever sent: restore it from a backup. Only if there is none, move it "
+            "aside and run again: the inbox's files are planned again, each under its old "
+            "idempotency key (the service replays those it has seen within its 24-hour window; "
+            "check older ones in the app before you run `centsync writeback`)"
+        ) from exc
 
     def draining(self) -> contextlib.AbstractContextManager[None]:
         """One drain at a time (a kernel lock, released even when the holder is killed)."""

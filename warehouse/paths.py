@@ -14,7 +14,23 @@ from pathlib import Path
 
 import duckdb
 
-from centsync.warehouse.errors import NoWarehouseError, RefreshInProgressError
+from centsync.warehouse.errors import (
+    DamagedError,
+    NoWarehouseError,
+    RefreshInProgressError,
+)
+
+# How DuckDB reports a file it cannot read back (its errors carry no code; the message is all):
+# a truncated file, a bad header, a block whose checksum does not match.
+_DAMAGE = (
+    "not a valid DuckDB database file",
+    "Could not read enough bytes",
+    "Corrupt database file",
+    "does not match stored checksum",
+)
+# A DuckDB file's three header blocks: a file shorter than this never held a committed row
+# (DuckDB writes them before anything else), so it is what a write that never completed left.
+HEADER_BYTES = 3 * 4096
 
 _WORK_MARK = ".refresh-"
 
@@ -106,3 +122,63 @@ def publish_file(source: Path, target: Path) -> None:
         os.close(fd)
     os.replace(source, target)
     fsync_dir(target.parent)
+
+
+def is_damage(exc: BaseException) -> bool:
+    """True when DuckDB failed because a file's bytes are damaged (not a lock, not a full disk)."""
+    return isinstance(exc, duckdb.Error) and any(sign in str(exc) for sign in _DAMAGE)
+
+
+def never_completed(path: Path) -> bool:
+    """True for a file too short to hold anything (a create that ran out of disk, say)."""
+    try:
+        return path.stat().st_size < HEADER_BYTES
+    except FileNotFoundError:
+        return False
+
+
+def set_aside(path: Path, why: str = "damaged") -> Path:
+    """Rename a file (and its WAL) to `<name>.<why>-<UTC time>`, keeping it; returns the name."""
+    import datetime as dt
+
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    aside = path.with_name(f"{path.name}.{why}-{stamp}")
+    wal = path.with_name(path.name + ".wal")
+    os.replace(path, aside)
+    if wal.exists():
+        os.replace(wal, aside.with_name(aside.name + ".wal"))
+    fsync_dir(path.parent)
+    return aside
+
+
+def damage_in(path: Path) -> BaseException | None:
+    """The damage DuckDB finds reading every block of `path`'s tables, else None (read only)."""
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        return exc if is_damage(exc) else None
+    try:
+        tables = con.execute(
+            "SELECT schema_name, table_name FROM duckdb_tables() WHERE NOT internal"
+        ).fetchall()
+        for schema, table in tables:
+            # hashing whole rows reads every column's blocks, so every checksum is checked
+            con.execute(f'SELECT sum(hash(t)) FROM "{schema}"."{table}" t').fetchall()
+    except duckdb.Error as exc:
+        return exc if is_damage(exc) else None
+    finally:
+        con.close()
+    return None
+
+
+def damaged(published: Path, exc: BaseException) -> DamagedError | None:
+    """When a refresh failed on damaged bytes and the published warehouse is what is damaged:
+    set it aside (kept, never deleted) and say so; else None (some other file's trouble)."""
+    if not is_damage(exc) or not published.exists():
+        return None
+    found = damage_in(published)
+    if found is None:
+        return None
+    aside = set_aside(published)
+    first = str(found).splitlines()[0][:300]
+    return DamagedError(f"{published} cannot be read back ({first}); it is kept as {aside}")

@@ -89,10 +89,10 @@ class Session:
                 log.warning("removing %s left by an interrupted refresh", stale.name)
                 stale.unlink(missing_ok=True)
             work = paths.working_path(published, rid)
-            if published.exists():
-                shutil.copyfile(published, work)
             wh: Self | None = None
             try:
+                if published.exists():
+                    shutil.copyfile(published, work)  # on a full disk: removed below
                 con = duckdb.connect(str(work))
                 # Automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and
                 # again (a third of a month-by-month first sync); never checkpointing keeps every
@@ -125,8 +125,14 @@ class Session:
                     raise KeyboardInterrupt("a query was interrupted") from exc
                 stats = wh.stats if wh is not None else RefreshStats()
                 if wh is not None:
-                    wh.close()
+                    # on a full disk closing fails too; the copy must go all the same, or it
+                    # keeps the disk full
+                    with contextlib.suppress(Exception):
+                        wh.close()
                 paths.remove(work)
+                damaged = paths.damaged(published, exc)
+                if damaged is not None:
+                    raise damaged from exc
                 if record:
                     _record_failure(published, rid, mode, stats, exc)
                 raise

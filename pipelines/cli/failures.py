@@ -122,6 +122,15 @@ DISK_FULL = Kind(
 )
 
 
+DAMAGED = Kind(
+    WAREHOUSE,
+    "the warehouse file is damaged (DuckDB cannot read it back)",
+    "run `centsync refresh`: it keeps the damaged file aside as `<warehouse>.damaged-<time>` "
+    "and builds a new warehouse from the service (the write-back outbox is a separate file and "
+    "is kept); or restore the file from a backup.",
+)
+
+
 @dataclass(frozen=True)
 class Failure:
     """A classified failure, ready to print."""
@@ -153,8 +162,13 @@ def kind_of(exc: BaseException) -> Kind | None:
     warehouse's trees) or in `_outside`. Else a full disk: an OSError with ENOSPC, or DuckDB's
     IOException saying so (it carries no errno: its message is the only place).
     """
+    table = _outside()
+    from centsync.warehouse.paths import is_damage
+
+    if is_damage(exc):  # before DuckDB's IOException: a damaged file, not a path to check
+        return DAMAGED
     for cls in type(exc).__mro__:
-        for known_cls, kind, exact in _outside():
+        for known_cls, kind, exact in table:
             if cls is known_cls and (not exact or type(exc) is known_cls):
                 return kind
         code = cls.__dict__.get("exit_code")

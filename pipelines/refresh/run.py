@@ -29,6 +29,7 @@ from centsync.pipelines.refresh.summary import (
 from centsync.pipelines.writeback import confirm as writeback_confirm
 from centsync.transform.calendar import parse_month_range
 from centsync.warehouse import Warehouse
+from centsync.warehouse import damaged as warehouse_damaged
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse import reads as warehouse_reads
 
@@ -61,6 +62,12 @@ def run_refresh(
             raise
         backup = binding.set_aside(published)
         log.warning("rebinding: the old warehouse is kept as %s", backup)
+    except Exception as exc:
+        # a warehouse whose bytes are damaged: kept aside, named, and the recovery said
+        damage = warehouse_damaged(published, exc)
+        if damage is None:
+            raise
+        raise damage from exc
     with Warehouse.refreshing(published, mode=mode) as warehouse:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         warehouse.refresh_settings(
