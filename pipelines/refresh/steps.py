@@ -266,7 +266,8 @@ class Refresher:
         Every year's fingerprint is asked for at once (one round trip), then compared in order.
         """
         first_local = parse_month(present[0])
-        years = plan.history_years(first_local, hot_start)
+        data_years = {int(month[:4]) for month in present}
+        years = plan.history_years(first_local, hot_start, data_years)
         found = self._fingerprints([year_range for _, year_range in years], "year")
         for (year, year_range), server in zip(years, found, strict=True):
             months = plan.month_ranges(year_range, first_local)
@@ -274,8 +275,9 @@ class Refresher:
             if server == fp.local(self.warehouse.con, *year_range):
                 continue
             count = server[0][0]
-            # Drilling costs three requests a month; re-reading the year costs its pages.
-            if plan.cheaper_to_read(count, len(months)):
+            # Drilling costs three requests a month; re-reading the year costs its pages. Years
+            # that held nothing are read whole: what the service holds there is all new.
+            if plan.is_gap(year_range) or plan.cheaper_to_read(count, len(months)):
                 if self.options.expect is not None:
                     self.options.expect(count)
                 self._read([year_range], reason=f"year {year} differs")
