@@ -287,8 +287,12 @@ class Outbox:
             [outbox_id, now, state, event, detail],
         )
 
-    def mark_attempt(self, outbox_id: int, now: dt.datetime) -> None:
-        """Durably note that a send is about to start (before the request leaves)."""
+    def mark_attempt(
+        self, outbox_id: int, now: dt.datetime, service_now: dt.datetime | None = None
+    ) -> None:
+        """Durably note that a send is about to start (before the request leaves); with the
+        service's time then, which is the clock its idempotency keys expire on."""
+        detail = None if service_now is None else f"service_time={service_now.isoformat()}"
         with self.writing() as con:
             con.execute(
                 "UPDATE ops.outbox SET attempts = attempts + 1, "
@@ -296,7 +300,17 @@ class Outbox:
                 "WHERE id = ?",
                 [now, now, now, outbox_id],
             )
-            self._event(con, outbox_id, now, "pending", "sending")
+            self._event(con, outbox_id, now, "pending", "sending", detail)
+
+    def first_sent_on_service(self, outbox_id: int) -> dt.datetime | None:
+        """The service's time at a row's first send, when it was recorded (`mark_attempt`)."""
+        with self.connect(read_only=True) as con:
+            found = con.execute(
+                "SELECT min(replace(detail, 'service_time=', '')) FROM ops.outbox_events "
+                "WHERE outbox_id = ? AND event = 'sending' AND detail LIKE 'service_time=%'",
+                [outbox_id],
+            ).fetchone()
+        return dt.datetime.fromisoformat(found[0]) if found and found[0] else None
 
     def record(
         self,

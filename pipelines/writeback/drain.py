@@ -3,9 +3,10 @@ next send.
 
 Crash safety: a row is on disk before its request leaves, and its attempt is noted before the
 send; a send whose outcome is unknown is resent with the same key and body, which the service
-replays. The service keeps keys 24 hours (contract section 4): a row whose outcome is unknown
-and whose first send is older than that is looked up on the service (account, date, amount,
-concept) before it is resent, so a late retry cannot create a second transaction.
+replays. The service keeps keys 24 hours of its own clock (contract section 4): a row whose
+outcome is unknown and whose first send may be older than that on the service's clock (net
+worth's `as_of`, recorded with each send) is looked up on the service (account, day, amount)
+before it is resent; a row that may be there under another concept is parked for a person.
 
 What a failed send means is one table, `OUTCOMES`: the error's class (first match wins) gives
 the row's next state, the reason recorded, the summary's counter and whether the drain stops.
@@ -36,6 +37,8 @@ from centsync.pipelines.writeback.summary import WritebackOptions, WritebackSumm
 from centsync.warehouse.outbox import Outbox
 
 KEY_TTL = dt.timedelta(hours=24)  # contract section 4: the service keeps keys this long
+# judged early by this much: a resend that lands just after expiry would create a second row
+KEY_MARGIN = dt.timedelta(minutes=30)
 
 Row = dict[str, Any]
 
@@ -184,22 +187,45 @@ def _unknown(row: Row) -> bool:
     return sent is not None and (answered is None or answered < sent)
 
 
-def lookup(client: ApiClient, row: Row, claimed: set[str]) -> str | None:
-    """The service's transaction this create made, if it exists (key expired, outcome unknown)."""
-    frame, _ = client.transactions_page(
-        1,
-        limit=200,
-        from_=row["booked_at"],
-        to=row["booked_at"],
-        account_id=str(row["account_id"]),
-        search=row["concept"],
-        raw=False,
-    )
-    for t in frame.iter_rows(named=True):
-        tid = str(t["id"])
-        if t["concept"] == row["concept"] and t["amount"] == row["amount"] and tid not in claimed:
-            return tid
-    return None
+def candidates(client: ApiClient, row: Row, claimed: set[str]) -> list[dict[str, Any]]:
+    """The service's transactions this create could have made: same account, day and amount.
+
+    Not by concept: a row renamed in the app since it was posted is still the same row.
+    """
+    out, page = [], 1
+    while True:
+        frame, meta = client.transactions_page(
+            page,
+            limit=200,
+            from_=row["booked_at"],
+            to=row["booked_at"],
+            account_id=str(row["account_id"]),
+            raw=False,
+        )
+        for t in frame.iter_rows(named=True):
+            if t["amount"] == row["amount"] and str(t["id"]) not in claimed:
+                out.append({"id": str(t["id"]), "concept": t["concept"]})
+        if frame.height < 200 or page * 200 >= int(meta.get("total") or 0):
+            return out
+        page += 1
+
+
+class ServiceClock:
+    """The service's time, read once (net worth's `as_of`) and carried on by the local clock:
+    the service keeps idempotency keys 24 hours of ITS time, whatever the local clock says."""
+
+    def __init__(self, client: ApiClient, local_now: Callable[[], dt.datetime]) -> None:
+        self._client, self.local_now = client, local_now
+        self._offset: dt.timedelta | None = None
+        self.requests = 0
+
+    def now(self) -> dt.datetime:
+        if self._offset is None:
+            self.requests += 1
+            as_of = self._client.net_worth().as_of
+            local = self.local_now()
+            self._offset = (as_of - local) if as_of is not None else dt.timedelta(0)
+        return (self.local_now() + self._offset).astimezone(dt.UTC)
 
 
 def _read_only(pending: int, scopes: list[str]) -> WriteScopeMissing:
@@ -222,45 +248,75 @@ def drain(
     if not me.can_write:
         raise _read_only(len(pending), list(me.scopes))
     claimed = outbox.server_ids()
-    for row in pending:
-        now = options.now()
-        if _found_after_expiry(client, outbox, row, claimed, now, summary):
-            continue
-        _send(client, outbox, row, claimed, now, options, summary)
+    clock = ServiceClock(client, options.now)
+    try:
+        for row in pending:
+            now = options.now()
+            if _past_key_window(client, outbox, row, claimed, clock, summary):
+                continue
+            _send(client, outbox, row, claimed, now, options, summary, clock.now())
+    finally:
+        summary.requests += clock.requests
 
 
-def _found_after_expiry(
+def _past_key_window(
     client: ApiClient,
     outbox: Outbox,
     row: Row,
     claimed: set[str],
-    now: dt.datetime,
+    clock: ServiceClock,
     summary: WritebackSummary,
 ) -> bool:
-    """A create whose outcome is unknown past the key's lifetime, found on the service."""
-    if not (
-        row["operation"] == "create"
-        and _unknown(row)
-        and row["first_sent_at"] is not None
-        and now - row["first_sent_at"] > KEY_TTL
-    ):
+    """A create whose outcome is unknown and whose key the service may have forgotten: True
+    when it must not be sent (found on the service, or parked for a person to decide).
+
+    The key's age is judged on the service's clock (its time at the first send, recorded then,
+    against its time now); on the local one too, whichever is older, since either may be wrong.
+    The row is sent again only when the service provably holds no transaction on its account,
+    day and amount: such a row with the same concept is this one (`sent`, found by lookup);
+    without one, those found are listed for a person (`needs_attention`), never guessed at.
+    """
+    if not (row["operation"] == "create" and _unknown(row) and row["first_sent_at"]):
         return False
-    found = lookup(client, row, claimed)
+    service_now = clock.now()
+    first_on_service = outbox.first_sent_on_service(row["id"])
+    ages = [service_now - row["first_sent_at"], clock.local_now() - row["first_sent_at"]]
+    if first_on_service is not None:
+        ages.append(service_now - first_on_service)
+    if max(ages) <= KEY_TTL - KEY_MARGIN:
+        return False
+    found = candidates(client, row, claimed)
     summary.requests += 1
-    if found is None:
+    if not found:
         return False
-    claimed.add(found)
+    now = clock.local_now()
+    same = [c for c in found if c["concept"] == row["concept"]]
+    if same:
+        claimed.add(same[0]["id"])
+        outbox.record(
+            row["id"],
+            now,
+            state="sent",
+            event="found_by_lookup",
+            server_id=same[0]["id"],
+            reason="its key had expired (24 h on the service's clock) with the outcome unknown; "
+            "found on the service (same account, day, amount and concept), so not sent again",
+            found_by_lookup=True,
+        )
+        summary.found_by_lookup += 1
+        return True
+    listed = "; ".join(f"{c['id']} {c['concept']!r}" for c in found[:10])
     outbox.record(
         row["id"],
         now,
-        state="sent",
-        event="found_by_lookup",
-        server_id=found,
-        reason="its key had expired (24 h) with the outcome unknown; found on the "
-        "service, so not sent again",
-        found_by_lookup=True,
+        state="needs_attention",
+        event="lookup_ambiguous",
+        reason=f"its key had expired (24 h on the service's clock) with the outcome unknown, and "
+        f"the service holds {len(found)} transaction(s) on its account, day and amount that may "
+        f"be it (renamed since?): {listed}. Not sent again: if none of them is this row, "
+        "post it by hand or add it to the inbox under a new event id",
     )
-    summary.found_by_lookup += 1
+    summary.needs_attention += 1
     return True
 
 
@@ -272,10 +328,12 @@ def _send(
     now: dt.datetime,
     options: WritebackOptions,
     summary: WritebackSummary,
+    service_now: dt.datetime | None = None,
 ) -> None:
-    """Send one row (its attempt noted first, at `now`) and record what came back."""
+    """Send one row (its attempt noted first, at `now`, with the service's time) and record
+    what came back."""
     body = orjson.loads(row["body"])
-    outbox.mark_attempt(row["id"], now)
+    outbox.mark_attempt(row["id"], now, service_now)
     try:
         summary.requests += 1
         t = client.write(row["method"], row["path"], body, idempotency_key=row["idempotency_key"])

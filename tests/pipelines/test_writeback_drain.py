@@ -50,14 +50,24 @@ class Me:
 
 
 @dataclass
+class NetWorth:
+    as_of: dt.datetime
+
+
+@dataclass
 class FailingClient:
     """A client whose every write fails with one error."""
 
     error: Exception
     writes: list[str] = field(default_factory=list)
+    reads: int = 0
 
     def me(self) -> Me:
         return Me()
+
+    def net_worth(self) -> NetWorth:
+        self.reads += 1  # the service's clock, read once a drain
+        return NetWorth(T0)
 
     def write(self, method: str, path: str, body: Any, *, idempotency_key: str) -> Any:
         self.writes.append(idempotency_key)
@@ -147,7 +157,7 @@ def test_each_failed_send_has_one_outcome(
     }
     expected = 1 if raised else 2
     assert counted == {c: (expected if c == counter else 0) for c in counted}
-    assert summary.requests == len(client.writes)
+    assert summary.requests == len(client.writes) + client.reads and client.reads == 1
 
 
 def test_a_read_only_key_sends_nothing(tmp_path: Path) -> None:
