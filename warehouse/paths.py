@@ -129,6 +129,12 @@ def is_damage(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.Error) and any(sign in str(exc) for sign in _DAMAGE)
 
 
+def looks_like_duckdb(path: Path) -> bool:
+    """True when the file starts as a DuckDB database does (its magic bytes at offset 8)."""
+    with path.open("rb") as f:
+        return f.read(12)[8:12] == b"DUCK"
+
+
 def never_completed(path: Path) -> bool:
     """True for a file too short to hold anything (a create that ran out of disk, say)."""
     try:
@@ -176,6 +182,8 @@ def damaged(published: Path, exc: BaseException) -> DamagedError | None:
     set it aside (kept, never deleted) and say so; else None (some other file's trouble)."""
     if not is_damage(exc) or not published.exists():
         return None
+    if published.stat().st_size and not looks_like_duckdb(published):
+        return None  # another kind of file at the warehouse's path (a wrong path?): left alone
     found = damage_in(published)
     if found is None:
         return None

@@ -130,6 +130,15 @@ DAMAGED = Kind(
     "is kept); or restore the file from a backup.",
 )
 
+_NOT_DUCKDB = "not a valid DuckDB database file"
+NOT_DUCKDB = Kind(
+    WAREHOUSE,
+    "the warehouse path holds a file DuckDB cannot open (damaged, or not a DuckDB file)",
+    "check CENTSYNC_WAREHOUSE: if it is the warehouse, `centsync refresh` keeps it aside as "
+    "`<warehouse>.damaged-<time>` and builds a new one (the outbox is a separate file and is "
+    "kept); another kind of file there is left alone: point CENTSYNC_WAREHOUSE elsewhere.",
+)
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -166,7 +175,7 @@ def kind_of(exc: BaseException) -> Kind | None:
     from centsync.warehouse.paths import is_damage
 
     if is_damage(exc):  # before DuckDB's IOException: a damaged file, not a path to check
-        return DAMAGED
+        return NOT_DUCKDB if _NOT_DUCKDB in str(exc) else DAMAGED
     for cls in type(exc).__mro__:
         for known_cls, kind, exact in table:
             if cls is known_cls and (not exact or type(exc) is known_cls):
