@@ -65,6 +65,14 @@ def _until_next_window(period: int) -> float:
     return period - (time.time() % period)
 
 
+class HoldPastBudget(Exception):
+    """A hold would keep a request waiting past its budget (`CENTSYNC_MAX_WAIT`)."""
+
+    def __init__(self, left: float, reason: str) -> None:
+        super().__init__(f"held {left:.0f} s more ({reason})")
+        self.left, self.reason = left, reason
+
+
 class Pacer:
     """Admits requests within a key's allowance; one per client, shared by all its tasks."""
 
@@ -122,8 +130,10 @@ class Pacer:
         """Seconds before anything may be sent (0 when nothing holds)."""
         return max(0.0, self._hold_until - time.monotonic())
 
-    async def acquire(self) -> float:
-        """Wait for a slot; returns the seconds waited."""
+    async def acquire(self, max_wait: float = math.inf) -> float:
+        """Wait for a slot; returns the seconds waited. A hold that would keep this request
+        waiting past `max_wait` in all (one that began while it waited, too) raises
+        `HoldPastBudget` at once instead of sleeping it out."""
         if not self.enabled:
             self._in_flight += 1
             return 0.0
@@ -131,6 +141,8 @@ class Pacer:
         while True:
             delay = self._hold_until - time.monotonic()
             if delay > 0:
+                if time.monotonic() - start + delay > max_wait:
+                    raise HoldPastBudget(delay, self.hold_reason)
                 await asyncio.sleep(delay)
                 continue
             if self._hour is not None:

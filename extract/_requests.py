@@ -23,7 +23,7 @@ from ._errors import (
     error_class,
 )
 from ._models import Me
-from ._pacing import Allowance, Pacer, has_rate_limit_headers
+from ._pacing import Allowance, HoldPastBudget, Pacer, has_rate_limit_headers
 from ._retry import _TRANSPORT_ERRORS, DEFAULT_MAX_WAIT, RetryPolicy, past_budget, rate_limited
 from ._runtime import PARSE_NICE, background_priority
 from ._stats import RequestStats, endpoint_name
@@ -207,22 +207,25 @@ class RequestCore:
         paced: bool,
     ) -> httpx.Response:
         if paced:
-            left = self.pacer.hold_left()
-            if left > self.max_wait:
-                # a spent hourly allowance: waiting past the budget would look like a hang
+            # a spent hourly allowance: waiting past the budget would look like a hang (also
+            # for a request already waiting when the hold began)
+            try:
+                if self.pacer.hold_left() > self.max_wait:
+                    raise HoldPastBudget(self.pacer.hold_left(), self.pacer.hold_reason)
+                waited = await self.pacer.acquire(self.max_wait)
+            except HoldPastBudget as held:
                 raise past_budget(
                     RateLimited(
                         status=429,
                         code="rate_limited",
-                        message=f"not sent: {self.pacer.hold_reason}",
+                        message=f"not sent: {held.reason}",
                         method=method,
                         path=path,
-                        retry_after=left,
+                        retry_after=held.left,
                     ),
                     0.0,
                     self.max_wait,
-                )
-            waited = await self.pacer.acquire()
+                ) from None
         else:
             waited = self.pacer.acquire_unpaced()
         self.stats.add(endpoint, requests=1, pacing_wait_s=waited)

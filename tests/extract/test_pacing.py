@@ -194,3 +194,36 @@ def test_the_bucket_s_level_can_be_set_and_a_waiter_goes_at_once() -> None:
         return loop.time() - started
 
     assert run(go()) < 1.0
+
+
+def test_a_request_already_waiting_never_sleeps_a_new_hold_past_its_budget() -> None:
+    """Issue 25: a 1,118 s hold that began while a request waited was slept out whole."""
+    from centsync.extract._pacing import HoldPastBudget
+
+    async def go() -> tuple[float, HoldPastBudget | None]:
+        pacer = Pacer()
+        pacer.configure(Allowance(60, 1000, 59, 999), headers=True)
+        pacer.hold(0.2, reason="minute allowance used up")
+        started = time.monotonic()
+        waiting = asyncio.create_task(pacer.acquire(max_wait=1.0))
+        await asyncio.sleep(0.05)
+        pacer.hold(1118, reason="hour allowance used up")  # begins while the request waits
+        try:
+            await waiting
+        except HoldPastBudget as held:
+            return time.monotonic() - started, held
+        return time.monotonic() - started, None
+
+    took, held = run(go())
+    assert held is not None and held.left > 1000 and "hour allowance" in held.reason
+    assert took < 1.0  # gave up when it woke, within its budget, not after 1,118 s
+
+
+def test_a_hold_within_the_budget_is_waited_out() -> None:
+    async def go() -> float:
+        pacer = Pacer()
+        pacer.configure(Allowance(60, 1000, 59, 999), headers=True)
+        pacer.hold(0.2, reason="minute allowance used up")
+        return await pacer.acquire(max_wait=1.0)
+
+    assert 0.15 <= run(go()) < 1.0
