@@ -89,7 +89,11 @@ class _StopPastBudget(stop_base):
 
 def past_budget(exc: BaseException, waited: float, budget: float) -> BaseException:
     """``exc`` (a 429 the call will not wait out) saying how long it waited and when to retry."""
-    if isinstance(exc, RateLimited) and exc.retry_after is not None:
+    if (
+        isinstance(exc, RateLimited)
+        and exc.retry_after is not None
+        and "wait budget" not in str(exc)  # said once, however many layers pass it on
+    ):
         when = dt.datetime.now(dt.UTC) + dt.timedelta(seconds=exc.retry_after)
         exc.args = (
             f"{exc}. Waited {waited:.0f} s; the service asks for {exc.retry_after:.0f} s more, "

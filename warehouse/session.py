@@ -114,13 +114,16 @@ class Session:
             except BaseException as exc:
                 # SIGINT or SIGTERM: keep what was read (every load is one transaction, so the
                 # working copy is consistent), say so, and let the next refresh resume
+                # The same for a service that stopped answering for now (its hourly allowance
+                # spent past the wait budget, errors past the retries): what was read is kept,
+                # or a ledger larger than an hour's allowance could never finish
                 if (
-                    is_interrupt(exc)
+                    (is_interrupt(exc) or resumable(exc))
                     and wh is not None
                     and record
                     and _publish_interrupted(wh, work, published, exc)
                 ):
-                    if isinstance(exc, KeyboardInterrupt):
+                    if isinstance(exc, KeyboardInterrupt) or not is_interrupt(exc):
                         raise
                     raise KeyboardInterrupt("a query was interrupted") from exc
                 stats = wh.stats if wh is not None else RefreshStats()
@@ -365,10 +368,17 @@ def is_interrupt(exc: BaseException) -> bool:
     return isinstance(exc, duckdb.Error) and "KeyboardInterrupt" in str(exc)
 
 
+def resumable(exc: BaseException) -> bool:
+    """A failure a later refresh resumes from: one that says it is transient (`retryable`:
+    the service's rate limit, its errors, a dropped connection), not a bug or a bad row."""
+    return isinstance(exc, Exception) and bool(getattr(exc, "retryable", False))
+
+
 def _publish_interrupted(wh: Session, work: Path, published: Path, exc: BaseException) -> bool:
     """Publish an interrupted refresh's working copy, marked 'interrupted'; False if it can't."""
     try:
-        wh.finish_refresh(status="interrupted", error=f"{type(exc).__name__}: interrupted")
+        error = "interrupted" if is_interrupt(exc) else str(exc).splitlines()[0][:500]
+        wh.finish_refresh(status="interrupted", error=f"{type(exc).__name__}: {error}")
         wh.con.execute("CHECKPOINT")
         wh.close()
         paths.publish_file(work, published)

@@ -19,7 +19,7 @@ from centsync.pipelines.refresh import plan
 from centsync.pipelines.refresh.plan import PAGE, Window
 from centsync.warehouse import Warehouse
 from centsync.warehouse.ledger import TransactionStage
-from centsync.warehouse.session import is_interrupt
+from centsync.warehouse.session import is_interrupt, resumable
 
 log = logging.getLogger("centsync.refresh")
 
@@ -121,13 +121,13 @@ class WindowReader:
                     self._report("", -rows)
                     rows = 0
         except BaseException as exc:
-            if not is_interrupt(exc):
+            if not (is_interrupt(exc) or resumable(exc)):
                 raise
-            # stopped mid-window: the months read whole are kept (the next refresh's
-            # fingerprints prove them or re-read them)
+            # stopped mid-window (a signal, or a service that stopped answering for now): the
+            # months read whole are kept (the next refresh's fingerprints prove or re-read them)
             if stage.commit_complete(reason=f"{reason} (interrupted)") is not None:
-                log.warning("interrupted: kept the months read completely")
-            if isinstance(exc, KeyboardInterrupt):
+                log.warning("stopped: kept the months read completely")
+            if isinstance(exc, KeyboardInterrupt) or not is_interrupt(exc):
                 raise
             raise KeyboardInterrupt("a query was interrupted") from exc
         return rows, rereads
