@@ -43,6 +43,9 @@ log = logging.getLogger(__name__)
 
 STATES = ("pending", "sent", "confirmed", "rejected", "needs_attention")
 OPEN_TIMEOUT = 20.0  # seconds to wait for another process's connection to the outbox to close
+# seconds a write-back or a refresh waits for the other to finish (drains take seconds; a
+# refresh of a household, seconds too; a first sync of a large ledger may take longer)
+DRAIN_WAIT = 120.0
 
 SCHEMA = """
 CREATE SCHEMA IF NOT EXISTS ops;
@@ -210,12 +213,22 @@ class Outbox:
             "check older ones in the app before you run `centsync writeback`)"
         ) from exc
 
-    def draining(self) -> contextlib.AbstractContextManager[None]:
-        """One drain at a time (a kernel lock, released even when the holder is killed)."""
+    def draining(
+        self, wait: float = DRAIN_WAIT, *, by: str = "write-back"
+    ) -> contextlib.AbstractContextManager[None]:
+        """One drain at a time, and no drain while a refresh reads the service (a kernel lock,
+        released even when the holder is killed): a refresh's reads must not see the
+        project's own posts land mid-window, or it takes them for a changing service.
+        Waits up to `wait` seconds for the other holder."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return exclusive_lock(
             self.path.with_name(self.path.name + ".lock"),
-            lambda: OutboxBusyError(f"another write-back is draining {self.path}"),
+            lambda: OutboxBusyError(
+                f"the {by} waited {wait:g} s for another write-back or refresh of {self.path} "
+                "to finish (one at a time: a refresh must not read the service while the "
+                "write-back posts to it); nothing was sent, run again when it is done"
+            ),
+            wait,
         )
 
     @contextlib.contextmanager

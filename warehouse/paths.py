@@ -77,17 +77,27 @@ def remove(path: Path) -> None:
 
 
 @contextlib.contextmanager
-def exclusive_lock(lock_path: Path, busy: Callable[[], Exception]) -> Iterator[None]:
-    """Hold an exclusive flock on `lock_path`; raise `busy()` at once if another holds it.
+def exclusive_lock(
+    lock_path: Path, busy: Callable[[], Exception], wait: float = 0.0
+) -> Iterator[None]:
+    """Hold an exclusive flock on `lock_path`; raise `busy()` if another still holds it after
+    `wait` seconds (at once by default).
 
     flock is released by the kernel when a holder dies (even by SIGKILL), so no stale lock.
     """
+    import time
+
     fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + wait
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            raise busy() from exc
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError as exc:
+                if time.monotonic() >= deadline:
+                    raise busy() from exc
+                time.sleep(0.1)
         yield
     finally:
         os.close(fd)  # closing releases the flock

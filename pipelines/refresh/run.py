@@ -32,6 +32,7 @@ from centsync.warehouse import Warehouse
 from centsync.warehouse import damaged as warehouse_damaged
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse import reads as warehouse_reads
+from centsync.warehouse.outbox import Outbox, outbox_path
 
 log = logging.getLogger("centsync.refresh")
 
@@ -68,7 +69,10 @@ def run_refresh(
         if damage is None:
             raise
         raise damage from exc
-    with Warehouse.refreshing(published, mode=mode) as warehouse:
+    # the write-back posts nothing while this refresh reads (its own rows would look like a
+    # service changing under the reader)
+    drains = Outbox(outbox_path(published)).draining(by="refresh")
+    with drains, Warehouse.refreshing(published, mode=mode) as warehouse:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         warehouse.refresh_settings(
             memory=options.duckdb_memory,
