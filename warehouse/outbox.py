@@ -214,12 +214,13 @@ class Outbox:
         ) from exc
 
     def draining(
-        self, wait: float = DRAIN_WAIT, *, by: str = "write-back"
+        self, wait: float | None = None, *, by: str = "write-back"
     ) -> contextlib.AbstractContextManager[None]:
         """One drain at a time, and no drain while a refresh reads the service (a kernel lock,
         released even when the holder is killed): a refresh's reads must not see the
         project's own posts land mid-window, or it takes them for a changing service.
-        Waits up to `wait` seconds for the other holder."""
+        Waits up to `wait` seconds (DRAIN_WAIT) for the other holder."""
+        wait = DRAIN_WAIT if wait is None else wait
         self.path.parent.mkdir(parents=True, exist_ok=True)
         return exclusive_lock(
             self.path.with_name(self.path.name + ".lock"),

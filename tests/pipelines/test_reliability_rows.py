@@ -1,0 +1,75 @@
+"""One odd row never stops a refresh or poisons its cost (issue 25), through the CLI against
+the sandbox on loopback."""
+
+from __future__ import annotations
+
+import json
+
+from centsync.pipelines.cli import failures as errors
+
+from .conftest import Env
+
+
+def _account(env: Env) -> str:
+    return str(env.sb.state()["accounts"][0]["id"])
+
+
+def test_a_type_the_client_does_not_know_is_rejected_not_five_rereads_and_exit_5(
+    env: Env,
+) -> None:
+    env.refresh()
+    # a recent row, so the next incremental refresh reads its window and checks it against
+    # the service's summary (the hot window)
+    recent = max(env.sb.state()["transactions"], key=lambda t: t["booked_at"])
+    env.admin("PUT", "/_sandbox/faults", {"corrupt": {recent["id"]: "unknown_type"}})
+    for args in ((), ("--full",)):
+        code, out = env.cli("refresh", "--json", *args)
+        report = json.loads(out.strip().splitlines()[-1])
+        assert code == errors.REJECTED, out
+        assert report["rows"]["rejected"] == 1 and report["rereads"] == 0
+        reasons = env.sql("SELECT record->>'id', reason FROM raw.rejected_rows")
+        assert {i for i, _ in reasons} == {recent["id"]} and "type" in reasons[0][1]
+        # every other row is there, the odd one is not
+        (landed,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+        assert landed == len(env.sb.state()["transactions"]) - 1
+    env.admin("DELETE", "/_sandbox/faults")
+    assert env.refresh()["rows"]["rejected"] == 0
+    env.assert_exact()
+
+
+def test_a_row_dated_1900_does_not_make_every_refresh_prove_127_years(env: Env) -> None:
+    env.refresh()
+    before = env.refresh()["requests"]["total"]
+    env.admin(
+        "POST",
+        "/_sandbox/transactions",
+        {
+            "account_id": _account(env),
+            "concept": "OLD ledger line",
+            "amount": -100,
+            "booked_at": "1900-01-05",
+        },
+    )
+    found = env.refresh()
+    assert found["rows"]["changed"] >= 1
+    after = env.refresh()["requests"]["total"]
+    # the year 1900 and one range for the empty years after it (3 requests each, and a page
+    # of verification), not three requests a year for 120 years (400 requests before)
+    assert after <= before + 9, (before, after)
+    # a row appearing in the empty years is still caught (the gap's range differs, read whole)
+    env.admin(
+        "POST",
+        "/_sandbox/transactions",
+        {
+            "account_id": _account(env),
+            "concept": "BACKDATED 1950",
+            "amount": -250,
+            "booked_at": "1950-06-01",
+        },
+    )
+    caught = env.refresh()
+    assert caught["rows"]["changed"] >= 1 and caught["verdict"] == "agree"
+    env.assert_exact()
+    assert env.sql("SELECT count(*) FROM core.transactions WHERE booked_at < '2000-01-01'") == [
+        (2,)
+    ]
