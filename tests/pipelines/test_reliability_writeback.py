@@ -1,0 +1,97 @@
+"""Nothing is posted twice when the service's clock runs ahead, and a refresh never reads the
+project's own posts landing (issue 25): the CLI against the sandbox's clock controls."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+
+import pytest
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.writeback import run as writeback
+from centsync.warehouse import outbox as outbox_module
+from centsync.warehouse.outbox import Outbox, outbox_path
+
+from .conftest import Env
+from .test_writeback_e2e import HEADER, _client, drop, server_rows, writer
+
+
+def test_past_the_key_window_on_the_services_clock_nothing_is_posted_twice(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    writer(env, monkeypatch)
+    env.refresh()
+    drop(
+        env,
+        "late.csv",
+        HEADER
+        + "s-1,Cash Wallet,2026-11-12,-6.00,SKEW Cinema,,\n"
+        + "s-2,Cash Wallet,2026-11-12,-7.00,SKEW Popcorn,,\n"
+        + "s-3,Cash Wallet,2026-11-12,-8.00,SKEW Parking,,\n",
+    )
+    writeback.run_writeback(None, env.warehouse, writeback.WritebackOptions())  # intake only
+    box = Outbox(outbox_path(env.warehouse))
+    cinema, popcorn, parking = box.rows()
+    # Three sends started, then their answers were lost: cinema and popcorn reached the
+    # service, parking never left. The drain records the service's time with each send.
+    with _client(env) as c:
+        service_then = c.net_worth().as_of
+        for row in (cinema, popcorn, parking):
+            box.mark_attempt(row["id"], writeback.WritebackOptions().now(), service_then)
+        made = {
+            row["concept"]: c.write(
+                "POST", row["path"], json.loads(row["body"]), idempotency_key=row["idempotency_key"]
+            ).id
+            for row in (cinema, popcorn)
+        }
+        # popcorn is renamed in the app before the resend: a lookup by concept misses it
+        c.write(
+            "PATCH",
+            f"/v1/transactions/{made['SKEW Popcorn']}",
+            {"concept": "Popcorn at the movies"},
+            idempotency_key="rename-popcorn",
+        )
+    # the service's clock passes 24 h; this machine's does not move (clock skew is enough)
+    env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
+    code, out = env.cli("writeback", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.REJECTED, out  # one row needs attention
+    # the service holds each once: found, parked, sent once (it was provably absent)
+    assert len(server_rows(env, "SKEW Cinema")) == 1
+    assert len(server_rows(env, "Popcorn")) == 1
+    assert len(server_rows(env, "SKEW Parking")) == 1
+    cinema, popcorn, parking = box.rows()
+    assert cinema["state"] == "sent" and cinema["found_by_lookup"]
+    assert cinema["server_id"] is not None and str(cinema["server_id"]) == made["SKEW Cinema"]
+    assert popcorn["state"] == "needs_attention" and popcorn["attempts"] == 1
+    assert (
+        made["SKEW Popcorn"] in popcorn["reason"] and "Popcorn at the movies" in popcorn["reason"]
+    )
+    assert parking["state"] == "sent" and parking["attempts"] == 2
+    assert report["found_by_lookup"] == 1 and report["needs_attention"] == 1
+    # a refresh confirms what is there and leaves the parked row to a person
+    env.refresh()
+    states = {r["concept"]: r["state"] for r in box.rows()}
+    assert states == {
+        "SKEW Cinema": "confirmed",
+        "SKEW Popcorn": "needs_attention",
+        "SKEW Parking": "confirmed",
+    }
+
+
+def test_a_refresh_waits_for_a_write_back_and_gives_up_with_exit_6(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env.refresh()
+    before = env.warehouse.read_bytes()
+    monkeypatch.setattr(outbox_module, "DRAIN_WAIT", 0.5)
+    lock = outbox_path(env.warehouse).with_name(outbox_path(env.warehouse).name + ".lock")
+    with lock.open("a") as held:  # a write-back draining, as another process would hold it
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, out = env.cli("refresh", "--json", "--full")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.WAREHOUSE and report["error"]["class"] == "OutboxBusyError"
+    assert "write-back" in report["error"]["message"]
+    assert env.warehouse.read_bytes() == before  # nothing was read, nothing published
+    assert env.refresh("--full")["status"] == "ok"  # the lock released, it goes
