@@ -126,6 +126,20 @@ def test_values_are_parsed_and_paths_made_absolute(tmp_path: Path) -> None:
         ({"CENTSYNC_VERIFY_PAGES": "1.5"}, "CENTSYNC_VERIFY_PAGES='1.5'"),
         ({"CENTSYNC_HTTP_TRANSPORT": "curl"}, "CENTSYNC_HTTP_TRANSPORT='curl'"),
         ({"CENTSYNC_API_BASE_URL": "https://api.example"}, "CENTSYNC_API_KEY is not"),
+        # issue 25: each of these used to crash or exit 1 inside a run, or sync the sandbox
+        ({"CENTSYNC_API_KEY": "k"}, "CENTSYNC_API_KEY is set but CENTSYNC_API_BASE_URL is not"),
+        (
+            {"CENTSYNC_API_BASE_URL": "https://api.example/v1/", "CENTSYNC_API_KEY": "k"},
+            "ends in /v1, and centsync adds /v1 itself",
+        ),
+        (
+            {"CENTSYNC_API_BASE_URL": "https://me:pw@api.example", "CENTSYNC_API_KEY": "k"},
+            "CENTSYNC_API_BASE_URL holds credentials",
+        ),
+        ({"CENTSYNC_API_BASE_URL": "api.example", "CENTSYNC_API_KEY": "k"}, "not an http"),
+        ({"CENTSYNC_DUCKDB_MEMORY": "lots"}, "CENTSYNC_DUCKDB_MEMORY='lots'"),
+        ({"CENTSYNC_DUCKDB_MEMORY": "100000"}, "CENTSYNC_DUCKDB_MEMORY='100000'"),
+        ({"CENTSYNC_DUCKDB_MEMORY": "1KB"}, "at least 16MB"),
     ],
 )
 def test_a_value_that_cannot_be_used_names_its_variable(env: dict[str, str], says: str) -> None:
@@ -146,3 +160,16 @@ def test_a_child_process_gets_the_settings_as_its_environment(tmp_path: Path) ->
         s.dagster_home,
         s.inbox,
     )
+
+
+@pytest.mark.parametrize("value", ["160MB", "1GB", "1.5 GiB", "2gib", "50%"])
+def test_every_memory_size_duckdb_reads_is_accepted(value: str) -> None:
+    assert Settings.from_env({"CENTSYNC_DUCKDB_MEMORY": value}).duckdb_memory == value
+
+
+def test_credentials_in_the_base_url_are_never_echoed() -> None:
+    with pytest.raises(ConfigurationError) as caught:
+        Settings.from_env(
+            {"CENTSYNC_API_BASE_URL": "https://me:s3cret@api.example", "CENTSYNC_API_KEY": "k"}
+        )
+    assert "s3cret" not in str(caught.value)
