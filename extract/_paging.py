@@ -111,9 +111,9 @@ class Tally:
         if frame.schema["amount"] == pl.Int64:
             grouped = frame.group_by("type").agg(pl.col("amount").sum())
             sums = dict(grouped.iter_rows())
-            new = sum(1 for kind in sums if kind not in TYPES)
-            if new:  # rows, not types
-                new = frame.height - frame.get_column("type").is_in(TYPES).sum()
+            new = 0
+            if any(kind not in TYPES for kind in sums):  # count rows, not types
+                new = frame.height - int(frame.get_column("type").is_in(TYPES).sum())
             return Tally(frame.get_column("id"), frame.height, sums, new_types=new)
         # a batch read as text (some record broke the documented types): sum what reads
         amount = pl.col("amount").cast(pl.Int64, strict=False)

@@ -152,8 +152,9 @@ def history_years(
         hi = min(dt.date(year, 12, 31), hot_start - dt.timedelta(days=1))
         if lo is not None and hi < lo:
             continue
-        empty = data_years is not None and year not in data_years and i > 0
-        if empty and years and years[-1][0] not in data_years and years[-1][1][0] is not None:
+        held = data_years if data_years is not None else range(first_local.year, year + 1)
+        empty = year not in held and i > 0
+        if empty and years and years[-1][0] not in held and years[-1][1][0] is not None:
             years[-1] = (years[-1][0], (years[-1][1][0], hi))  # the gap grows
         else:
             years.append((year, (lo, hi)))
