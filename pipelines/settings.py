@@ -74,9 +74,11 @@ class Settings:
     )
     dagster_home: Path = _setting(
         "DAGSTER_HOME",
-        "The Dagster instance (run history, schedules); `dagster.yaml` is written there once.",
+        "The Dagster instance (run history, schedules); `dagster.yaml` is written there once. "
+        "Each warehouse has its own by default, so one warehouse's failed run marks nothing of "
+        "another's.",
         None,
-        shown="`<data home>/dagster`",
+        shown="`<warehouse name>.dagster/` beside the warehouse",
     )
     inbox: Path = _setting(
         "CENTSYNC_INBOX",
@@ -112,7 +114,8 @@ class Settings:
     partitions_start: str = _setting(
         "CENTSYNC_PARTITIONS_START",
         "The first month of the Dagster monthly partitions (a date, `YYYY-MM-DD`).",
-        "2015-01-01",
+        "",
+        shown="the ledger's first month (this month before the first refresh)",
     )
     progress: bool = _setting(
         "CENTSYNC_PROGRESS",
@@ -126,6 +129,20 @@ class Settings:
         "",
         shown="the base URL",
     )
+    alert_url: str = _setting(
+        "CENTSYNC_ALERT_URL",
+        "Where alerts go (a failed run, a DIFFER verdict, rejected rows, a key expiring within "
+        "30 days): one Apprise URL (`ntfys://topic`, `mailtos://...`, `json://host/path`; "
+        "several separated by spaces). Unset: no alerts. Never shown.",
+        "",
+        shown="none",
+        secret=True,
+    )
+    hot_window_cron: str = _setting(
+        "CENTSYNC_HOT_WINDOW_CRON",
+        "When the `hourly_hot_window` schedule runs (a cron line).",
+        "5 * * * *",
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -134,7 +151,8 @@ class Settings:
         set_ = object.__setattr__
         set_(self, "data_home", home)
         set_(self, "warehouse", warehouse)
-        set_(self, "dagster_home", Path(self.dagster_home or home / "dagster").absolute())
+        dagster = self.dagster_home or warehouse.with_name(warehouse.stem + ".dagster")
+        set_(self, "dagster_home", Path(dagster).absolute())
         set_(self, "inbox", Path(self.inbox or warehouse.parent / "inbox").absolute())
 
     @classmethod

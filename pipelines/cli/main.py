@@ -16,6 +16,7 @@ from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
 from centsync.pipelines.cli.sandbox import sandbox, tour
+from centsync.pipelines.cli.schedule import daemon, schedule
 from centsync.pipelines.cli.status import report_command, status
 from centsync.pipelines.cli.ui import ui
 from centsync.pipelines.cli.writeback import writeback_command
@@ -58,6 +59,8 @@ for command in (
     ui,
     writeback_command,
     status,
+    schedule,
+    daemon,
 ):
     main.add_command(command)
 
