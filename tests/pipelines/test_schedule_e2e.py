@@ -1,0 +1,93 @@
+"""`centsync schedule on|off|list` and `centsync daemon`: schedules run with no browser, on the
+warehouse's own Dagster instance, with alerts from the scheduled run; SIGTERM stops it all."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import dagster as dg
+import psutil
+import pytest
+
+from centsync.pipelines.cli import instance as dagster_storage
+
+from .alert_receiver import Receiver
+from .conftest import Env
+
+
+def _listed(env: Env) -> dict[str, bool]:
+    code, out = env.cli("schedule", "list", "--json")
+    assert code == 0, out
+    return {s["name"]: s["on"] for s in json.loads(out)["schedules"]}
+
+
+def test_schedules_turn_on_and_off_in_the_warehouses_instance(env: Env) -> None:
+    assert _listed(env) == dict.fromkeys(
+        ("hourly_hot_window", "nightly_fingerprints", "weekly_full"), False
+    )
+    code, out = env.cli("schedule", "on", "hourly_hot_window")
+    assert code == 0 and "On: hourly_hot_window" in out
+    assert _listed(env)["hourly_hot_window"] is True
+    assert _listed(env)["weekly_full"] is False
+    code, out = env.cli("schedule", "off")
+    assert code == 0 and "1 were on" in out
+    assert not any(_listed(env).values())
+    code, _ = env.cli("schedule", "on", "hourly")  # a name that is not a schedule
+    assert code == 2
+
+
+@pytest.mark.slow  # waits for the next minute's tick: 30 to 90 s
+def test_the_daemon_runs_a_due_schedule_alerts_and_stops_with_every_child(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every minute, so the tick is due within seconds; a key expiring within 30 days, so the
+    # scheduled run's success carries an alert the daemon's sensor must send
+    monkeypatch.setenv("CENTSYNC_HOT_WINDOW_CRON", "* * * * *")
+    soon = env.admin("POST", "/_sandbox/keys", {"scopes": ["data.read"], "expires_in_days": 10})
+    monkeypatch.setenv("CENTSYNC_API_KEY", soon["key"])
+    with Receiver() as inbox:
+        monkeypatch.setenv("CENTSYNC_ALERT_URL", inbox.url)
+        assert env.cli("schedule", "on", "hourly_hot_window")[0] == 0
+        daemon = subprocess.Popen(
+            [sys.executable, "-m", "centsync.pipelines.cli", "daemon"],
+            env=dict(os.environ),
+            cwd=env.tmp,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            run = _scheduled_run(env, timeout=150)
+            assert run.status == dg.DagsterRunStatus.SUCCESS
+            assert run.tags.get("dagster/schedule_name") == "hourly_hot_window"
+            got = inbox.wait_for(1, timeout=90)  # the run-status sensor's next evaluation
+            family = psutil.Process(daemon.pid).children(recursive=True)
+            assert family, "the daemon started no process"
+            daemon.send_signal(signal.SIGTERM)
+            assert daemon.wait(timeout=60) == 0
+            _, alive = psutil.wait_procs(family, timeout=30)
+            assert alive == [], [p.cmdline() for p in alive]
+        finally:
+            if daemon.poll() is None:
+                daemon.kill()
+    (rows,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+    assert rows == len(env.sb.state()["transactions"])
+    assert [m["title"][:33] for m in got] == ["centsync: the API key expires in "]
+    assert soon["key"] not in json.dumps(got)
+
+
+def _scheduled_run(env: Env, timeout: float) -> dg.DagsterRun:
+    """The first run the schedule started, once it has finished."""
+    deadline = time.monotonic() + timeout
+    tags = {"dagster/schedule_name": "hourly_hot_window"}
+    while time.monotonic() < deadline:
+        with dagster_storage.instance(env.tmp / "dagster") as instance:
+            runs = instance.get_runs(filters=dg.RunsFilter(tags=tags))
+        if runs and runs[-1].is_finished:
+            return runs[-1]
+        time.sleep(1)
+    raise AssertionError("the schedule started no run that finished in time")
