@@ -12,6 +12,7 @@ from contextlib import suppress
 import click
 
 from centsync.pipelines.cli.analysts import docs, notebook
+from centsync.pipelines.cli.doctor import doctor
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
@@ -61,6 +62,7 @@ for command in (
     status,
     schedule,
     daemon,
+    doctor,
 ):
     main.add_command(command)
 
