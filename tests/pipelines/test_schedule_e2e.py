@@ -3,6 +3,8 @@ warehouse's own Dagster instance, with alerts from the scheduled run; SIGTERM st
 
 from __future__ import annotations
 
+import dataclasses
+import datetime as dt
 import json
 import os
 import signal
@@ -15,6 +17,7 @@ import psutil
 import pytest
 
 from centsync.pipelines.cli import instance as dagster_storage
+from centsync.pipelines.settings import Settings
 
 from .alert_receiver import Receiver
 from .conftest import Env
@@ -91,3 +94,39 @@ def _scheduled_run(env: Env, timeout: float) -> dg.DagsterRun:
             return runs[-1]
         time.sleep(1)
     raise AssertionError("the schedule started no run that finished in time")
+
+
+def _monthly_keys(settings: Settings) -> list[str]:
+    from centsync.pipelines.definitions import build
+
+    asset = build(settings).resolve_assets_def("transactions_by_month")
+    assert asset.partitions_def is not None
+    return list(asset.partitions_def.get_partition_keys())
+
+
+def test_partitions_start_at_the_ledgers_first_month(env: Env) -> None:
+    today = dt.date.today().replace(day=1).isoformat()
+    assert _monthly_keys(Settings.from_env())[0] == today  # no ledger yet: this month
+    env.refresh()
+    (first,) = env.sql("SELECT min(booked_at) FROM core.transactions")[0]
+    keys = _monthly_keys(Settings.from_env())
+    assert keys[0] == first.strftime("%Y-%m-01")
+    months = env.sql("SELECT count(DISTINCT date_trunc('month', booked_at)) FROM core.transactions")
+    assert len(keys) in (months[0][0], months[0][0] + 1)  # + next month (end_offset=1)
+    s = dataclasses.replace(Settings.from_env(), partitions_start="2024-01-01")
+    assert _monthly_keys(s)[0] == "2024-01-01"
+
+
+def test_each_warehouse_has_its_own_dagster_history(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DAGSTER_HOME")
+    env.refresh()
+    mine = Settings.from_env().dagster_home
+    assert mine == env.warehouse.with_name("centsync.dagster")
+    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(env.tmp / "other" / "second.duckdb"))
+    other = Settings.from_env().dagster_home
+    assert other == env.tmp / "other" / "second.dagster"
+    with dagster_storage.instance(mine) as instance:
+        assert len(instance.get_runs()) == 1
+    assert not other.exists()  # nothing of the first warehouse's runs lands there
