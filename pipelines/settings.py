@@ -143,6 +143,13 @@ class Settings:
         "When the `hourly_hot_window` schedule runs (a cron line).",
         "5 * * * *",
     )
+    sandbox_state: str = _setting(
+        "CENTSYNC_SANDBOX_STATE",
+        "The embedded sandbox's state file (its write-backs, edits and clock, kept between "
+        "commands); `centsync sandbox reset` deletes it.",
+        "",
+        shown="`<warehouse name>.sandbox` beside the warehouse",
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -189,6 +196,13 @@ class Settings:
                 "CENTSYNC_API_BASE_URL is set but CENTSYNC_API_KEY is not: export the key too."
             )
         return cls(**values)
+
+    @property
+    def sandbox_state_file(self) -> Path:
+        """The embedded sandbox's state file, absolute."""
+        if self.sandbox_state:
+            return Path(self.sandbox_state).absolute()
+        return self.warehouse.with_name(self.warehouse.stem + ".sandbox")
 
     @property
     def embedded(self) -> bool:
