@@ -31,9 +31,7 @@ class Alert:
         return {"kind": self.kind, "title": self.title, "body": self.body}
 
 
-def from_result(
-    result: dict[str, Any], run_id: str, now: dt.datetime | None = None
-) -> list[Alert]:
+def from_result(result: dict[str, Any], run_id: str, now: dt.datetime | None = None) -> list[Alert]:
     """The alerts a run's recorded result (`centsync/result`) calls for; none when all is well."""
     report = result.get("report", result)  # a refresh records {"report": ..., "report_path"}
     where = f"(Dagster run {run_id}; warehouse {report.get('warehouse', '?')})"

@@ -62,11 +62,11 @@ def doctor(as_json: bool) -> None:
     from centsync.pipelines.settings import Settings
 
     JSON_OUTPUT.set(as_json)
+    config: Settings | None = None
     try:
         config = Settings.from_env()
     except ConfigurationError as exc:
         checks = [_fail("settings", "the environment", exc)]
-        config = None
     else:
         checks = [Check("settings", "ok", "read from the environment")]
         checks += run_checks(config)

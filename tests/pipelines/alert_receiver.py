@@ -17,7 +17,7 @@ class Receiver:
         received = self.received
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+            def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 received.append(json.loads(body))
                 self.send_response(200)

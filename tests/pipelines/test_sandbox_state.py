@@ -21,8 +21,8 @@ from click.testing import CliRunner
 
 from centsync.pipelines.cli.main import main
 from centsync.sandbox import SandboxConfig
-from centsync.sandbox.service import Service
 from centsync.sandbox.server import free_port
+from centsync.sandbox.service import Service
 from centsync.sandbox.state import SandboxStateError, load, save
 from helpers import make_sandbox
 
