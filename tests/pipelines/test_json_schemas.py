@@ -65,3 +65,22 @@ def test_status_times_are_whole_seconds(env: Env) -> None:
         if k.endswith("_at") and v is not None
     ]
     assert times and all(SECONDS.match(t) for t in times), times
+
+
+def test_status_of_a_refresh_that_recorded_no_counts_prints_no_none() -> None:
+    import click
+    from click.testing import CliRunner
+
+    from centsync.pipelines.cli import render
+
+    last = {"status": "failed", "mode": "full", "started_at": "2026-11-25T00:00:00+00:00"}
+    last |= {"seconds": None, "requests_total": None, "rows_changed": None, "error": "boom"}
+    info = {"last_refresh": last, "synced_range": None, "verification": None}
+
+    @click.command()
+    def show() -> None:
+        render._status_history({**info, "reconciliation": None})
+
+    out = CliRunner().invoke(show).output
+    assert out.startswith("Last refresh: failed full at 2026-11-25T00:00:00+00:00; error: boom")
+    assert "None" not in out
