@@ -6,14 +6,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import jsonschema
 import pytest
+
+from centsync.pipelines.results import json_schemas
 
 from .conftest import Env
 
 
 def _doctor(env: Env) -> tuple[int, dict[str, Any]]:
+    """`doctor --json`'s exit code and object, the object held to its schema."""
     code, out = env.cli("doctor", "--json")
-    return code, json.loads(out)
+    info = json.loads(out)
+    jsonschema.validate(info, json_schemas()["doctor"])
+    return code, info
 
 
 def _by_name(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -80,14 +86,3 @@ def test_an_unusable_setting_exits_2(
     monkeypatch.setenv(variable, value)
     code, info = _doctor(env)
     assert code == 2 and _by_name(info)[check]["status"] == "fail"
-
-
-def test_schedules_on_without_a_daemon_is_a_warning(env: Env) -> None:
-    from centsync.pipelines.cli import instance as dagster_storage
-
-    assert env.cli("schedule", "on", "weekly_full")[0] == 0
-    code, info = _doctor(env)
-    schedules = _by_name(info)["schedules"]
-    assert code == 0 and schedules["status"] == "warn" and schedules["value"] == "weekly_full"
-    with dagster_storage.instance(env.tmp / "dagster") as instance:
-        assert dagster_storage.running_schedules(instance) == {"weekly_full"}

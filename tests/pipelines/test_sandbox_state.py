@@ -66,8 +66,6 @@ def test_write_backs_survive_the_next_command_and_reset_starts_over(embedded: Pa
     assert code == 0, err
     # a new command, a new embedded sandbox: the five receipts are still on it
     assert _refresh()["rows"]["total"] == first + 5
-    again = _refresh()
-    assert again["rows"]["total"] == first + 5 and again["rows"]["changed"] == 0
     concepts = [row["concept"] for row in csv.DictReader(io.StringIO(example.read_text()))]
     # one copy of each receipt (the file has two bus tickets of the same price, on purpose)
     before = _copies(None, concepts)

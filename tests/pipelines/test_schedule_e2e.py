@@ -13,10 +13,12 @@ import sys
 import time
 
 import dagster as dg
+import jsonschema
 import psutil
 import pytest
 
 from centsync.pipelines.cli import instance as dagster_storage
+from centsync.pipelines.results import json_schemas
 from centsync.pipelines.settings import Settings
 
 from .alert_receiver import Receiver
@@ -26,7 +28,9 @@ from .conftest import Env
 def _listed(env: Env) -> dict[str, bool]:
     code, out = env.cli("schedule", "list", "--json")
     assert code == 0, out
-    return {s["name"]: s["on"] for s in json.loads(out)["schedules"]}
+    info = json.loads(out)
+    jsonschema.validate(info, json_schemas()["schedule"])
+    return {s["name"]: s["on"] for s in info["schedules"]}
 
 
 def test_schedules_turn_on_and_off_in_the_warehouses_instance(env: Env) -> None:
@@ -35,8 +39,14 @@ def test_schedules_turn_on_and_off_in_the_warehouses_instance(env: Env) -> None:
     )
     code, out = env.cli("schedule", "on", "hourly_hot_window")
     assert code == 0 and "On: hourly_hot_window" in out
-    assert _listed(env)["hourly_hot_window"] is True
-    assert _listed(env)["weekly_full"] is False
+    listed = _listed(env)
+    assert listed["hourly_hot_window"] is True and listed["weekly_full"] is False
+    with dagster_storage.instance(env.tmp / "dagster") as instance:
+        assert dagster_storage.running_schedules(instance) == {"hourly_hot_window"}
+    # on, but nothing runs them: the doctor warns (and still exits 0)
+    code, out = env.cli("doctor", "--json")
+    schedules = next(c for c in json.loads(out)["checks"] if c["name"] == "schedules")
+    assert code == 0 and schedules["status"] == "warn" and "centsync daemon" in schedules["detail"]
     code, out = env.cli("schedule", "off")
     assert code == 0 and "1 were on" in out
     assert not any(_listed(env).values())
