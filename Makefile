@@ -12,27 +12,42 @@ export UV_COMPILE_BYTECODE := 1
 # The layers, each a top-level folder installed as centsync.<layer> (docs/architecture.md).
 LAYERS := extract transform warehouse pipelines sandbox
 
-.PHONY: setup demo test test-all lint bench clean report-screenshot docs notebook
+.PHONY: setup setup-dev uv demo test test-all lint bench clean report-screenshot docs notebook compile
 
-setup:
+uv:
 	@if ! command -v uv >/dev/null 2>&1 && ! $(PYTHON) -m uv --version >/dev/null 2>&1; then \
-		echo "uv not found: installing it with pip --user"; \
+		echo "setup: uv not found: installing it with pip --user"; \
 		$(PYTHON) -m pip install --user --quiet uv || $(PYTHON) -m pip install --quiet uv; \
 	fi
+
+# What runs, only: `make demo`. --inexact keeps the test tools if `make test` installed them.
+setup: uv
+	@echo "setup: installing centsync and what it runs on into .venv (pinned by uv.lock; the first time takes a minute or two)..."
+	@$(UV) sync --frozen --no-dev --inexact --quiet
+	@$(MAKE) --no-print-directory compile
+
+# What runs plus the test and lint tools: `make test`, `make lint`.
+setup-dev: uv
+	@echo "setup: installing centsync, what it runs on and the test tools into .venv (pinned by uv.lock; the first time takes a few minutes)..."
 	@$(UV) sync --frozen --quiet
+	@$(MAKE) --no-print-directory compile
+
+compile:
+	@echo "setup: compiling centsync's own modules..."
 	@# Our own modules are installed editable (not compiled by uv): compile them in place.
 	@$(UV) run --frozen --no-sync python -m compileall -q -j 0 $(LAYERS) >/dev/null
+	@echo "setup: done."
 
 demo: setup
-	$(UV) run --frozen centsync demo
+	$(UV) run --frozen --no-sync centsync demo
 
-test: setup
+test: setup-dev
 	$(UV) run --frozen pytest -n 2 -q
 
-test-all: setup
+test-all: setup-dev
 	RUN_SLOW=1 $(UV) run --frozen pytest -n 2 -q
 
-lint: setup
+lint: setup-dev
 	$(UV) run --frozen ruff check $(LAYERS) tests bench notebooks
 	$(UV) run --frozen ruff format --check $(LAYERS) tests bench notebooks
 	@# mypy cannot follow setuptools' editable import hook: give it the centsync.<layer> names
@@ -41,19 +56,19 @@ lint: setup
 	MYPYPATH=build/typecheck $(UV) run --frozen mypy
 
 # The README's picture of the report, taken by the report's browser test.
-report-screenshot: setup
+report-screenshot: setup-dev
 	CENTSYNC_REPORT_SCREENSHOT=$(CURDIR)/docs/report.png $(UV) run --frozen pytest -q -p no:xdist \
 		tests/pipelines/test_report_browser.py -k demo_report
 
 # The data dictionary, generated from the comments of a freshly migrated warehouse.
 docs: setup
-	$(UV) run --frozen centsync docs
+	$(UV) run --frozen --no-sync centsync docs
 
 # An analyst notebook on the project's warehouse: `make notebook NAME=spending`.
 notebook: setup
-	$(UV) run --frozen centsync notebook $(NAME)
+	$(UV) run --frozen --no-sync centsync notebook $(NAME)
 
-bench: setup
+bench: setup-dev
 	$(UV) run --frozen python bench/sandbox_throughput.py
 
 clean:

@@ -9,15 +9,18 @@ loader needs a pyproject.toml, which an installed wheel does not have.
 `build(settings)` is the factory: the CLI builds the definitions with its own `Settings` (the
 embedded sandbox's URL and key reach its runs as a resource instance, never through the
 environment or the run config). `defs` is what Dagster's tools load: read from the environment
-when the code location loads (the partitions' start), and again when each run starts.
+when the code location loads (the partitions' start from the ledger, the schedules' cron
+lines), and again when each run starts.
 """
 
 import dagster as dg
 
 from centsync.pipelines.defs import (
+    alerts,
     bank_sync,
     checks,
     jobs,
+    partitions,
     reconcile,
     refresh,
     schedules,
@@ -29,7 +32,9 @@ from centsync.pipelines.settings import Settings
 
 def build(settings: Settings | None = None) -> dg.Definitions:
     """Every asset, job, schedule and sensor; runs get `settings`, else read the environment."""
-    start = (settings or Settings.from_env()).partitions_start
+    config = settings or Settings.from_env()
+    # the ledger's first month (or the setting's): read once, when the code location loads
+    start = partitions.partitions_start(config)
     return dg.Definitions(
         assets=[
             writeback.outbox,
@@ -45,8 +50,8 @@ def build(settings: Settings | None = None) -> dg.Definitions:
             reconcile.reconcile_job,
             reconcile.reconcile_live_job,
         ],
-        schedules=schedules.schedules,
-        sensors=[bank_sync.bank_sync_finished],
+        schedules=schedules.schedules(config),
+        sensors=[bank_sync.bank_sync_finished, alerts.alert_on_findings, alerts.alert_on_failure],
         resources=resources(settings),
         executor=dg.in_process_executor,
     )

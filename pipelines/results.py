@@ -106,9 +106,13 @@ class ReconcileResult:
                 "seconds",
                 "differences",
                 "row_differences",
+                "run_id",
+                "exit_code",
             ],
             "properties": {
                 "verdict": {"enum": ["agree", "explained", "differ"]},
+                "run_id": {"type": "string"},
+                "exit_code": {"enum": [0, 1]},
                 "refresh_id": {"type": ["string", "null"]},
                 "recon_id": {"type": "string"},
                 "source": {"enum": ["refresh", "offline", "live"]},
@@ -316,6 +320,63 @@ def status_json_schema() -> dict[str, Any]:
     }
 
 
+def doctor_json_schema() -> dict[str, Any]:
+    """The schema of `centsync doctor --json` (its object is `cli/doctor.py`'s)."""
+    check = {
+        "type": "object",
+        "required": ["name", "status", "value", "detail", "exit_code"],
+        "properties": {
+            "name": {"type": "string"},
+            "status": {"enum": ["ok", "warn", "fail"]},
+            "value": {"type": "string"},
+            "detail": {"type": "string"},
+            "exit_code": {"enum": [0, 2, 3, 4, 5, 6]},
+        },
+    }
+    setting = {
+        "type": "object",
+        "required": ["env", "value"],
+        "properties": {"env": {"type": "string"}, "value": {"type": "string"}},
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "centsync doctor --json",
+        "type": "object",
+        "required": ["status", "exit_code", "checks", "settings"],
+        "properties": {
+            "status": {"enum": ["ok", "problem"]},
+            "exit_code": {"enum": [0, 2, 3, 4, 5, 6]},
+            "checks": {"type": "array", "items": check, "minItems": 1},
+            "settings": {"type": "array", "items": setting},
+        },
+    }
+
+
+def schedule_json_schema() -> dict[str, Any]:
+    """The schema of `centsync schedule list --json` (its object is `cli/schedule.py`'s)."""
+    entry = {
+        "type": "object",
+        "required": ["name", "on", "cron", "description"],
+        "properties": {
+            "name": {"enum": ["hourly_hot_window", "nightly_fingerprints", "weekly_full"]},
+            "on": {"type": "boolean"},
+            "cron": {"type": "string"},
+            "description": {"type": ["string", "null"]},
+        },
+    }
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "title": "centsync schedule list --json",
+        "type": "object",
+        "required": ["dagster_home", "schedules", "daemon_running"],
+        "properties": {
+            "dagster_home": {"type": "string"},
+            "schedules": {"type": "array", "items": entry},
+            "daemon_running": {"type": "boolean"},
+        },
+    }
+
+
 # every command's --json schema, by command (docs and tests read them here)
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The `--json` schema of each command that has one."""
@@ -324,6 +385,8 @@ def json_schemas() -> dict[str, dict[str, Any]]:
         "reconcile": ReconcileResult.json_schema(),
         "writeback": WritebackResult.json_schema(),
         "status": status_json_schema(),
+        "doctor": doctor_json_schema(),
+        "schedule": schedule_json_schema(),
     }
 
 

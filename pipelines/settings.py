@@ -130,9 +130,11 @@ class Settings:
     )
     dagster_home: Path = _setting(
         "DAGSTER_HOME",
-        "The Dagster instance (run history, schedules); `dagster.yaml` is written there once.",
+        "The Dagster instance (run history, schedules); `dagster.yaml` is written there once. "
+        "Each warehouse has its own by default, so one warehouse's failed run marks nothing of "
+        "another's.",
         None,
-        shown="`<data home>/dagster`",
+        shown="`<warehouse name>.dagster/` beside the warehouse",
     )
     inbox: Path = _setting(
         "CENTSYNC_INBOX",
@@ -168,7 +170,8 @@ class Settings:
     partitions_start: str = _setting(
         "CENTSYNC_PARTITIONS_START",
         "The first month of the Dagster monthly partitions (a date, `YYYY-MM-DD`).",
-        "2015-01-01",
+        "",
+        shown="the ledger's first month (this month before the first refresh)",
     )
     progress: bool = _setting(
         "CENTSYNC_PROGRESS",
@@ -182,6 +185,27 @@ class Settings:
         "",
         shown="the base URL",
     )
+    alert_url: str = _setting(
+        "CENTSYNC_ALERT_URL",
+        "Where alerts go (a failed run, a DIFFER verdict, rejected rows, a key expiring within "
+        "30 days): one Apprise URL (`ntfys://topic`, `mailtos://...`, `json://host/path`; "
+        "several separated by spaces). Unset: no alerts. Never shown.",
+        "",
+        shown="none",
+        secret=True,
+    )
+    hot_window_cron: str = _setting(
+        "CENTSYNC_HOT_WINDOW_CRON",
+        "When the `hourly_hot_window` schedule runs (a cron line).",
+        "5 * * * *",
+    )
+    sandbox_state: str = _setting(
+        "CENTSYNC_SANDBOX_STATE",
+        "The embedded sandbox's state file (its write-backs, edits and clock, kept between "
+        "commands); `centsync sandbox reset` deletes it.",
+        "",
+        shown="`<warehouse name>.sandbox` beside the warehouse",
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -190,7 +214,8 @@ class Settings:
         set_ = object.__setattr__
         set_(self, "data_home", home)
         set_(self, "warehouse", warehouse)
-        set_(self, "dagster_home", Path(self.dagster_home or home / "dagster").absolute())
+        dagster = self.dagster_home or warehouse.with_name(warehouse.stem + ".dagster")
+        set_(self, "dagster_home", Path(dagster).absolute())
         set_(self, "inbox", Path(self.inbox or warehouse.parent / "inbox").absolute())
 
     @classmethod
@@ -238,6 +263,13 @@ class Settings:
                 "too (or unset CENTSYNC_API_KEY to use the sandbox)."
             )
         return cls(**values)
+
+    @property
+    def sandbox_state_file(self) -> Path:
+        """The embedded sandbox's state file, absolute."""
+        if self.sandbox_state:
+            return Path(self.sandbox_state).absolute()
+        return self.warehouse.with_name(self.warehouse.stem + ".sandbox")
 
     @property
     def embedded(self) -> bool:

@@ -12,9 +12,10 @@ from centsync.sandbox.service import SandboxConfig, Service
 class Sandbox:
     """One emulated service: its state and the ASGI app that serves it."""
 
-    def __init__(self, config: SandboxConfig | None = None) -> None:
+    def __init__(self, config: SandboxConfig | None = None, service: Service | None = None) -> None:
         self.config = config or SandboxConfig()
-        self.service = Service(self.config)
+        # a service given is one restored from its state file (`sandbox/state.py`)
+        self.service = service or Service(self.config)
         self.app = SandboxApp(self.service)
 
     @property

@@ -90,7 +90,7 @@ def test_defaults_resolve_under_the_data_home(tmp_path: Path) -> None:
     s = Settings.from_env({"XDG_DATA_HOME": str(tmp_path)})
     assert s.data_home == tmp_path / "centsync"
     assert s.warehouse == tmp_path / "centsync" / "centsync.duckdb"
-    assert s.dagster_home == tmp_path / "centsync" / "dagster"
+    assert s.dagster_home == tmp_path / "centsync" / "centsync.dagster"
     assert s.inbox == tmp_path / "centsync" / "inbox"
     assert s.embedded and s.max_wait == 600.0 and s.verify_pages == 4 and not s.progress
     assert s.http_transport == "aiohttp" and s.duckdb_memory == "160MB"

@@ -3,13 +3,14 @@ project's warehouse) and `centsync docs` (the data dictionary, generated from th
 
 from __future__ import annotations
 
-import subprocess
+import signal
 import sys
 from pathlib import Path
 
 import click
 
 from centsync.pipelines.cli.group import settings
+from centsync.pipelines.cli.ui import run_group
 
 NOTEBOOKS = ("spending", "net_worth", "reconciliation", "writeback")
 
@@ -68,11 +69,10 @@ def notebook(name: str | None, as_app: bool, port: int | None, headless: bool) -
     cmd += ["--port", str(port)] if port else []
     click.echo(f"Opening {target} on {warehouse} (read only); Ctrl-C stops it.")
     env = config.child_environ()  # the notebooks read CENTSYNC_WAREHOUSE
-    try:
-        code = subprocess.call(cmd, env=env)
-    except KeyboardInterrupt:
-        code = 0
-    raise SystemExit(code)
+    # its own process group, stopped whole on SIGINT or SIGTERM: no marimo server (or kernel)
+    # is left on its port
+    code, stopping = run_group(cmd, env, Path.cwd(), signal.SIGTERM)
+    raise SystemExit(0 if stopping else code)
 
 
 @click.command("docs")

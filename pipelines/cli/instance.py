@@ -309,3 +309,45 @@ def _cli_compute_logs(ref: InstanceRef) -> ConfigurableClassData:
     return ConfigurableClassData(
         "dagster._core.storage.noop_compute_log_manager", "NoOpComputeLogManager", "{}\n"
     )
+
+
+# --- schedules and the daemon (`centsync schedule`, `centsync daemon`, `centsync doctor`) ---
+
+
+def running_schedules(instance: DagsterInstance) -> set[str]:
+    """The names of the schedules this instance has turned on."""
+    return {
+        state.instigator_name
+        for state in instance.all_instigator_state()
+        if state.instigator_type.value == "SCHEDULE" and state.status.value == "RUNNING"
+    }
+
+
+def stop_schedules(instance: DagsterInstance, names: list[str]) -> int:
+    """Turn these schedules off in the instance's schedule storage; how many were on.
+
+    A schedule's stored state names its code location, so this needs no code location loaded
+    (Dagster's `dagster schedule stop` loads one per name).
+    """
+    stopped = 0
+    for state in instance.all_instigator_state():
+        if (
+            state.instigator_type.value == "SCHEDULE"
+            and state.instigator_name in names
+            and state.status.value == "RUNNING"
+        ):
+            instance.stop_schedule(state.instigator_origin_id, state.selector_id, None)
+            stopped += 1
+    return stopped
+
+
+# the daemon beats every 30 s (Dagster's default); two missed beats and it is taken for gone
+DAEMON_HEARTBEAT_SECONDS = 70
+
+
+def daemon_alive(instance: DagsterInstance, now: float | None = None) -> bool:
+    """Whether a Dagster daemon's scheduler beat on this instance within the last minute."""
+    import time
+
+    beat = instance.get_daemon_heartbeats().get("SCHEDULER")
+    return beat is not None and (now or time.time()) - beat.timestamp < DAEMON_HEARTBEAT_SECONDS

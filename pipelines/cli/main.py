@@ -15,10 +15,12 @@ import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
+from centsync.pipelines.cli.doctor import doctor
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
 from centsync.pipelines.cli.sandbox import sandbox, tour
+from centsync.pipelines.cli.schedule import daemon, schedule
 from centsync.pipelines.cli.status import report_command, status
 from centsync.pipelines.cli.ui import ui
 from centsync.pipelines.cli.writeback import writeback_command
@@ -61,6 +63,9 @@ for command in (
     ui,
     writeback_command,
     status,
+    schedule,
+    daemon,
+    doctor,
 ):
     main.add_command(command)
 

@@ -49,6 +49,8 @@ def reconcile_command(live: bool, as_json: bool) -> None:
             "differences": data["differences"],
             "row_differences": data["row_differences"],
             "agree": data["agree"],
+            "run_id": run_id,
+            "exit_code": errors.DIFFER if result.verdict == "differ" else 0,
         }
         click.echo(json.dumps(report, default=str))
     else:

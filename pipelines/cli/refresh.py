@@ -171,6 +171,13 @@ def demo() -> None:
     with embedded_api(config) as run_settings:
         # the README's example inbox file is posted too (write-back, with a read-write key)
         example = _seed_inbox_example(config.inbox)
+        if example is None:
+            click.echo(
+                "The example inbox file was posted by an earlier demo (inbox/done/): nothing to "
+                "post this time, and the sandbox still holds its rows (`centsync sandbox reset` "
+                "starts it over).",
+                err=True,
+            )
         run = run_refresh_job(run_settings, "full", report=True)
         if example is not None and example.exists():
             # a first demo: the write-back checks rows against a warehouse, so it waited for

@@ -240,9 +240,17 @@ def _status_history(info: dict[str, Any]) -> None:
     """The last refresh, the synced range, verification and the latest verdict."""
     last = info["last_refresh"]
     if last:
+        # a refresh that stopped early recorded no counts: say nothing rather than "None"
+        counts = [
+            f"{last[k]}{unit}"
+            for k, unit in (("seconds", " s"), ("requests_total", " requests"))
+            if last.get(k) is not None
+        ]
+        if last.get("rows_changed") is not None:
+            counts.append(f"{last['rows_changed']} rows changed")
         click.echo(
-            f"Last refresh: {last['status']} {last['mode']} at {last['started_at']} "
-            f"({last['seconds']} s, {last['requests_total']} requests, {last['rows_changed']} rows changed)"
+            f"Last refresh: {last['status']} {last['mode']} at {last['started_at']}"
+            + (f" ({', '.join(counts)})" if counts else "")
             + (f"; error: {last['error']}" if last.get("error") else "")
         )
     rng = info["synced_range"]

@@ -21,13 +21,37 @@ if TYPE_CHECKING:
 
 
 def dagster_home(settings: Settings) -> Path:
-    """The settings' Dagster home, made, with our dagster.yaml in it (written once)."""
+    """The settings' Dagster home, made, with our dagster.yaml in it (written once) and the
+    workspace file naming this code location (`workspace_file`)."""
     home = settings.dagster_home
     home.mkdir(parents=True, exist_ok=True)
     cfg = home / "dagster.yaml"
     if not cfg.exists():
         cfg.write_text((Path(__file__).parent.parent / "dagster.yaml").read_text())
+    workspace = workspace_file(home)
+    text = WORKSPACE.format(python=sys.executable, home=home)
+    if not workspace.exists() or workspace.read_text() != text:
+        workspace.write_text(text)
     return home
+
+
+# Dagster names a schedule's state by its code location, the Python that loads it included:
+# `centsync schedule`, `centsync daemon` and `centsync ui` all load this one file, so a schedule
+# turned on by one is on for the others.
+WORKSPACE = """\
+# Written by centsync (pipelines/cli/runner.py): the code location of this Dagster home.
+load_from:
+  - python_module:
+      module_name: centsync.pipelines.definitions
+      location_name: centsync
+      working_directory: {home}
+      executable_path: {python}
+"""
+
+
+def workspace_file(home: Path) -> Path:
+    """The Dagster workspace file of a Dagster home (`-w` of Dagster's own commands)."""
+    return home / "workspace.yaml"
 
 
 def execute(
@@ -53,12 +77,37 @@ def execute(
     definition = build(settings).resolve_job_def(job)
     # Dagster's SQLite storage, keeping its connections for the run (cli/instance.py)
     with dagster_storage.instance(home) as instance:
-        return definition.execute_in_process(
+        run = definition.execute_in_process(
             run_config=config,
             instance=instance,
             raise_on_error=False,
             tags={"centsync/command": command_name() or job, **(tags or {})},
         )
+    if settings.alert_url:
+        alert(settings, job, run)
+    return run
+
+
+def alert(settings: Settings, job: str, run: ExecuteInProcessResult) -> int:
+    """Send the alerts this CLI run calls for (pipelines/alerts.py); how many went out.
+
+    Runs that Dagster starts (schedules, the sensor) are alerted by `defs/alerts.py` instead.
+    """
+    from centsync.pipelines import alerts
+    from centsync.pipelines.results import RESULT_KEY
+
+    found: list[alerts.Alert] = []
+    if not run.success:
+        f = failure(run)
+        if f.code in (errors.INTERRUPTED, 143):
+            return 0  # a stop asked for is not a problem to report
+        found.append(alerts.failed(job, run.run_id, f.message, f.kind.todo))
+    for event in run.get_asset_materialization_events():
+        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
+        entry = getattr(mat.metadata.get(RESULT_KEY), "value", None) if mat else None
+        if isinstance(entry, dict):
+            found += alerts.from_result(entry, run.run_id)
+    return alerts.send(settings.alert_url, found, secrets=(settings.api_key,))
 
 
 def recorded(run: ExecuteInProcessResult, asset: str) -> dict[str, Any] | None:

@@ -17,6 +17,7 @@ from centsync.pipelines.cli.group import Failed, settings
 
 if TYPE_CHECKING:
     from centsync.pipelines.settings import Settings
+    from centsync.sandbox import Sandbox, SandboxConfig
 
 
 @click.group()
@@ -48,6 +49,11 @@ def sandbox() -> None:
 @click.option(
     "--years", default=3, show_default=True, type=click.IntRange(1, 30), help="Years of history."
 )
+@click.option(
+    "--state",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Keep the sandbox's state in this file: loaded if there, saved when it stops.",
+)
 def sandbox_serve(
     host: str,
     port: int,
@@ -58,22 +64,27 @@ def sandbox_serve(
     hour_limit: int,
     transactions: int | None,
     years: int,
+    state: Path | None,
 ) -> None:
     """Serve the sandbox until stopped (SIGTERM or Ctrl-C)."""
     from centsync.sandbox import Sandbox, SandboxConfig
     from centsync.sandbox.server import serve
+    from centsync.sandbox.state import load, save
 
-    click.echo(f"Generating the household (seed {seed}, {years} years)...", err=True)
-    sb = Sandbox(
-        SandboxConfig(
-            seed=seed,
-            years=years,
-            transactions=transactions,
-            rate_limit=not no_rate_limit,
-            minute_limit=minute_limit,
-            hour_limit=hour_limit,
-        )
+    config = SandboxConfig(
+        seed=seed,
+        years=years,
+        transactions=transactions,
+        rate_limit=not no_rate_limit,
+        minute_limit=minute_limit,
+        hour_limit=hour_limit,
     )
+    service = load(state.absolute(), config) if state else None
+    if service is None:
+        click.echo(f"Generating the household (seed {seed}, {years} years)...", err=True)
+    else:
+        click.echo(f"The sandbox as {state} left it (seed {seed}).", err=True)
+    sb = Sandbox(config, service)
     n = len(sb.service.ledger.rows)
     where = f"; keys in {keys_out}" if keys_out else ""
     serve(
@@ -83,6 +94,32 @@ def sandbox_serve(
         keys_out,
         on_ready=f"Sandbox serving {n} transactions at {{base_url}}{where}. Ctrl-C stops it.",
     )
+    if state:
+        save(sb.service, state.absolute())
+        click.echo(f"Sandbox state saved to {state}.", err=True)
+
+
+@sandbox.command("reset")
+def sandbox_reset() -> None:
+    """Start the embedded sandbox over: delete its state file (its write-backs, edits, clock).
+
+    The warehouse keeps what it holds; the next refresh brings it in step with the new sandbox.
+    """
+    import fcntl
+
+    path = settings().sandbox_state_file
+    if not path.exists():
+        click.echo(f"No sandbox state at {path}: the next command starts afresh anyway.")
+        return
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise click.ClickException(
+                f"another centsync command (a daemon?) is using {path}: stop it, then reset."
+            ) from None
+        path.unlink()
+    click.echo(f"Deleted {path}: the next command starts the embedded sandbox afresh.")
 
 
 @click.command()
@@ -129,8 +166,9 @@ def embedded_api(
         yield dataclasses.replace(settings, source="")
         return
     from centsync.pipelines.refresh import binding
-    from centsync.sandbox import Sandbox, SandboxConfig
+    from centsync.sandbox import SandboxConfig
     from centsync.sandbox.server import run_in_thread
+    from centsync.sandbox.state import save
 
     source = embedded_source(seed)
     try:
@@ -145,14 +183,55 @@ def embedded_api(
             kind = errors.kind_of(e)
             assert kind is not None  # a SourceMismatch is a known failure
             raise Failed(errors.Failure(kind, "SourceMismatch", message, message)) from None
-    sb = Sandbox(SandboxConfig(seed=seed))
-    with run_in_thread(sb) as base_url:
+    path = settings.sandbox_state_file
+    with _state_lock(path) as owned:
+        sb = _remembered(path, SandboxConfig(seed=seed), owned)
+        with run_in_thread(sb) as base_url:
+            click.echo(
+                f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} "
+                f"(seed {seed}).",
+                err=True,
+            )
+            # handed to the run as its settings resource: never through the environment
+            yield dataclasses.replace(
+                settings, api_base_url=base_url, api_key=sb.keys["read_write"], source=source
+            )
+        if owned:
+            save(sb.service, path)
+    click.echo("Embedded sandbox stopped.", err=True)
+
+
+def _remembered(path: Path, config: SandboxConfig, owned: bool) -> Sandbox:
+    """The sandbox as its state file left it, else a new one (said once, on stderr)."""
+    from centsync.sandbox import Sandbox
+    from centsync.sandbox.state import load
+
+    service = load(path, config)
+    if service is None:
+        click.echo(f"The embedded sandbox starts afresh; its state is kept in {path}.", err=True)
+    elif not owned:
         click.echo(
-            f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} (seed {seed}).",
+            f"Another centsync command (a daemon?) holds the embedded sandbox's state {path}: "
+            "this one starts from it, and what it posts is not kept.",
             err=True,
         )
-        # handed to the run as its settings resource: never through the environment
-        yield dataclasses.replace(
-            settings, api_base_url=base_url, api_key=sb.keys["read_write"], source=source
-        )
-    click.echo("Embedded sandbox stopped.", err=True)
+    return Sandbox(config, service)
+
+
+@contextmanager
+def _state_lock(path: Path) -> Iterator[bool]:
+    """Hold the state file's lock while the sandbox runs; yields whether we got it (else
+    another command is using the state, and this one must not overwrite it)."""
+    import fcntl
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -51,6 +51,9 @@ def read_status(
     finally:
         con.close()
     expires = meta.get("key.expires_at")
+    last, succeeded, verification, recon = (
+        _whole_seconds(x) for x in (last, succeeded, verification, recon)
+    )
     return {
         "warehouse": str(warehouse),
         "size_mb": round(warehouse.stat().st_size / 2**20, 1),
@@ -66,6 +69,17 @@ def read_status(
         ),
         "key_expires_at": expires,
         "warnings": _warnings(expires, last, now or dt.datetime.now(dt.UTC)),
+    }
+
+
+def _whole_seconds(row: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The row with its times as ISO 8601 text to the second, as every `--json` prints them
+    (the warehouse keeps microseconds; nobody reads them)."""
+    if row is None:
+        return None
+    return {
+        k: v.isoformat(timespec="seconds") if isinstance(v, dt.datetime) else v
+        for k, v in row.items()
     }
 
 

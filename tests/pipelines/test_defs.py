@@ -30,7 +30,11 @@ def test_definitions_load_with_jobs_schedules_sensor_and_check() -> None:
         "nightly_fingerprints",
         "weekly_full",
     }
-    assert {s.name for s in defs.sensors} == {"bank_sync_finished"}  # type: ignore[union-attr]
+    assert {s.name for s in defs.sensors} == {  # type: ignore[union-attr]
+        "bank_sync_finished",
+        "alert_on_findings",
+        "alert_on_failure",
+    }
     assert defs.resolve_job_def("refresh_job") is not None
     assert defs.resolve_job_def("bank_sync_job") is not None
     keys = {k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys()}

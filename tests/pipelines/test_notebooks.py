@@ -286,3 +286,32 @@ def test_centsync_notebook_names_the_notebooks_it_knows(demo: Demo) -> None:
     assert result.exit_code == 2
     assert all(n in result.output for n in NOTEBOOKS)
     assert re.search(r"no notebook 'nosuch'", result.output)
+
+
+def test_sigterm_to_centsync_notebook_stops_the_marimo_server(demo: Demo) -> None:
+    """Only centsync gets the signal (it is not in the test's own process group): marimo and
+    everything it started must go with it, and the port must be free again."""
+    import psutil
+
+    log, port = demo.tmp / "notebook-sigterm.log", _free_port()
+    cmd = [sys.executable, "-m", "centsync.pipelines.cli", "notebook", "spending", "--headless"]
+    with log.open("w") as out:
+        child = subprocess.Popen(
+            [*cmd, "--port", str(port)], env=demo.env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "URL: http" not in log.read_text() and time.monotonic() < deadline:
+            assert child.poll() is None, log.read_text()
+            time.sleep(0.2)
+        family = psutil.Process(child.pid).children(recursive=True)
+        assert family, "centsync notebook started no marimo"
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=30) == 0
+        _, alive = psutil.wait_procs(family, timeout=30)
+        assert alive == [], [p.cmdline() for p in alive]
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", port))  # nothing listens on it any more
+    finally:
+        if child.poll() is None:
+            child.kill()

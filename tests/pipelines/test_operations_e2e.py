@@ -223,7 +223,7 @@ def test_default_paths_are_per_user_and_absolute(
     monkeypatch.chdir(tmp_path)
     assert Settings.from_env().warehouse == first
     assert first == tmp_path / "xdg" / "centsync" / "centsync.duckdb"
-    assert dagster_home(Settings.from_env()) == tmp_path / "xdg" / "centsync" / "dagster"
+    assert dagster_home(Settings.from_env()) == tmp_path / "xdg" / "centsync" / "centsync.dagster"
     monkeypatch.setenv("CENTSYNC_WAREHOUSE", "relative/w.duckdb")
     # printed absolute
     assert Settings.from_env().warehouse == tmp_path / "relative" / "w.duckdb"

@@ -64,7 +64,7 @@ def test_the_committed_json_schemas_are_what_centsync_docs_generates() -> None:
 
     folder = Path(__file__).resolve().parents[2] / "docs" / "schemas"
     files = schema_files()
-    assert set(files) == {"refresh", "reconcile", "writeback", "status"}
+    assert set(files) == {"refresh", "reconcile", "writeback", "status", "doctor", "schedule"}
     assert {p.stem for p in folder.glob("*.json")} == set(files)
     for command, text in files.items():
         assert (folder / f"{command}.json").read_text("utf-8") == text, "run `centsync docs`"

@@ -1,0 +1,134 @@
+"""Alerts: a failed run, a DIFFER verdict, rejected rows or a key about to expire, sent through
+Apprise to the one URL of `CENTSYNC_ALERT_URL` (e-mail, ntfy, Slack, Matrix, webhooks...).
+
+Both kinds of run send them: the CLI's own runs (`cli/runner.py`, after the run) and the runs
+Dagster starts, a schedule's or the sensor's (`defs/alerts.py`, a run-status sensor under the
+daemon). An alert is built from the run's recorded result or its classified failure, never
+from the settings, and any text that would carry the API key is refused (`scrubbed`).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from centsync.transform.contract import key_expires_soon
+
+# a run the CLI started carries this tag (`cli/runner.py`): the CLI alerts for it itself
+CLI_TAG = "centsync/command"
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One notification: what happened (`kind`), a title, and a body that says what to do."""
+
+    kind: str  # failed, differ, rejected, key_expiring
+    title: str
+    body: str
+
+    def as_json(self) -> dict[str, str]:
+        return {"kind": self.kind, "title": self.title, "body": self.body}
+
+
+def from_result(result: dict[str, Any], run_id: str, now: dt.datetime | None = None) -> list[Alert]:
+    """The alerts a run's recorded result (`centsync/result`) calls for; none when all is well."""
+    report = result.get("report", result)  # a refresh records {"report": ..., "report_path"}
+    where = f"(Dagster run {run_id}; warehouse {report.get('warehouse', '?')})"
+    alerts: list[Alert] = []
+    if report.get("verdict") == "differ":
+        n = report.get("reconciliation", report).get("differ", "some")
+        alerts.append(
+            Alert(
+                "differ",
+                "centsync: the numbers DIFFER from the service's",
+                f"Reconciliation: {n} numbers differ from the service's own and nothing explains "
+                f"them. Open the report (`centsync report --open`) or run `centsync reconcile` "
+                f"to see which {where}.",
+            )
+        )
+    rejected = _rejected(report)
+    if rejected:
+        alerts.append(
+            Alert(
+                "rejected",
+                f"centsync: {rejected} rows rejected",
+                f"{rejected} rows were rejected (raw.rejected_rows, or the write-back outbox): "
+                f"`centsync status` lists them with their reasons {where}.",
+            )
+        )
+    expires = report.get("key_expires_at")
+    if expires:
+        at = dt.datetime.fromisoformat(str(expires))
+        now = now or dt.datetime.now(dt.UTC)
+        if key_expires_soon(at, now):
+            days = max(0, (at - now).days)
+            alerts.append(
+                Alert(
+                    "key_expiring",
+                    f"centsync: the API key expires in {days} days",
+                    f"The API key expires on {str(expires)[:10]}: create a new one and set "
+                    f"CENTSYNC_API_KEY before then, or scheduled refreshes will stop {where}.",
+                )
+            )
+    return alerts
+
+
+def _rejected(report: dict[str, Any]) -> int:
+    """Rows rejected: by validation (a refresh) or by the checks or the service (a write-back)."""
+    rows = report.get("rows")
+    if isinstance(rows, dict):
+        return int(rows.get("rejected") or 0)
+    if "queued" in report:  # a write-back's result
+        keys = ("rejected", "rejected_by_service", "needs_attention")
+        return sum(int(report.get(k) or 0) for k in keys)
+    return 0
+
+
+def failed(job: str, run_id: str, message: str, what_to_do: str = "") -> Alert:
+    """The alert for a run that failed."""
+    todo = f" {what_to_do}" if what_to_do and what_to_do not in message else ""
+    return Alert(
+        "failed",
+        f"centsync: {job} failed",
+        f"{message}{todo} (Dagster run {run_id}: `centsync ui` shows its log).",
+    )
+
+
+def scrubbed(alert: Alert, secrets: tuple[str, ...]) -> Alert:
+    """The alert with any secret (the API key) cut out: an alert never carries the key."""
+    title, body = alert.title, alert.body
+    for secret in secrets:
+        if secret:
+            title, body = title.replace(secret, "[key]"), body.replace(secret, "[key]")
+    return Alert(alert.kind, title, body)
+
+
+def send(url: str, alerts: list[Alert], secrets: tuple[str, ...] = ()) -> int:
+    """Send each alert to `url` (Apprise URLs, space-separated); how many were delivered.
+
+    A notification service that is down must not fail the run that found the problem: a failed
+    delivery is logged and counted, never raised.
+    """
+    if not url or not alerts:
+        return 0
+    import logging
+
+    import apprise
+
+    log = logging.getLogger("centsync.alerts")
+    sender = apprise.Apprise()
+    for one in url.split():
+        if not sender.add(one):
+            log.warning("CENTSYNC_ALERT_URL holds a URL Apprise does not know: no alert sent there")
+    delivered = 0
+    for alert in alerts:
+        clean = scrubbed(alert, secrets)
+        kind = apprise.NotifyType.SUCCESS if alert.kind == "ok" else apprise.NotifyType.FAILURE
+        if alert.kind == "key_expiring":
+            kind = apprise.NotifyType.WARNING
+        if sender.notify(body=clean.body, title=clean.title, notify_type=kind):
+            delivered += 1
+        else:
+            log.warning("alert %r could not be delivered to CENTSYNC_ALERT_URL", clean.kind)
+    return delivered

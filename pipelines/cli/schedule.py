@@ -1,0 +1,163 @@
+"""`centsync schedule on|off|list` and `centsync daemon`: the schedules of this warehouse's
+Dagster instance, run by Dagster's own daemon with no browser and no webserver."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from centsync.pipelines.cli import runner
+from centsync.pipelines.cli.group import settings
+
+if TYPE_CHECKING:
+    from centsync.pipelines.settings import Settings
+
+NAMES = ("hourly_hot_window", "nightly_fingerprints", "weekly_full")
+
+
+@click.group()
+def schedule() -> None:
+    """Turn the refresh schedules on or off, or list them (this warehouse's Dagster instance)."""
+
+
+def _names(names: tuple[str, ...]) -> list[str]:
+    """The schedules named (all of them when none is), each checked."""
+    for name in names:
+        if name not in NAMES:
+            raise click.BadParameter(f"{name!r} is not a schedule; choose from {', '.join(NAMES)}")
+    return list(names) or list(NAMES)
+
+
+@schedule.command("on")
+@click.argument("names", nargs=-1)
+def schedule_on(names: tuple[str, ...]) -> None:
+    """Turn schedules on (all three when none is named); `centsync daemon` runs them.
+
+    Example: centsync schedule on hourly_hot_window
+    """
+    config = settings()
+    home = runner.dagster_home(config)
+    chosen = _names(names)
+    # Dagster's own command: one code-location load per call (about 5 s)
+    if set(chosen) == set(NAMES):
+        _dagster(config, home, "schedule", "start", "--start-all")
+    else:
+        for name in chosen:
+            _dagster(config, home, "schedule", "start", name)
+    click.echo(f"On: {', '.join(chosen)} (DAGSTER_HOME={home}).")
+    if not _daemon_alive(config):
+        click.echo("Nothing runs them until `centsync daemon` (or `centsync ui`) runs.")
+
+
+@schedule.command("off")
+@click.argument("names", nargs=-1)
+def schedule_off(names: tuple[str, ...]) -> None:
+    """Turn schedules off (all three when none is named).
+
+    Example: centsync schedule off
+    """
+    from centsync.pipelines.cli import instance as dagster_storage
+
+    config = settings()
+    home = runner.dagster_home(config)
+    chosen = _names(names)
+    with dagster_storage.instance(home) as instance:
+        stopped = dagster_storage.stop_schedules(instance, chosen)
+    click.echo(f"Off: {', '.join(chosen)} (DAGSTER_HOME={home}; {stopped} were on).")
+
+
+@schedule.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print them as one JSON object.")
+def schedule_list(as_json: bool) -> None:
+    """List the schedules: on or off, when they run, what they do.
+
+    Example: centsync schedule list --json
+    """
+    info = schedules_state(settings())
+    if as_json:
+        click.echo(json.dumps(info))
+        return
+    for s in info["schedules"]:
+        state = "on " if s["on"] else "off"
+        click.echo(f"{state}  {s['name']:<22} {s['cron']:<12} {s['description']}")
+    daemon = "running" if info["daemon_running"] else "not running (`centsync daemon`)"
+    click.echo(f"Dagster home: {info['dagster_home']}; daemon {daemon}.")
+
+
+def schedules_state(config: Settings) -> dict[str, Any]:
+    """The documented `schedule list --json` object: each schedule, on or off, and the daemon."""
+    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines.defs.schedules import schedules
+
+    home = runner.dagster_home(config)
+    with dagster_storage.instance(home) as instance:
+        running = dagster_storage.running_schedules(instance)
+        alive = dagster_storage.daemon_alive(instance)
+    return {
+        "dagster_home": str(home),
+        "schedules": [
+            {
+                "name": s.name,
+                "on": s.name in running,
+                "cron": s.cron_schedule,
+                "description": s.description,
+            }
+            for s in schedules(config)
+        ],
+        "daemon_running": alive,
+    }
+
+
+def _daemon_alive(config: Settings) -> bool:
+    from centsync.pipelines.cli import instance as dagster_storage
+
+    with dagster_storage.instance(runner.dagster_home(config)) as instance:
+        return dagster_storage.daemon_alive(instance)
+
+
+def _dagster(config: Settings, home: Path, *args: str) -> None:
+    """Run one of Dagster's own commands on this Dagster home and workspace."""
+    cmd = [sys.executable, "-m", "dagster", *args, "-w", str(runner.workspace_file(home))]
+    done = subprocess.run(
+        cmd, env=config.child_environ(), cwd=home, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise click.ClickException(f"`dagster {' '.join(args)}` failed: {last}")
+
+
+@click.command()
+def daemon() -> None:
+    """Run Dagster's daemon on this warehouse's instance: the schedules that are on, the sensors.
+
+    No webserver. SIGTERM or Ctrl-C stops it and every process it started. For systemd and cron,
+    see docs/operations.md.
+    """
+    from centsync.pipelines.cli.sandbox import embedded_api
+    from centsync.pipelines.cli.ui import run_group
+
+    config = settings()
+    home = runner.dagster_home(config)
+    on = [s["name"] for s in schedules_state(config)["schedules"] if s["on"]]
+    click.echo(
+        f"Dagster daemon on DAGSTER_HOME={home} (warehouse {config.warehouse}); "
+        f"schedules on: {', '.join(on) or 'none (`centsync schedule on`)'}. SIGTERM stops it.",
+        err=True,
+    )
+    with embedded_api(config) as run_settings:
+        daemon_bin = Path(sys.executable).parent / "dagster-daemon"
+        cmd = [str(daemon_bin), "run", "-w", str(runner.workspace_file(home))]
+        # SIGINT: the daemon's own clean shutdown; it stops its code server itself
+        code, stopping = run_group(cmd, run_settings.child_environ(), home, signal.SIGINT)
+    if stopping:
+        raise SystemExit(130 if stopping[0] == signal.SIGINT else 0)
+    if code:
+        # it stopped by itself: its own log above says why (an instance it cannot use, mostly)
+        click.echo(f"The Dagster daemon stopped by itself (exit {code}): see above.", err=True)
+        raise SystemExit(6)

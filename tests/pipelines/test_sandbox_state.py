@@ -1,0 +1,139 @@
+"""A sandbox that remembers: the embedded sandbox's write-backs survive the next command, a
+second demo posts nothing and leaves one copy of each receipt, `sandbox reset` starts over,
+and `sandbox serve --state` keeps a served one's."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from centsync.pipelines.cli.main import main
+from centsync.sandbox import SandboxConfig
+from centsync.sandbox.server import free_port
+from centsync.sandbox.service import Service
+from centsync.sandbox.state import SandboxStateError, load, save
+from helpers import make_sandbox
+
+RECEIPTS = "cash-receipts.csv"
+
+
+@pytest.fixture
+def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The embedded sandbox (no service configured) with a warehouse in a temp folder."""
+    for name in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SANDBOX_STATE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(tmp_path / "w.duckdb"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    return tmp_path
+
+
+def _cli(*args: str) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def _refresh() -> dict:
+    code, out, err = _cli("refresh", "--json")
+    assert code == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _copies(state: Path | None, concepts: list[str]) -> list[int]:
+    """How many transactions of each concept the saved sandbox (None: a new one) holds."""
+    service = load(state, SandboxConfig(seed=1)) if state else Service(SandboxConfig(seed=1))
+    assert service is not None
+    return [sum(t.concept == c for t in service.ledger.rows) for c in concepts]
+
+
+def test_write_backs_survive_the_next_command_and_reset_starts_over(embedded: Path) -> None:
+    first = _refresh()["rows"]["total"]
+    example = resources.files("centsync.pipelines").joinpath("examples", RECEIPTS)
+    (embedded / "inbox").mkdir()
+    (embedded / "inbox" / RECEIPTS).write_bytes(example.read_bytes())
+    code, _, err = _cli("writeback")
+    assert code == 0, err
+    # a new command, a new embedded sandbox: the five receipts are still on it
+    assert _refresh()["rows"]["total"] == first + 5
+    concepts = [row["concept"] for row in csv.DictReader(io.StringIO(example.read_text()))]
+    # one copy of each receipt (the file has two bus tickets of the same price, on purpose)
+    before = _copies(None, concepts)
+    want = [n + concepts.count(c) for n, c in zip(before, concepts, strict=True)]
+    assert _copies(embedded / "w.sandbox", concepts) == want
+    assert (embedded / "w.sandbox").stat().st_mode & 0o077 == 0  # it holds the sandbox's keys
+    code, out, _ = _cli("sandbox", "reset")
+    assert code == 0 and "Deleted" in out and not (embedded / "w.sandbox").exists()
+    assert _refresh()["rows"]["total"] == first
+
+
+def test_a_damaged_or_foreign_state_file_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "s.sandbox"
+    path.write_bytes(b"not a pickle")
+    with pytest.raises(SandboxStateError, match="sandbox reset"):
+        load(path, SandboxConfig(seed=1))
+    save(make_sandbox().service, path)
+    with pytest.raises(SandboxStateError, match="seed 7, not 2"):
+        load(path, SandboxConfig(seed=2))
+    assert load(tmp_path / "none", SandboxConfig(seed=1)) is None
+
+
+def test_a_damaged_state_file_exits_6_and_is_kept(embedded: Path) -> None:
+    (embedded / "w.sandbox").write_bytes(b"\x80garbage")
+    code, _, err = _cli("refresh")
+    assert code == 6 and "sandbox reset" in err
+    assert (embedded / "w.sandbox").read_bytes() == b"\x80garbage"  # nothing lost
+
+
+def _serve(state: Path, keys: Path, port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "centsync.pipelines.cli", "sandbox", "serve"),
+            *("--port", str(port), "--keys-out", str(keys), "--state", str(state)),
+            "--no-rate-limit",
+        ],
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(300):
+        if keys.exists():
+            return proc
+        assert proc.poll() is None, "the sandbox stopped before serving"
+        time.sleep(0.1)
+    proc.kill()
+    raise AssertionError("the sandbox did not serve")
+
+
+def test_sandbox_serve_state_keeps_a_served_sandbox(tmp_path: Path) -> None:
+    state, port = tmp_path / "served.sandbox", free_port()
+    proc = _serve(state, tmp_path / "k1.json", port)
+    keys = json.loads((tmp_path / "k1.json").read_text())
+    auth = {"Authorization": f"Bearer {keys['read_write']}"}
+    with httpx.Client(base_url=keys["base_url"], headers=auth) as c:
+        account = c.get("/v1/accounts").json()[0]["id"]
+        body = {"account_id": account, "concept": "kept", "amount": -100, "booked_at": "2026-11-02"}
+        posted = c.post("/v1/transactions", json=body, headers={"Idempotency-Key": "k-1"})
+        assert posted.status_code == 201, posted.text
+    os.killpg(proc.pid, signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0 and state.exists()
+    proc = _serve(state, tmp_path / "k2.json", port)
+    try:
+        keys = json.loads((tmp_path / "k2.json").read_text())
+        auth = {"Authorization": f"Bearer {keys['read_write']}"}
+        with httpx.Client(base_url=keys["base_url"], headers=auth) as c:
+            got = c.get(f"/v1/transactions/{posted.json()['id']}")
+            assert got.status_code == 200 and got.json()["concept"] == "kept"
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
