@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
 
 from centsync.transform.calendar import (
     add_months,
@@ -226,3 +227,154 @@ def window_months(
         if lo is None or hi is None:
             return []
     return [month_key(m) for m in months_between(lo, hi)]
+
+
+# ---- the cost-based plan (issue 26): per part of the history, read it or prove it -------------
+
+# The chance that a year proven by fingerprints differs and must be drilled into. An assumption,
+# not a measurement of a user's edits: old years rarely change (bank feeds land in the hot
+# window), and one edit a month somewhere in ten years makes about one year in ten differ.
+DRILL_CHANCE = 0.1
+# Requests every refresh spends whatever the plan: me, settings, net worth, accounts,
+# connections, sync status, accounts summary, spending by category, merchant and month, and the
+# whole-ledger summary landed for reconciliation.
+FIXED_REQUESTS = 11
+# The plans a refresh may follow: priced (the cheapest way to be sure of each part), or every
+# part proven by fingerprints (fewest pages, some edits left to rolling verification).
+PLANS = ("cost", "fingerprints")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of the history before the hot window (a year holding local rows, or the years
+    without any between them), with what re-reading it and proving it would cost."""
+
+    label: str  # "2023", or "2019..2022" for years holding no local rows
+    range: Range  # open below for the first part
+    rows: int  # local rows
+    months: int  # months holding local rows (what drilling fingerprints)
+    read_cost: float  # its pages
+    prove_cost: float  # fingerprints, the expected drilling and its verification share
+    verify_pages: float = 0.0  # of which: what rolling verification would read of it
+
+    @property
+    def read(self) -> bool:
+        """Re-read when that costs no more than proving it (it is then exact, with no bound)."""
+        return self.read_cost <= self.prove_cost
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    """What an incremental refresh does with the history before the hot window."""
+
+    parts: list[Part]
+    hot_rows: int  # local rows in the hot window (always re-read)
+
+    @property
+    def everything(self) -> bool:
+        """Every part is re-read: the refresh reads the whole ledger as a first sync would."""
+        return all(p.read for p in self.parts)
+
+    def read_windows(self) -> list[Range]:
+        """The parts re-read, adjacent ones merged into one window each."""
+        return contiguous((p.range[0], p.range[1]) for p in self.parts if p.read)  # type: ignore[arg-type]
+
+    def proven(self) -> list[Part]:
+        """The parts proven by fingerprints."""
+        return [p for p in self.parts if not p.read]
+
+    def estimate(self, verify_pages: int = 0) -> int:
+        """Requests the refresh should spend when nothing differs (FIXED_REQUESTS included)."""
+        rows = self.hot_rows + sum(p.rows for p in self.parts)
+        if self.everything:
+            # one whole-ledger read: a summary before, its pages (the summary after is fixed)
+            return FIXED_REQUESTS + 1 + max(1, math.ceil(rows / PAGE))
+        reads = sum(
+            1 + max(1, math.ceil(sum(p.rows for p in self.parts if _within(p, w)) / PAGE))
+            for w in self.read_windows()
+        )
+        proven = self.proven()
+        proofs = FINGERPRINT_REQUESTS * len(proven)
+        share = sum(p.verify_pages for p in proven)
+        verification = (max(verify_pages, math.ceil(share)) + 1) if proven else 0
+        hot = 1 + max(1, math.ceil(self.hot_rows / PAGE))
+        return FIXED_REQUESTS + reads + proofs + verification + hot
+
+
+def _within(part: Part, window: Range) -> bool:
+    lo, hi = window
+    inside_below = lo is None or (part.range[0] is not None and part.range[0] >= lo)
+    return inside_below and part.range[1] <= hi
+
+
+def verification_share(last_at: dt.datetime | None, now: dt.datetime, period: dt.timedelta) -> float:
+    """The share of each month's pages rolling verification reads per refresh, from the time
+    since the last one (0 without one, at most 1)."""
+    if last_at is None or period.total_seconds() <= 0:
+        return 0.0
+    return min(1.0, max(0.0, (now - last_at).total_seconds() / period.total_seconds()))
+
+
+def price(
+    label: str,
+    rng: Range,
+    months: Sequence[tuple[int, bool]],
+    *,
+    share: float,
+    drill_chance: float = DRILL_CHANCE,
+) -> Part:
+    """A part priced from its months holding rows, each (rows, due for verification): read, its
+    pages; proved, FINGERPRINT_REQUESTS, the chance of drilling times the cheaper of drilling and reading, and the pages rolling
+    verification would spend on it (a due month whole, the others their share). A part holding
+    no rows costs nothing to read with a neighbour, so it is read."""
+    rows = sum(r for r, _ in months)
+    pages_ = math.ceil(rows / PAGE)
+    drill = min(pages_ + 1, FINGERPRINT_REQUESTS * len(months))
+    verify = sum(r if due else r * share for r, due in months) / PAGE
+    prove = FINGERPRINT_REQUESTS + drill_chance * drill + verify
+    return Part(label, rng, rows, len(months), float(pages_), prove, verify)
+
+
+def plan_history(
+    months: Iterable[tuple[str, int, dt.datetime | None]],
+    hot_start: dt.date,
+    *,
+    share: float,
+    due_before: dt.datetime,
+    plan: str = "cost",
+) -> HistoryPlan:
+    """The plan of an incremental refresh, from the local months (month 'YYYY-MM', rows,
+    verified_at; as `verification_order` gives them): the years before the hot window that hold
+    rows are priced one by one, and the years between them that hold none are one part (proved
+    by a zero count or read with a neighbour for nothing). With `plan="fingerprints"` every part
+    is proven (the plan before issue 26)."""
+    hot_rows = 0
+    by_year: dict[int, list[tuple[int, bool]]] = {}
+    for month, rows, verified_at in months:
+        first = parse_month(month)
+        if first >= hot_start:
+            hot_rows += rows
+            continue
+        due = verified_at is None or verified_at <= due_before
+        by_year.setdefault(first.year, []).append((rows, due))
+    end = hot_start - dt.timedelta(days=1)
+    parts: list[Part] = []
+    years = sorted(by_year) or [end.year]
+    cursor: dt.date | None = None  # the first day not yet covered (None: open below)
+    for year in [*years, None]:
+        gap_end = end if year is None else dt.date(year - 1, 12, 31)
+        if year is None or (cursor is not None and cursor <= gap_end):
+            if cursor is None or cursor <= min(gap_end, end):
+                hi = min(gap_end, end)
+                lo_year = cursor.year if cursor is not None else hi.year
+                label = f"{lo_year}" if lo_year == hi.year else f"{lo_year}..{hi.year}"
+                parts.append(price(label, (cursor, hi), [], share=share))
+                cursor = hi + dt.timedelta(days=1)
+        if year is None or year > end.year:
+            break
+        hi = min(dt.date(year, 12, 31), end)
+        parts.append(price(str(year), (cursor, hi), by_year.get(year, []), share=share))
+        cursor = hi + dt.timedelta(days=1)
+    if plan == "fingerprints":
+        parts = [replace(p, read_cost=math.inf) for p in parts]
+    return HistoryPlan(parts, hot_rows)

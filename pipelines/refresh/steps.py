@@ -59,6 +59,7 @@ class Refresher:
         self.summary = RefreshSummary(refresh_id=warehouse.refresh_id or "", source=source)
         # the service's answers, landed in server.* for reconciliation
         self.summaries: list[dict[str, Any]] = []
+        self.history: plan.HistoryPlan | None = None  # the cost-based plan, when one was made
         self.spendings: list[dict[str, Any]] = []
         self.reader = WindowReader(
             client,
@@ -97,7 +98,7 @@ class Refresher:
         elif self.summary.mode == "full":
             self._full(today, hot_start)
         else:
-            self._incremental(hot_start, now)
+            self._incremental(today, hot_start, now)
         # Snapshots and aggregates after the ledger: balances then include every row the
         # ledger read saw. They are independent of each other: asked for at once.
         self._after_ledger(today)
@@ -116,12 +117,16 @@ class Refresher:
         if warning is not None:
             self.summary.warnings.append(warning)
 
-    def _incremental(self, hot_start: dt.date, now: dt.datetime) -> None:
+    def _incremental(self, today: dt.date, hot_start: dt.date, now: dt.datetime) -> None:
         """Prove the history by fingerprints (not in `hot` mode), read back what the write-back
         changed, verify the months verified longest ago, and read the hot window."""
         incremental = self.summary.mode == "incremental"
         if incremental:
-            self._check_history(self.warehouse.months_present(), hot_start)
+            history = self._history_plan(hot_start, now)
+            if history.everything:
+                self._read_everything(history, today, hot_start)
+                return
+            self._follow(history)
         for window in plan.written_windows(self.written_months, hot_start):
             self._read([window], reason="written back")
         if incremental:
@@ -261,24 +266,27 @@ class Refresher:
         return last, newest.get_column("booked_at")[0], total
 
     def _check_history(self, present: list[str], hot_start: dt.date) -> None:
-        """Per-year fingerprints of everything before the hot window; drill into years that differ.
-
-        Every year's fingerprint is asked for at once (one round trip), then compared in order.
-        """
+        """Per-year fingerprints of everything before the hot window; drill into years that differ."""
         first_local = parse_month(present[0])
         years = plan.history_years(first_local, hot_start)
-        found = self._fingerprints([year_range for _, year_range in years], "year")
-        for (year, year_range), server in zip(years, found, strict=True):
-            months = plan.month_ranges(year_range, first_local)
+        self._prove([(str(year), year_range) for year, year_range in years], first_local)
+
+    def _prove(self, parts: list[tuple[str, Range]], first_local: dt.date) -> None:
+        """Prove parts of the history by their fingerprints, all asked for at once (one round
+        trip); a part that differs is re-read whole when that is cheaper than drilling into its
+        months, else only its differing months are."""
+        found = self._fingerprints([part_range for _, part_range in parts], "year")
+        for (label, part_range), server in zip(parts, found, strict=True):
+            months = plan.month_ranges(part_range, first_local)
             self.summary.months_checked += len(months)
-            if server == fp.local(self.warehouse.con, *year_range):
+            if server == fp.local(self.warehouse.con, *part_range):
                 continue
             count = server[0][0]
-            # Drilling costs three requests a month; re-reading the year costs its pages.
+            # Drilling costs three requests a month; re-reading the part costs its pages.
             if plan.cheaper_to_read(count, len(months)):
                 if self.options.expect is not None:
                     self.options.expect(count)
-                self._read([year_range], reason=f"year {year} differs")
+                self._read([part_range], reason=f"year {label} differs")
                 continue
             per_month = self._fingerprints(months, "month")
             differing = [
@@ -287,7 +295,35 @@ class Refresher:
                 if got != fp.local(self.warehouse.con, *month)
             ]
             for window in contiguous(differing):
-                self._read([window], reason=f"month differs in {year}")
+                self._read([window], reason=f"month differs in {label}")
+
+    # ---- the cost-based plan (issue 26) ------------------------------------------------------
+    def _history_plan(self, hot_start: dt.date, now: dt.datetime) -> plan.HistoryPlan:
+        """The plan of this incremental refresh, priced from the local months (no request)."""
+        self.history = history_plan(
+            self.warehouse, self.options, hot_start=hot_start, now=now
+        )
+        return self.history
+
+    def _read_everything(
+        self, history: plan.HistoryPlan, today: dt.date, hot_start: dt.date
+    ) -> None:
+        """Every part of the history costs no more to re-read than to prove: read the whole
+        ledger as a first sync does (exact at once, and no dearer than one)."""
+        rows = history.hot_rows + sum(p.rows for p in history.parts)
+        self.summary.reason = (
+            f"re-reading everything is cheapest (about {-(-rows // plan.PAGE)} pages)"
+        )
+        self._full(today, hot_start)
+
+    def _follow(self, history: plan.HistoryPlan) -> None:
+        """Re-read the parts that are cheapest to read, prove the others by fingerprints."""
+        for window in history.read_windows():
+            self._read([window], reason="cheaper to re-read than to prove")
+        proven = history.proven()
+        if proven:
+            first = proven[0].range[0] or parse_month(self.warehouse.months_present()[0])
+            self._prove([(p.label, p.range) for p in proven], first)
 
     def _fingerprints(self, ranges: list[Range], scope: str) -> list[fp.Fingerprint]:
         """The service's fingerprints of `ranges`, asked at once; responses kept for `server.*`."""
@@ -370,3 +406,25 @@ class Refresher:
         self.warehouse.load_transactions_summaries(self.summaries)
         self.warehouse.load_spending(self.spendings)
         self.summary.transactions = warehouse_reads.transaction_count(self.warehouse.con)
+
+
+def history_plan(
+    warehouse: Warehouse, options: RefreshOptions, *, hot_start: dt.date, now: dt.datetime
+) -> plan.HistoryPlan:
+    """The cost-based plan of an incremental refresh of `warehouse` at the service's `now`,
+    from its local months and their verification (reads the warehouse only)."""
+    period = dt.timedelta(days=options.verify_days)
+    last = warehouse.get_meta("verify.last_at")
+    share = (
+        plan.verification_share(dt.datetime.fromisoformat(last) if last else None, now, period)
+        if options.verify_days > 0
+        else 0.0
+    )
+    due_before = now - period if options.verify_days > 0 else dt.datetime.min.replace(tzinfo=dt.UTC)
+    return plan.plan_history(
+        warehouse.verification_order().iter_rows(),
+        hot_start,
+        share=share,
+        due_before=due_before,
+        plan=options.plan,
+    )
