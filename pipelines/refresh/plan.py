@@ -277,7 +277,7 @@ class HistoryPlan:
 
     def read_windows(self) -> list[Range]:
         """The parts re-read, adjacent ones merged into one window each."""
-        return contiguous((p.range[0], p.range[1]) for p in self.parts if p.read)  # type: ignore[arg-type]
+        return contiguous((p.range[0], p.range[1]) for p in self.parts if p.read)
 
     def proven(self) -> list[Part]:
         """The parts proven by fingerprints."""
@@ -307,7 +307,9 @@ def _within(part: Part, window: Range) -> bool:
     return inside_below and part.range[1] <= hi
 
 
-def verification_share(last_at: dt.datetime | None, now: dt.datetime, period: dt.timedelta) -> float:
+def verification_share(
+    last_at: dt.datetime | None, now: dt.datetime, period: dt.timedelta
+) -> float:
     """The share of each month's pages rolling verification reads per refresh, from the time
     since the last one (0 without one, at most 1)."""
     if last_at is None or period.total_seconds() <= 0:
@@ -324,15 +326,22 @@ def price(
     drill_chance: float = DRILL_CHANCE,
 ) -> Part:
     """A part priced from its months holding rows, each (rows, due for verification): read, its
-    pages; proved, FINGERPRINT_REQUESTS, the chance of drilling times the cheaper of drilling and reading, and the pages rolling
+    pages; proved, FINGERPRINT_REQUESTS, the chance of a difference times the cheaper of locating it
+    (bisect_cost) and reading the part, and the pages rolling
     verification would spend on it (a due month whole, the others their share). A part holding
     no rows costs nothing to read with a neighbour, so it is read."""
     rows = sum(r for r, _ in months)
     pages_ = math.ceil(rows / PAGE)
-    drill = min(pages_ + 1, FINGERPRINT_REQUESTS * len(months))
+    drill = min(pages_ + 1, bisect_cost(rows, len(months)))
     verify = sum(r if due else r * share for r, due in months) / PAGE
     prove = FINGERPRINT_REQUESTS + drill_chance * drill + verify
     return Part(label, rng, rows, len(months), float(pages_), prove, verify)
+
+
+def _gap(lo: dt.date, hi: dt.date, share: float) -> Part:
+    """Years holding no local rows, one part."""
+    label = str(lo.year) if lo.year == hi.year else f"{lo.year}..{hi.year}"
+    return price(label, (lo, hi), [], share=share)
 
 
 def plan_history(
@@ -359,22 +368,64 @@ def plan_history(
         by_year.setdefault(first.year, []).append((rows, due))
     end = hot_start - dt.timedelta(days=1)
     parts: list[Part] = []
-    years = sorted(by_year) or [end.year]
-    cursor: dt.date | None = None  # the first day not yet covered (None: open below)
-    for year in [*years, None]:
-        gap_end = end if year is None else dt.date(year - 1, 12, 31)
-        if year is None or (cursor is not None and cursor <= gap_end):
-            if cursor is None or cursor <= min(gap_end, end):
-                hi = min(gap_end, end)
-                lo_year = cursor.year if cursor is not None else hi.year
-                label = f"{lo_year}" if lo_year == hi.year else f"{lo_year}..{hi.year}"
-                parts.append(price(label, (cursor, hi), [], share=share))
-                cursor = hi + dt.timedelta(days=1)
-        if year is None or year > end.year:
-            break
+    day = dt.timedelta(days=1)
+    cursor: dt.date | None = None  # the first day not covered yet (None: open below)
+    for year in sorted(by_year) or [end.year]:
+        if cursor is not None and cursor < dt.date(year, 1, 1):
+            parts.append(_gap(cursor, dt.date(year, 1, 1) - day, share))
         hi = min(dt.date(year, 12, 31), end)
         parts.append(price(str(year), (cursor, hi), by_year.get(year, []), share=share))
-        cursor = hi + dt.timedelta(days=1)
+        cursor = hi + day
+    if cursor is not None and cursor <= end:
+        parts.append(_gap(cursor, end, share))
     if plan == "fingerprints":
         parts = [replace(p, read_cost=math.inf) for p in parts]
     return HistoryPlan(parts, hot_rows)
+
+
+# ---- locating a difference: spending by month, then bisection (issue 26) -----------------------
+
+
+def spending_months(
+    months: Sequence[Range], server: dict[str, tuple[int, int]], local: dict[str, tuple[int, int]]
+) -> list[Range]:
+    """The month ranges whose spending (expenses per month, the service's against the
+    warehouse's) differs; a month before the first range belongs to it (it is open below)."""
+    keys = [month_key(hi) for _, hi in months]
+    differ = set()
+    for key in server.keys() | local.keys():
+        if server.get(key) == local.get(key):
+            continue
+        differ.add(next((i for i, k in enumerate(keys) if key <= k), len(keys) - 1))
+    return [months[i] for i in sorted(differ)]
+
+
+def bisect_cost(rows: int, months: int, components: int = FINGERPRINT_REQUESTS) -> int:
+    """Requests to place one difference among `months` months by bisection and re-read its
+    month: `components` requests per halving, then the month's pages and check."""
+    halvings = math.ceil(math.log2(months)) if months > 1 else 0
+    return components * halvings + math.ceil(rows / max(1, months) / PAGE) + 1
+
+
+def read_rather_than_bisect(
+    rows: int | None, months: int, components: int = FINGERPRINT_REQUESTS
+) -> bool:
+    """Whether re-reading a differing range of `months` months (its pages and a check) costs
+    no more than bisecting it (bisect_cost). Without a known row count (the summary was not
+    asked for), bisect."""
+    if months <= 1:
+        return True
+    if rows is None:
+        return False
+    return math.ceil(rows / PAGE) + 1 <= bisect_cost(rows, months, components)
+
+
+def halves(months: Sequence[Range]) -> tuple[list[Range], list[Range]]:
+    """A range of months split in two (the older half first)."""
+    mid = len(months) // 2
+    return list(months[:mid]), list(months[mid:])
+
+
+def span(months: Sequence[Range]) -> Range:
+    """One range from the first month's start to the last month's end."""
+    return months[0][0], months[-1][1]

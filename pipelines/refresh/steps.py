@@ -27,7 +27,7 @@ from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
 from centsync.transform.calendar import contiguous, month_key, parse_month
 from centsync.warehouse import Warehouse
 from centsync.warehouse import reads as warehouse_reads
-from centsync.warehouse.fingerprints import local_totals
+from centsync.warehouse.fingerprints import local_spending_by_month, local_totals
 
 log = logging.getLogger("centsync.refresh")
 
@@ -282,27 +282,52 @@ class Refresher:
             if server == fp.local(self.warehouse.con, *part_range):
                 continue
             count = server[0][0]
-            # Drilling costs three requests a month; re-reading the part costs its pages.
-            if plan.cheaper_to_read(count, len(months)):
+            # Locating the difference costs a few requests per halving; re-reading, the pages.
+            if plan.read_rather_than_bisect(count, len(months)):
                 if self.options.expect is not None:
                     self.options.expect(count)
                 self._read([part_range], reason=f"year {label} differs")
                 continue
-            per_month = self._fingerprints(months, "month")
-            differing = [
-                month
-                for month, got in zip(months, per_month, strict=True)
-                if got != fp.local(self.warehouse.con, *month)
-            ]
-            for window in contiguous(differing):
+            self._locate(label, months, server)
+
+    def _locate(self, label: str, months: list[Range], server: fp.Fingerprint) -> None:
+        """Find the months of a differing part and re-read them: spending by month first when
+        its expenses differ (one request places every changed expense), then bisection on what
+        still differs (one request per differing component and halving; the other half is the
+        difference). Should the part still differ after that, it is re-read whole."""
+        lo, hi = plan.span(months)
+        local = fp.local(self.warehouse.con, lo, hi)
+        if server[0][0] != local[0][0] or server[0][2] != local[0][2]:  # count or expenses
+            found = plan.spending_months(
+                months,
+                fp.server_spending_by_month(self.client, lo, hi),
+                local_spending_by_month(self.warehouse.con, lo, hi),
+            )
+            for window in contiguous(found):
                 self._read([window], reason=f"month differs in {label}")
+        self._bisect(label, months, server)
+        if fp.local(self.warehouse.con, lo, hi) != server:
+            self._read([(lo, hi)], reason=f"year {label} differs")
+
+    def _bisect(self, label: str, months: list[Range], server: fp.Partial) -> None:
+        """Re-read the months of `months` whose rows differ from `server` (their fingerprint,
+        the components known)."""
+        parts = fp.differing(server, fp.local(self.warehouse.con, *plan.span(months)))
+        if not parts:
+            return
+        count = server[0][0] if server[0] is not None else None
+        if plan.read_rather_than_bisect(count, len(months), len(parts)):
+            self._read([plan.span(months)], reason=f"month differs in {label}")
+            return
+        older, newer = plan.halves(months)
+        found = fp.server_parts(self.client, *plan.span(older), parts)
+        self._bisect(label, older, found)
+        self._bisect(label, newer, fp.subtract(server, found))
 
     # ---- the cost-based plan (issue 26) ------------------------------------------------------
     def _history_plan(self, hot_start: dt.date, now: dt.datetime) -> plan.HistoryPlan:
         """The plan of this incremental refresh, priced from the local months (no request)."""
-        self.history = history_plan(
-            self.warehouse, self.options, hot_start=hot_start, now=now
-        )
+        self.history = history_plan(self.warehouse, self.options, hot_start=hot_start, now=now)
         return self.history
 
     def _read_everything(
