@@ -287,8 +287,7 @@ class HistoryPlan:
         """Requests the refresh should spend when nothing differs (FIXED_REQUESTS included)."""
         rows = self.hot_rows + sum(p.rows for p in self.parts)
         if self.everything:
-            # one whole-ledger read: a summary before, its pages (the summary after is fixed)
-            return FIXED_REQUESTS + 1 + max(1, math.ceil(rows / PAGE))
+            return full_read_requests(rows)
         reads = sum(
             1 + max(1, math.ceil(sum(p.rows for p in self.parts if _within(p, w)) / PAGE))
             for w in self.read_windows()
@@ -299,6 +298,30 @@ class HistoryPlan:
         verification = (max(verify_pages, math.ceil(share)) + 1) if proven else 0
         hot = 1 + max(1, math.ceil(self.hot_rows / PAGE))
         return FIXED_REQUESTS + reads + proofs + verification + hot
+
+
+def full_read_requests(rows: int) -> int:
+    """Requests a read of the whole ledger spends (a first sync, `--full`): FIXED_REQUESTS, the
+    summary before it, its pages, and for a big ledger its span (two one-row pages) and one
+    partial page per further window."""
+    pages_ = max(1, math.ceil(rows / PAGE))
+    if rows <= WINDOW_ROWS:
+        return FIXED_REQUESTS + 1 + pages_
+    return FIXED_REQUESTS + 1 + pages_ + 2 + math.ceil(rows / WINDOW_ROWS) - 1
+
+
+def describe(part: Part) -> dict[str, object]:
+    """A part as `refresh --plan` shows it."""
+    lo, hi = part.range
+    return {
+        "part": part.label,
+        "from": lo.isoformat() if lo is not None else None,
+        "to": hi.isoformat(),
+        "rows": part.rows,
+        "read_cost": part.read_cost if math.isfinite(part.read_cost) else None,
+        "prove_cost": round(part.prove_cost, 2),
+        "choice": "re-read" if part.read else "prove",
+    }
 
 
 def _within(part: Part, window: Range) -> bool:

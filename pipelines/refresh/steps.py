@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,7 +26,7 @@ from centsync.pipelines.refresh.plan import Range, Window
 from centsync.pipelines.refresh.read import WindowRead, WindowReader
 from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
 from centsync.transform.calendar import contiguous, month_key, parse_month
-from centsync.warehouse import Warehouse
+from centsync.warehouse import Warehouse, connect_readonly
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse.fingerprints import local_spending_by_month, local_totals
 
@@ -327,7 +328,9 @@ class Refresher:
     # ---- the cost-based plan (issue 26) ------------------------------------------------------
     def _history_plan(self, hot_start: dt.date, now: dt.datetime) -> plan.HistoryPlan:
         """The plan of this incremental refresh, priced from the local months (no request)."""
-        self.history = history_plan(self.warehouse, self.options, hot_start=hot_start, now=now)
+        months = list(self.warehouse.verification_order().iter_rows())
+        last = self.warehouse.get_meta("verify.last_at")
+        self.history = history_plan(months, last, self.options, hot_start=hot_start, now=now)
         return self.history
 
     def _read_everything(
@@ -434,22 +437,82 @@ class Refresher:
 
 
 def history_plan(
-    warehouse: Warehouse, options: RefreshOptions, *, hot_start: dt.date, now: dt.datetime
+    months: list[tuple[str, int, dt.datetime | None]],
+    last_verified_at: str | None,
+    options: RefreshOptions,
+    *,
+    hot_start: dt.date,
+    now: dt.datetime,
 ) -> plan.HistoryPlan:
-    """The cost-based plan of an incremental refresh of `warehouse` at the service's `now`,
-    from its local months and their verification (reads the warehouse only)."""
+    """The cost-based plan of an incremental refresh at the service's `now`, from the local
+    months (month, rows, verified_at) and when rolling verification last ran (ISO, or None)."""
     period = dt.timedelta(days=options.verify_days)
-    last = warehouse.get_meta("verify.last_at")
-    share = (
-        plan.verification_share(dt.datetime.fromisoformat(last) if last else None, now, period)
-        if options.verify_days > 0
-        else 0.0
-    )
-    due_before = now - period if options.verify_days > 0 else dt.datetime.min.replace(tzinfo=dt.UTC)
+    verifying = options.verify_days > 0
+    last = dt.datetime.fromisoformat(last_verified_at) if last_verified_at else None
     return plan.plan_history(
-        warehouse.verification_order().iter_rows(),
+        months,
         hot_start,
-        share=share,
-        due_before=due_before,
+        share=plan.verification_share(last, now, period) if verifying else 0.0,
+        due_before=now - period if verifying else dt.datetime.min.replace(tzinfo=dt.UTC),
         plan=options.plan,
     )
+
+
+def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict[str, Any]:
+    """What a refresh with `options` would do and about how many requests it would spend
+    (`refresh --plan`), from the warehouse read only and the fewest requests: settings and net
+    worth (the service's timezone and today), and for a full read the ledger's row count.
+    Writes nothing."""
+    before = sum(e.requests for e in client.stats.endpoints.values())
+    settings, net_worth = client.gather(lambda a: a.settings(), lambda a: a.net_worth())
+    now = net_worth.as_of or dt.datetime.now(dt.UTC)
+    today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    hot_start = plan.hot_window_start(today, options.hot_months)
+    months: list[tuple[str, int, dt.datetime | None]] = []
+    meta: dict[str, str] = {}
+    if warehouse.exists():
+        con = connect_readonly(warehouse)
+        try:
+            months = warehouse_reads.months_by_verification(con)
+            meta = warehouse_reads.meta_values(con, ["verify.last_at", "timezone"])
+        finally:
+            con.close()
+    previous = meta.get("timezone")
+    mode, reason = plan.choose_mode(
+        forced=options.months,
+        requested=options.mode,
+        timezone_changed=previous is not None and previous != settings.timezone,
+        previous_timezone=previous,
+        timezone=settings.timezone,
+        has_local_rows=bool(months),
+    )
+    local = sum(rows for _, rows, _ in months)
+    out: dict[str, Any] = {
+        "mode": mode,
+        "reason": reason,
+        "today": today.isoformat(),
+        "hot_window_from": month_key(hot_start),
+        "rows": local,
+        "parts": [],
+        "reread_everything": plan.full_read_requests(local),
+    }
+    if mode == "full":
+        out["rows"] = client.transactions_summary().count
+        out["estimate"] = plan.full_read_requests(out["rows"])
+        out["reread_everything"] = out["estimate"]
+    elif mode in ("hot", "months"):
+        first, last = (
+            options.months if options.months is not None else (month_key(hot_start), "9999-12")
+        )
+        rows = sum(r for m, r, _ in months if first <= m <= last)
+        out["estimate"] = plan.FIXED_REQUESTS + 1 + max(1, -(-rows // plan.PAGE))
+    else:
+        history = history_plan(
+            months, meta.get("verify.last_at"), options, hot_start=hot_start, now=now
+        )
+        out["estimate"] = history.estimate(options.verify_pages)
+        out["parts"] = [plan.describe(p) for p in history.parts]
+        out["hot_rows"] = history.hot_rows
+        out["everything"] = history.everything
+    out["requests_spent"] = sum(e.requests for e in client.stats.endpoints.values()) - before
+    return out
