@@ -396,6 +396,7 @@ def plan_history(
     for year in sorted(by_year) or [end.year]:
         if cursor is not None and cursor < dt.date(year, 1, 1):
             parts.append(_gap(cursor, dt.date(year, 1, 1) - day, share))
+            cursor = dt.date(year, 1, 1)
         hi = min(dt.date(year, 12, 31), end)
         parts.append(price(str(year), (cursor, hi), by_year.get(year, []), share=share))
         cursor = hi + day
