@@ -229,9 +229,9 @@ def allowance(years: int, n: int | None, minute: int, hour: int) -> None:
                 started = time.monotonic()
                 s = run_refresh(client, str(tmp / "cost.duckdb"), options("cost"))
                 seconds = time.monotonic() - started
-                # the minute window: what is over one minute's allowance waits for the next
-                floor = max(0.0, (s.requests_total - minute) / minute * 60)
-                floor = max(floor, max(0.0, (s.requests_total - hour) / hour * 3600))
+                # requests / allowance (the floor); the service's windows are fixed
+                # wall-clock minutes, so up to a minute's allowance can go at once
+                floor = max(s.requests_total / minute * 60, s.requests_total / hour * 3600)
                 print(
                     f"{label:<20} {s.requests_total:>8} {seconds:>8.1f} {floor:>8.1f}", flush=True
                 )
