@@ -124,11 +124,15 @@ def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
     requests that tell the service's today and timezone (steps.preview); writes nothing."""
     from centsync.pipelines.defs.resources import api_client
     from centsync.pipelines.refresh.steps import preview
-    from centsync.pipelines.refresh.summary import RefreshOptions
+    from centsync.pipelines.refresh.summary import Mode, RefreshOptions
 
-    forced = tuple(months.split("..")) if months else None
+    forced: tuple[str, str] | None = None
+    if months:
+        first, last = months.split("..", 1)
+        forced = (first, last)
+    kind: Mode = "full" if mode == "full" else "hot" if mode == "hot" else "auto"
     options = RefreshOptions(
-        mode=mode,
+        mode=kind,
         months=forced,
         verify_days=config.verify_days,
         verify_pages=config.verify_pages,
