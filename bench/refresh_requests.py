@@ -229,9 +229,11 @@ def allowance(years: int, n: int | None, minute: int, hour: int) -> None:
                 started = time.monotonic()
                 s = run_refresh(client, str(tmp / "cost.duckdb"), options("cost"))
                 seconds = time.monotonic() - started
-                # requests / allowance (the floor); the service's windows are fixed
-                # wall-clock minutes, so up to a minute's allowance can go at once
-                floor = max(s.requests_total / minute * 60, s.requests_total / hour * 3600)
+                # requests / allowance (the floor): the minute's, and the hour's once a
+                # refresh needs more than one hour's; the service's windows are fixed wall-clock
+                # minutes, so up to a minute's allowance can go at once (below the floor)
+                n = s.requests_total
+                floor = n / minute * 60 + (math.ceil(n / hour) - 1) * 3600
                 print(
                     f"{label:<20} {s.requests_total:>8} {seconds:>8.1f} {floor:>8.1f}", flush=True
                 )
