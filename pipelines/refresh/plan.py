@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from centsync.transform.calendar import (
     add_months,
@@ -269,6 +269,8 @@ class HistoryPlan:
 
     parts: list[Part]
     hot_rows: int  # local rows in the hot window (always re-read)
+    # the months rolling verification would re-read after it ('YYYY-MM': rows)
+    verify: dict[str, int] = field(default_factory=dict)
 
     @property
     def everything(self) -> bool:
@@ -283,7 +285,7 @@ class HistoryPlan:
         """The parts proven by fingerprints."""
         return [p for p in self.parts if not p.read]
 
-    def estimate(self, verify_pages: int = 0) -> int:
+    def estimate(self) -> int:
         """Requests the refresh should spend when nothing differs (FIXED_REQUESTS included)."""
         rows = self.hot_rows + sum(p.rows for p in self.parts)
         if self.everything:
@@ -294,8 +296,17 @@ class HistoryPlan:
         )
         proven = self.proven()
         proofs = FINGERPRINT_REQUESTS * len(proven)
-        share = sum(p.verify_pages for p in proven)
-        verification = (max(verify_pages, math.ceil(share)) + 1) if proven else 0
+        verification = sum(
+            1
+            + max(
+                1,
+                math.ceil(
+                    sum(r for m, r in self.verify.items() if lo <= parse_month(m) <= hi) / PAGE
+                ),
+            )
+            for lo, hi in month_windows(self.verify)
+            if lo is not None
+        )
         hot = 1 + max(1, math.ceil(self.hot_rows / PAGE))
         return FIXED_REQUESTS + reads + proofs + verification + hot
 
@@ -374,12 +385,15 @@ def plan_history(
     share: float,
     due_before: dt.datetime,
     plan: str = "cost",
+    verify_pages: int = 0,
 ) -> HistoryPlan:
     """The plan of an incremental refresh, from the local months (month 'YYYY-MM', rows,
     verified_at; as `verification_order` gives them): the years before the hot window that hold
     rows are priced one by one, and the years between them that hold none are one part (proved
     by a zero count or read with a neighbour for nothing). With `plan="fingerprints"` every part
-    is proven (the plan before issue 26)."""
+    is proven (the plan before issue 26). `verify_pages` is rolling verification's least budget
+    (negative: verification is off), so the plan knows which months it would re-read too."""
+    months = list(months)
     hot_rows = 0
     by_year: dict[int, list[tuple[int, bool]]] = {}
     for month, rows, verified_at in months:
@@ -404,7 +418,20 @@ def plan_history(
         parts.append(_gap(cursor, end, share))
     if plan == "fingerprints":
         parts = [replace(p, read_cost=math.inf) for p in parts]
-    return HistoryPlan(parts, hot_rows)
+    history = HistoryPlan(parts, hot_rows)
+    if history.everything or verify_pages < 0:
+        return history
+    # what rolling verification would re-read after the plan (steps._verify_oldest)
+    before = [m for m in months if parse_month(m[0]) < hot_start]
+    read = [
+        ("0000-01" if lo is None else month_key(lo), month_key(hi))
+        for lo, hi in history.read_windows()
+    ]
+    total = math.ceil(sum(r for _, r, _ in before) / PAGE)
+    budget = max(verify_pages, min(math.ceil(total * share), total))
+    # in the order given: verified longest ago first, as Fingerprints.verification_order
+    verify = months_to_verify(before, budget=budget, due_before=due_before, read=read)
+    return replace(history, verify=verify)
 
 
 # ---- locating a difference: spending by month, then bisection (issue 26) -----------------------

@@ -455,6 +455,7 @@ def history_plan(
         share=plan.verification_share(last, now, period) if verifying else 0.0,
         due_before=now - period if verifying else dt.datetime.min.replace(tzinfo=dt.UTC),
         plan=options.plan,
+        verify_pages=options.verify_pages if verifying else -1,
     )
 
 
@@ -510,7 +511,7 @@ def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict
         history = history_plan(
             months, meta.get("verify.last_at"), options, hot_start=hot_start, now=now
         )
-        out["estimate"] = history.estimate(options.verify_pages)
+        out["estimate"] = history.estimate()
         out["parts"] = [plan.describe(p) for p in history.parts]
         out["hot_rows"] = history.hot_rows
         out["everything"] = history.everything

@@ -27,7 +27,7 @@ def _months(
 
 
 def _plan(months: list[tuple[str, int, dt.datetime | None]], **given: object) -> plan.HistoryPlan:
-    values: dict[str, object] = {"share": 1 / 7, "due_before": DUE}
+    values: dict[str, object] = {"share": 1 / 7, "due_before": DUE, "verify_pages": 4}
     values.update(given)
     return plan.plan_history(months, HOT, **values)  # type: ignore[arg-type]
 
@@ -49,7 +49,7 @@ def test_a_household_rereads_everything_at_the_cost_of_a_first_sync() -> None:
     assert history.everything and not history.proven()
     rows = 48 * 121
     assert history.hot_rows == 48 * 2
-    assert history.estimate(verify_pages=4) == plan.full_read_requests(rows)
+    assert history.estimate() == plan.full_read_requests(rows)
     assert plan.full_read_requests(rows) == 11 + 1 + math.ceil(rows / 200)  # 41
     assert history.read_windows() == [(None, HOT - dt.timedelta(days=1))]
 
@@ -58,9 +58,17 @@ def test_a_big_ledger_proves_its_years_and_the_estimate_counts_what_it_spends() 
     history = _plan(_months("2017-01", "2026-11", 1_700), share=0.0)
     assert not history.everything and not history.read_windows()
     assert len(history.proven()) == 10
-    # fixed 11, 3 a year, the verification minimum (4 pages) and its check, the hot window
-    # (3,400 rows: 17 pages) and its check
-    assert history.estimate(verify_pages=4) == 11 + 30 + 5 + 18
+    # fixed 11, 3 a year, the hot window (3,400 rows: 17 pages) and its check; no month is due
+    # and none (9 pages) fits the 4-page minimum of rolling verification
+    assert history.verify == {}
+    assert history.estimate() == 11 + 30 + 18
+    # a month due is always verified: its pages and its check
+    due = _plan([("2017-01", 1_700, None), *_months("2017-02", "2026-11", 1_700)], share=0.0)
+    assert due.verify == {"2017-01": 1_700}
+    assert due.estimate() == 11 + 30 + 18 + 9 + 1
+    # verification off: nothing is verified, due or not
+    off = _plan([("2017-01", 1_700, None), *_months("2017-02", "2026-11", 1_700)], verify_pages=-1)
+    assert off.verify == {} and off.estimate() == 11 + 30 + 18
 
 
 @pytest.mark.parametrize(("rows", "read"), [(600, True), (601, False)])
@@ -125,7 +133,7 @@ def test_the_fingerprints_plan_proves_every_part() -> None:
     # what the refresh spent before issue 26 on a 10-year household, a refresh a day (52-53
     # measured): fixed 11, 3 x 11 years, a seventh of 5,808 rows (5 pages) and a check, the hot
     # window's page and check
-    assert history.estimate(verify_pages=4) == 11 + 33 + 6 + 2
+    assert history.estimate() == 11 + 33 + 6 + 2
 
 
 def test_the_verification_share_is_the_time_since_the_last_over_the_period() -> None:

@@ -139,6 +139,8 @@ def test_a_big_ledger_places_old_edits_in_their_months_and_rereads_only_those(
     planned = json.loads(out.strip().splitlines()[-1])["plan"]
     assert {p["choice"] for p in planned["parts"] if p["rows"] > 5_000} == {"prove"}
     quiet = env.refresh()
+    assert quiet["rows"]["changed"] == 0
+    assert quiet["requests"]["total"] == planned["estimate"]  # the estimate, when nothing differs
     state = env.sb.state()
     tx = state["transactions"]
     expense = _old(tx, "expense", "2024-05")[3]
