@@ -169,6 +169,7 @@ def one(years: int, n: int | None, plans: list[str]) -> None:
                     s, _, seconds = got[plan]
                     got[plan] = (s, exact(tmp / f"{plan}.duckdb", state), seconds)
                 rows.append((label, len(state["transactions"]), got))
+                print_row(rows[-1], plans)  # as it comes: a long history prints as it goes
 
             step("first sync")
             step("at once, no change")
@@ -188,25 +189,33 @@ def one(years: int, n: int | None, plans: list[str]) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def print_row(
+    row: tuple[str, int, dict[str, tuple[RefreshSummary, bool, float]]], plans: list[str]
+) -> None:
+    """One refresh's line of the table (the header printed first)."""
+    label, count, got = row
+    line = f"{label:<20} {count:>9,} {math.ceil(count / 200) + 12:>11}"
+    for plan in plans:
+        s, ok, seconds = got[plan]
+        line += (
+            f" | {s.requests_total:>12} {located(s):>7} {'yes' if ok else 'NO':>5} {seconds:>6.1f}"
+        )
+    print(line, flush=True)
+
+
 def print_table(
     years: int,
     rows: list[tuple[str, int, dict[str, tuple[RefreshSummary, bool, float]]]],
     plans: list[str],
 ) -> None:
+    """The whole table again, once every refresh is done."""
     print(f"\n{years} years of history, {rows[-1][1]:,} transactions at the end")
     head = f"{'refresh':<20} {'rows':>9} {'re-read all':>11}"
     for plan in plans:
         head += f" | {plan:>12} {'located':>7} {'exact':>5} {'s':>6}"
     print(head)
-    for label, count, got in rows:
-        line = f"{label:<20} {count:>9,} {math.ceil(count / 200) + 12:>11}"
-        for plan in plans:
-            s, ok, seconds = got[plan]
-            line += (
-                f" | {s.requests_total:>12} {located(s):>7} {'yes' if ok else 'NO':>5}"
-                f" {seconds:>6.1f}"
-            )
-        print(line, flush=True)
+    for row in rows:
+        print_row(row, plans)
 
 
 def allowance(years: int, n: int | None, minute: int, hour: int) -> None:
