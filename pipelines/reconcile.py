@@ -21,7 +21,13 @@ import polars as pl
 from centsync.extract import ApiClient
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
-from centsync.transform.calendar import add_months, month_end, month_start, parse_month
+from centsync.transform.calendar import (
+    add_months,
+    month_end,
+    month_start,
+    months_between,
+    parse_month,
+)
 from centsync.warehouse import marts as store
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
@@ -31,6 +37,9 @@ from centsync.warehouse.session import checkpoint
 Source = Literal["refresh", "offline", "live"]
 # Confirmation requests a reconciliation may spend on differing months (one summary each).
 CONFIRM_MONTHS = 12
+# Requests a reconciliation may spend placing differing categories and merchants in their
+# months (one spending request per halving, shared by every differing subject of a grouping).
+NARROW_REQUESTS = 15
 
 
 @dataclass
@@ -201,6 +210,59 @@ def compare(
     return rules.with_status(pl.concat(parts, how="vertical_relaxed"))
 
 
+def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: int) -> pl.DataFrame:
+    """Place each category and merchant that differs over a range in the months it differs
+    in, with the service's own aggregates: bisection over the range's months, one spending
+    request per halving for every differing subject of a grouping at once (the other half is
+    the range less the asked one), at most `budget` requests in all. Month rows, or none."""
+    wide = rules.to_narrow(results)
+    found: list[tuple[str, dt.date, str | None, str, rules.Cell, rules.Cell]] = []
+    left = [budget]
+    for (check,), rows in wide.group_by("check", maintain_order=True):
+        group_by = str(check).split(".", 1)[1]
+        for (lo, hi), part in rows.group_by(["from_date", "to_date"], maintain_order=True):
+            server = {
+                r["subject"]: (r["server_cents"], r["server_count"])
+                for r in part.iter_rows(named=True)
+            }
+            labels = {r["subject"]: r["label"] for r in part.iter_rows(named=True)}
+            months = months_between(lo, hi)
+            for month, subject, local, there in _bisect(
+                client, tx.lazy(), group_by, months, server, left
+            ):
+                found.append((str(check), month, subject, labels[subject], local, there))
+    return rules.month_rows(found)
+
+
+def _bisect(
+    client: ApiClient,
+    tx: pl.LazyFrame,
+    group_by: str,
+    months: list[dt.date],
+    server: dict[str | None, rules.Cell],
+    left: list[int],
+) -> list[tuple[dt.date, str | None, rules.Cell, rules.Cell]]:
+    """The (month, subject, local, server) that differ among `months`, given the service's
+    spending of each subject over them (`left`: requests still allowed, shared)."""
+    local = rules.subject_spending(tx, group_by, months[0], month_end(months[-1]))
+    differ = {s: v for s, v in server.items() if local.get(s, (0, 0)) != v}
+    if not differ:
+        return []
+    if len(months) == 1:
+        return [(months[0], s, local.get(s, (0, 0)), v) for s, v in differ.items()]
+    if left[0] <= 0:
+        return []  # out of requests: the range's own comparison stays the narrowest
+    left[0] -= 1
+    older, newer = months[: len(months) // 2], months[len(months) // 2 :]
+    got = client.spending(older[0], month_end(older[-1]), group_by=group_by)
+    asked = {r["key"]: (r["amount"], r["count"]) for r in got.rows.iter_rows(named=True)}
+    first = {s: asked.get(s, (0, 0)) for s in differ}
+    rest = {s: (v[0] - first[s][0], v[1] - first[s][1]) for s, v in differ.items()}
+    return _bisect(client, tx, group_by, older, first, left) + _bisect(
+        client, tx, group_by, newer, rest, left
+    )
+
+
 def gather_evidence(
     con: duckdb.DuckDBPyConnection,
     results: pl.DataFrame,
@@ -339,6 +401,10 @@ def reconcile(
         mart_rows = rebuild_marts(con, service_today(aggregates), tx)
         marts_seconds = time.perf_counter() - t0
     results = compare(con, aggregates, tx)
+    if client is not None and source != "live":  # live compares every month already
+        narrowed = narrow(results, tx, client, NARROW_REQUESTS)
+        if narrowed.height:
+            results = pl.concat([results, narrowed], how="vertical_relaxed")
     evidence = gather_evidence(con, results, client, rid)
     evidence.net_worth_read_first = source != "live"
     results = rules.explain(results, evidence)

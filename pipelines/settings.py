@@ -206,6 +206,12 @@ class Settings:
         "",
         shown="`<warehouse name>.sandbox` beside the warehouse",
     )
+    plan: str = _setting(
+        "CENTSYNC_PLAN",
+        "How an incremental refresh makes sure of the history: `cost` (re-read each part "
+        "whose pages cost no more than proving it) or `fingerprints` (prove every part).",
+        "cost",
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -237,6 +243,12 @@ class Settings:
                 values[f.name] = _number(f.metadata["env"], raw, float, "a number of days")
             elif f.name == "verify_pages":
                 values[f.name] = _number(f.metadata["env"], raw, int, "a whole number of pages")
+            elif f.name == "plan":
+                if raw.lower() not in ("cost", "fingerprints"):
+                    raise ConfigurationError(
+                        f"CENTSYNC_PLAN={raw!r} is not known; use 'cost' or 'fingerprints'"
+                    )
+                values[f.name] = raw.lower()
             elif f.name == "progress":
                 values[f.name] = True
             elif f.name == "api_base_url":

@@ -364,3 +364,62 @@ def narrowest_first(results: pl.DataFrame) -> pl.DataFrame:
         .sort("_rank", "_span", "check", "scope")
         .drop("_rank", "_span")
     )
+
+
+# ---- narrowing a category or merchant to its months (issue 26) --------------------------------
+
+# (cents, rows) of one subject of a spending grouping
+Cell = tuple[int, int]
+
+
+def subject_spending(
+    tx: pl.LazyFrame, group_by: str, lo: dt.date, hi: dt.date
+) -> dict[str | None, Cell]:
+    """The local spending of lo..hi grouped as the service groups it (subject: (cents, rows))."""
+    exp = expenses(tx).select(
+        "booked_at", "amount", pl.col("category_id").alias("category"), "concept"
+    )
+    local = _local_spending(exp, group_by, lo, hi, None).collect()
+    return {
+        r["subject"]: (int(r["local_cents"]), int(r["local_count"]))
+        for r in local.iter_rows(named=True)
+    }
+
+
+def to_narrow(results: pl.DataFrame) -> pl.DataFrame:
+    """The differing categories and merchants compared over more than one month: the widest
+    comparison of each (group, subject), to be placed in its months."""
+    return (
+        results.filter(
+            pl.col("check").is_in(["spending.category", "spending.merchant"])
+            & (pl.col("status") == "differ")
+            & pl.col("from_date").is_not_null()
+            & pl.col("to_date").is_not_null()
+            & ((pl.col("to_date") - pl.col("from_date")).dt.total_days() > 31)
+        )
+        .with_columns(_span=(pl.col("to_date") - pl.col("from_date")).dt.total_days())
+        .sort("_span", descending=True)
+        .unique(["check", "subject"], keep="first", maintain_order=True)
+        .drop("_span")
+    )
+
+
+def month_rows(found: list[tuple[str, dt.date, str | None, str, Cell, Cell]]) -> pl.DataFrame:
+    """Comparison rows of single months, from (check, month, subject, label, local, server):
+    what narrowing found, scoped `YYYY-MM/label` like a month's own spending request."""
+    rows: list[dict[str, object]] = [
+        {
+            "check": check,
+            "scope": f"{month:%Y-%m}/{label}",
+            "subject": subject,
+            "label": label,
+            "from_date": month,
+            "to_date": month_end(month),
+            "local_cents": local[0],
+            "server_cents": server[0],
+            "local_count": local[1],
+            "server_count": server[1],
+        }
+        for check, month, subject, label, local, server in found
+    ]
+    return with_status(_frame(rows))

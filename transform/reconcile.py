@@ -18,7 +18,9 @@ shows the local copy is exactly what the service sent and the service changed af
 - transaction totals (`transactions.income`, `.expense`, `.transfer`, `.net`, with the counts
   on `.net`): each `/v1/transactions/summary` the refresh made;
 - accounts (`accounts.assets`, `.liabilities`, `.net_worth`, `.by_type`) and net worth
-  (`net_worth.assets`, `.liabilities`, `.total`).
+  (`net_worth.assets`, `.liabilities`, `.total`);
+- a category or merchant that differs over a range is placed in its months (`to_narrow`,
+  `month_rows`: scope `YYYY-MM/label`) with the service's spending of halves of the range.
 """
 
 from __future__ import annotations
@@ -27,11 +29,15 @@ from centsync.transform.compare import (
     EPOCH,
     RESULT_SCHEMA,
     STATUS_ORDER,
+    Cell,
     account_checks,
+    month_rows,
     narrowest_first,
     period_label,
     spending_checks,
+    subject_spending,
     summary_checks,
+    to_narrow,
     verdict,
     with_status,
 )
@@ -46,15 +52,19 @@ __all__ = [
     "RULES",
     "STATUS_ORDER",
     "TX_FIELDS",
+    "Cell",
     "Evidence",
     "Explanation",
     "account_checks",
     "diff_rows",
     "explain",
+    "month_rows",
     "narrowest_first",
     "period_label",
     "spending_checks",
+    "subject_spending",
     "summary_checks",
+    "to_narrow",
     "verdict",
     "with_status",
 ]

@@ -115,3 +115,19 @@ class Fingerprints(Session):
     def schema_version(self) -> int:
         """The migration version of this file."""
         return current_version(self.con)
+
+
+def local_spending_by_month(
+    con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.date
+) -> dict[str, tuple[int, int]]:
+    """Spending per month ('YYYY-MM': (cents, rows)) of the expense rows booked in ``lo``..``hi``:
+    the local side of the spending endpoint grouped by month."""
+    con.complete()
+    rows = con.execute(
+        """
+        SELECT strftime(booked_at, '%Y-%m'), sum(amount)::BIGINT, count(*)::BIGINT
+        FROM core.transactions WHERE type = 'expense' AND booked_at BETWEEN ? AND ? GROUP BY 1
+        """,
+        [lo or EPOCH, hi],
+    ).fetchall()
+    return {str(m): (int(a), int(n)) for m, a, n in rows}

@@ -394,3 +394,25 @@ def rejected_in_latest_refresh(con: duckdb.DuckDBPyConnection) -> tuple[int, str
     ).fetchone()
     n, reason = row or (0, None)
     return int(n), None if reason is None else str(reason)
+
+
+# --- planner ---------------------------------------------------------------------------------
+
+
+def months_by_verification(
+    con: duckdb.DuckDBPyConnection,
+) -> list[tuple[str, int, dt.datetime | None]]:
+    """Months with local rows as (month 'YYYY-MM', rows, verified_at), verified longest ago
+    first: what the refresh's plan prices (the same as `Warehouse.verification_order`)."""
+    try:
+        rows = con.execute(
+            """
+            SELECT strftime(t.month, '%Y-%m') AS month, count(*)::BIGINT AS rows,
+                   any_value(coalesce(s.verified_at, s.read_at)) AS verified_at
+            FROM core.transactions t LEFT JOIN ops.month_state s ON s.month = t.month
+            GROUP BY t.month ORDER BY verified_at NULLS FIRST, t.month
+            """
+        ).fetchall()
+    except duckdb.CatalogException:
+        return []
+    return [(str(m), int(n), v) for m, n, v in rows]

@@ -75,9 +75,22 @@ def run_refresh_job(
 @click.option(
     "--report", "with_report", is_flag=True, help="Write the HTML reconciliation report too."
 )
+@click.option(
+    "--plan",
+    "--dry-run",
+    "dry_run",
+    is_flag=True,
+    help="Print what the refresh would read and prove and its request estimate; write nothing.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def refresh(
-    full: bool, hot: bool, months: str, rebind: bool, with_report: bool, as_json: bool
+    full: bool,
+    hot: bool,
+    months: str,
+    rebind: bool,
+    with_report: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Bring the warehouse exactly in step with the service, spending the fewest requests.
 
@@ -88,6 +101,9 @@ def refresh(
     JSON_OUTPUT.set(as_json)
     mode, months = _mode(full, hot, months)
     config = settings()
+    if dry_run:
+        _plan(config, mode, months, as_json)
+        return
     started = time.monotonic()
     with runner.interruptible(), embedded_api(config, rebind=rebind) as run_settings:
         run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
@@ -101,6 +117,33 @@ def refresh(
             click.echo(f"Report: {run.refresh.report_path}")
     if report["exit_code"]:
         raise SystemExit(report["exit_code"])
+
+
+def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
+    """`refresh --plan`: the plan and its estimate, from the warehouse read only and the
+    requests that tell the service's today and timezone (steps.preview); writes nothing."""
+    from centsync.pipelines.defs.resources import api_client
+    from centsync.pipelines.refresh.steps import preview
+    from centsync.pipelines.refresh.summary import Mode, RefreshOptions
+
+    forced: tuple[str, str] | None = None
+    if months:
+        first, last = months.split("..", 1)
+        forced = (first, last)
+    kind: Mode = "full" if mode == "full" else "hot" if mode == "hot" else "auto"
+    options = RefreshOptions(
+        mode=kind,
+        months=forced,
+        verify_days=config.verify_days,
+        verify_pages=config.verify_pages,
+        plan=config.plan,
+    )
+    with embedded_api(config) as run_settings, api_client(run_settings) as client:
+        plan = preview(client, config.warehouse, options)
+    if as_json:
+        click.echo(json.dumps({"plan": plan}))
+    else:
+        render.refresh_plan(plan)
 
 
 def _mode(full: bool, hot: bool, months: str) -> tuple[str, str]:

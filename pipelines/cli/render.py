@@ -80,6 +80,30 @@ def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = Tr
         refresh_verdict(result)
 
 
+def refresh_plan(plan: dict[str, Any]) -> None:
+    """`refresh --plan`: what the refresh would read and prove, and its request estimate."""
+    click.echo(
+        f"Refresh plan ({plan['mode']}: {plan['reason']}); the service's today is "
+        f"{plan['today']}, the hot window starts {plan['hot_window_from']}.\n"
+        f"Nothing was read or written: {plan['requests_spent']} request(s) spent to learn that."
+    )
+    if plan["parts"]:
+        click.echo(
+            f"  {'part':<12} {'from':<10} {'to':<10} {'rows':>9} {'read':>6} {'prove':>7}  choice"
+        )
+        for p in plan["parts"]:
+            read = "-" if p["read_cost"] is None else f"{p['read_cost']:.0f}"
+            click.echo(
+                f"  {p['part']:<12} {p['from'] or 'open':<10} {p['to']:<10} {p['rows']:>9,} "
+                f"{read:>6} {p['prove_cost']:>7.1f}  {p['choice']}"
+            )
+        click.echo(f"  hot window: {plan['hot_rows']:,} rows, always re-read")
+    click.echo(
+        f"Estimate: about {plan['estimate']} requests if nothing differs "
+        f"(re-reading everything: {plan['reread_everything']})."
+    )
+
+
 def refresh_verdict(result: RefreshResult) -> None:
     """The verdict of the refresh's reconciliation, with its first differences."""
     recon = result.reconciliation

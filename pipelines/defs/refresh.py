@@ -317,6 +317,7 @@ def refresh_assets(
             # the embedded sandbox listens on a new port each time: the CLI names it
             source=settings.source,
             duckdb_memory=settings.duckdb_memory,
+            plan=settings.plan,
         )
         yield from _run(context, settings, options)
 

@@ -29,6 +29,10 @@ from centsync.warehouse.fingerprints import (
 
 # Count and sums per type; spending per category; spending per merchant: (key, cents, rows).
 Fingerprint = tuple[tuple[int, ...], frozenset[tuple[Any, ...]], frozenset[tuple[Any, ...]]]
+# The same with the components not asked for left None (bisection asks only for what differs).
+Partial = tuple[
+    tuple[int, ...] | None, frozenset[tuple[Any, ...]] | None, frozenset[tuple[Any, ...]] | None
+]
 
 
 def _rows(spending: Any) -> frozenset[tuple[Any, ...]]:
@@ -71,4 +75,68 @@ def local(con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.date) -> Fi
         local_totals(con, lo, hi),
         frozenset(categories.iter_rows()),
         frozenset(merchants.iter_rows()),
+    )
+
+
+def server_spending_by_month(
+    client: ApiClient, lo: dt.date | None, hi: dt.date
+) -> dict[str, tuple[int, int]]:
+    """Spending per month ('YYYY-MM': (cents, rows)) of a range: one request, the fastest way
+    to place a changed expense in its month."""
+    got = client.spending(lo or EPOCH, hi, group_by="month")
+    return {str(r["key"]): (r["amount"], r["count"]) for r in got.rows.iter_rows(named=True)}
+
+
+def _cells(rows: frozenset[tuple[Any, ...]]) -> dict[Any, tuple[int, int]]:
+    return {key: (amount, count) for key, amount, count in rows}
+
+
+def _minus(whole: frozenset[tuple[Any, ...]], part: frozenset[tuple[Any, ...]]) -> frozenset[Any]:
+    left, right = _cells(whole), _cells(part)
+    rest = set()
+    for key in left.keys() | right.keys():
+        amount = left.get(key, (0, 0))[0] - right.get(key, (0, 0))[0]
+        count = left.get(key, (0, 0))[1] - right.get(key, (0, 0))[1]
+        if count or amount:
+            rest.add((key, amount, count))
+    return frozenset(rest)
+
+
+def subtract(whole: Partial, part: Partial) -> Partial:
+    """The fingerprint of the rest of a range, from the whole range's and one part's (each
+    component None where unknown): counts and sums add up over ranges, so the other half of a
+    bisection costs no request."""
+    t, c, m = whole
+    pt, pc, pm = part
+    totals = None if t is None or pt is None else tuple(a - b for a, b in zip(t, pt, strict=True))
+    return (
+        totals,
+        None if c is None or pc is None else _minus(c, pc),
+        None if m is None or pm is None else _minus(m, pm),
+    )
+
+
+def differing(server: Partial, local: Fingerprint) -> tuple[int, ...]:
+    """The components (0 totals, 1 category, 2 merchant) known on the service's side that differ."""
+    return tuple(i for i in range(3) if server[i] is not None and server[i] != local[i])
+
+
+def server_parts(
+    client: ApiClient, lo: dt.date | None, hi: dt.date, parts: tuple[int, ...]
+) -> Partial:
+    """Only the components `parts` of a range's fingerprint (one request each, made at once):
+    bisection asks for what still differs, nothing else."""
+    calls = {
+        0: lambda c: c.transactions_summary(lo, hi),
+        1: lambda c: c.spending(lo or EPOCH, hi, group_by="category"),
+        2: lambda c: c.spending(lo or EPOCH, hi, group_by="merchant"),
+    }
+    got = dict(zip(parts, client.gather(*(calls[i] for i in parts)), strict=True))
+    summary = got.get(0)
+    return (
+        None
+        if summary is None
+        else (summary.count, summary.income, summary.expense, summary.transfer),
+        _rows(got[1]) if 1 in got else None,
+        _rows(got[2]) if 2 in got else None,
     )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass, field, replace
 
 from centsync.transform.calendar import (
     add_months,
@@ -245,3 +246,256 @@ def window_months(
         if lo is None or hi is None:
             return []
     return [month_key(m) for m in months_between(lo, hi)]
+
+
+# ---- the cost-based plan (issue 26): per part of the history, read it or prove it -------------
+
+# The chance that a year proven by fingerprints differs and must be drilled into. An assumption,
+# not a measurement of a user's edits: old years rarely change (bank feeds land in the hot
+# window), and one edit a month somewhere in ten years makes about one year in ten differ.
+DRILL_CHANCE = 0.1
+# Requests every refresh spends whatever the plan: me, settings, net worth, accounts,
+# connections, sync status, accounts summary, spending by category, merchant and month, and the
+# whole-ledger summary landed for reconciliation.
+FIXED_REQUESTS = 11
+# The plans a refresh may follow: priced (the cheapest way to be sure of each part), or every
+# part proven by fingerprints (fewest pages, some edits left to rolling verification).
+PLANS = ("cost", "fingerprints")
+
+
+@dataclass(frozen=True)
+class Part:
+    """A part of the history before the hot window (a year holding local rows, or the years
+    without any between them), with what re-reading it and proving it would cost."""
+
+    label: str  # "2023", or "2019..2022" for years holding no local rows
+    range: Range  # open below for the first part
+    rows: int  # local rows
+    months: int  # months holding local rows (what drilling fingerprints)
+    read_cost: float  # its pages
+    prove_cost: float  # fingerprints, the expected drilling and its verification share
+    verify_pages: float = 0.0  # of which: what rolling verification would read of it
+
+    @property
+    def read(self) -> bool:
+        """Re-read when that costs no more than proving it (it is then exact, with no bound)."""
+        return self.read_cost <= self.prove_cost
+
+
+@dataclass(frozen=True)
+class HistoryPlan:
+    """What an incremental refresh does with the history before the hot window."""
+
+    parts: list[Part]
+    hot_rows: int  # local rows in the hot window (always re-read)
+    # the months rolling verification would re-read after it ('YYYY-MM': rows)
+    verify: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def everything(self) -> bool:
+        """Every part is re-read: the refresh reads the whole ledger as a first sync would."""
+        return all(p.read for p in self.parts)
+
+    def read_windows(self) -> list[Range]:
+        """The parts re-read, adjacent ones merged into one window each."""
+        return contiguous((p.range[0], p.range[1]) for p in self.parts if p.read)
+
+    def proven(self) -> list[Part]:
+        """The parts proven by fingerprints."""
+        return [p for p in self.parts if not p.read]
+
+    def estimate(self) -> int:
+        """Requests the refresh should spend when nothing differs (FIXED_REQUESTS included)."""
+        rows = self.hot_rows + sum(p.rows for p in self.parts)
+        if self.everything:
+            return full_read_requests(rows)
+        reads = sum(
+            1 + max(1, math.ceil(sum(p.rows for p in self.parts if _within(p, w)) / PAGE))
+            for w in self.read_windows()
+        )
+        proven = self.proven()
+        proofs = FINGERPRINT_REQUESTS * len(proven)
+        verification = sum(
+            1
+            + max(
+                1,
+                math.ceil(
+                    sum(r for m, r in self.verify.items() if lo <= parse_month(m) <= hi) / PAGE
+                ),
+            )
+            for lo, hi in month_windows(self.verify)
+            if lo is not None
+        )
+        hot = 1 + max(1, math.ceil(self.hot_rows / PAGE))
+        return FIXED_REQUESTS + reads + proofs + verification + hot
+
+
+def full_read_requests(rows: int) -> int:
+    """Requests a read of the whole ledger spends (a first sync, `--full`): FIXED_REQUESTS, the
+    summary before it, its pages, and for a big ledger its span (two one-row pages) and one
+    partial page per further window."""
+    pages_ = max(1, math.ceil(rows / PAGE))
+    if rows <= WINDOW_ROWS:
+        return FIXED_REQUESTS + 1 + pages_
+    return FIXED_REQUESTS + 1 + pages_ + 2 + math.ceil(rows / WINDOW_ROWS) - 1
+
+
+def describe(part: Part) -> dict[str, object]:
+    """A part as `refresh --plan` shows it."""
+    lo, hi = part.range
+    return {
+        "part": part.label,
+        "from": lo.isoformat() if lo is not None else None,
+        "to": hi.isoformat(),
+        "rows": part.rows,
+        "read_cost": part.read_cost if math.isfinite(part.read_cost) else None,
+        "prove_cost": round(part.prove_cost, 2),
+        "choice": "re-read" if part.read else "prove",
+    }
+
+
+def _within(part: Part, window: Range) -> bool:
+    lo, hi = window
+    inside_below = lo is None or (part.range[0] is not None and part.range[0] >= lo)
+    return inside_below and part.range[1] <= hi
+
+
+def verification_share(
+    last_at: dt.datetime | None, now: dt.datetime, period: dt.timedelta
+) -> float:
+    """The share of each month's pages rolling verification reads per refresh, from the time
+    since the last one (0 without one, at most 1)."""
+    if last_at is None or period.total_seconds() <= 0:
+        return 0.0
+    return min(1.0, max(0.0, (now - last_at).total_seconds() / period.total_seconds()))
+
+
+def price(
+    label: str,
+    rng: Range,
+    months: Sequence[tuple[int, bool]],
+    *,
+    share: float,
+    drill_chance: float = DRILL_CHANCE,
+) -> Part:
+    """A part priced from its months holding rows, each (rows, due for verification): read, its
+    pages; proved, FINGERPRINT_REQUESTS, the chance of a difference times the cheaper of locating it
+    (bisect_cost) and reading the part, and the pages rolling
+    verification would spend on it (a due month whole, the others their share). A part holding
+    no rows costs nothing to read with a neighbour, so it is read."""
+    rows = sum(r for r, _ in months)
+    pages_ = math.ceil(rows / PAGE)
+    drill = min(pages_ + 1, bisect_cost(rows, len(months)))
+    verify = sum(r if due else r * share for r, due in months) / PAGE
+    prove = FINGERPRINT_REQUESTS + drill_chance * drill + verify
+    return Part(label, rng, rows, len(months), float(pages_), prove, verify)
+
+
+def _gap(lo: dt.date, hi: dt.date, share: float) -> Part:
+    """Years holding no local rows, one part."""
+    label = str(lo.year) if lo.year == hi.year else f"{lo.year}..{hi.year}"
+    return price(label, (lo, hi), [], share=share)
+
+
+def plan_history(
+    months: Iterable[tuple[str, int, dt.datetime | None]],
+    hot_start: dt.date,
+    *,
+    share: float,
+    due_before: dt.datetime,
+    plan: str = "cost",
+    verify_pages: int = 0,
+) -> HistoryPlan:
+    """The plan of an incremental refresh, from the local months (month 'YYYY-MM', rows,
+    verified_at; as `verification_order` gives them): the years before the hot window that hold
+    rows are priced one by one, and the years between them that hold none are one part (proved
+    by a zero count or read with a neighbour for nothing). With `plan="fingerprints"` every part
+    is proven (the plan before issue 26). `verify_pages` is rolling verification's least budget
+    (negative: verification is off), so the plan knows which months it would re-read too."""
+    months = list(months)
+    hot_rows = 0
+    by_year: dict[int, list[tuple[int, bool]]] = {}
+    for month, rows, verified_at in months:
+        first = parse_month(month)
+        if first >= hot_start:
+            hot_rows += rows
+            continue
+        due = verified_at is None or verified_at <= due_before
+        by_year.setdefault(first.year, []).append((rows, due))
+    end = hot_start - dt.timedelta(days=1)
+    parts: list[Part] = []
+    day = dt.timedelta(days=1)
+    cursor: dt.date | None = None  # the first day not covered yet (None: open below)
+    for year in sorted(by_year) or [end.year]:
+        if cursor is not None and cursor < dt.date(year, 1, 1):
+            parts.append(_gap(cursor, dt.date(year, 1, 1) - day, share))
+            cursor = dt.date(year, 1, 1)
+        hi = min(dt.date(year, 12, 31), end)
+        parts.append(price(str(year), (cursor, hi), by_year.get(year, []), share=share))
+        cursor = hi + day
+    if cursor is not None and cursor <= end:
+        parts.append(_gap(cursor, end, share))
+    if plan == "fingerprints":
+        parts = [replace(p, read_cost=math.inf) for p in parts]
+    history = HistoryPlan(parts, hot_rows)
+    if history.everything or verify_pages < 0:
+        return history
+    # what rolling verification would re-read after the plan (steps._verify_oldest)
+    before = [m for m in months if parse_month(m[0]) < hot_start]
+    read = [
+        ("0000-01" if lo is None else month_key(lo), month_key(hi))
+        for lo, hi in history.read_windows()
+    ]
+    total = math.ceil(sum(r for _, r, _ in before) / PAGE)
+    budget = max(verify_pages, min(math.ceil(total * share), total))
+    # in the order given: verified longest ago first, as Fingerprints.verification_order
+    verify = months_to_verify(before, budget=budget, due_before=due_before, read=read)
+    return replace(history, verify=verify)
+
+
+# ---- locating a difference: spending by month, then bisection (issue 26) -----------------------
+
+
+def spending_months(
+    months: Sequence[Range], server: dict[str, tuple[int, int]], local: dict[str, tuple[int, int]]
+) -> list[Range]:
+    """The month ranges whose spending (expenses per month, the service's against the
+    warehouse's) differs; a month before the first range belongs to it (it is open below)."""
+    keys = [month_key(hi) for _, hi in months]
+    differ = set()
+    for key in server.keys() | local.keys():
+        if server.get(key) == local.get(key):
+            continue
+        differ.add(next((i for i, k in enumerate(keys) if key <= k), len(keys) - 1))
+    return [months[i] for i in sorted(differ)]
+
+
+def bisect_cost(rows: int, months: int, components: int = FINGERPRINT_REQUESTS) -> int:
+    """Requests to place one difference among `months` months by bisection and re-read its
+    month: `components` requests per halving, then the month's pages and check."""
+    halvings = math.ceil(math.log2(months)) if months > 1 else 0
+    return components * halvings + math.ceil(rows / max(1, months) / PAGE) + 1
+
+
+def read_rather_than_bisect(
+    rows: int | None, months: int, components: int = FINGERPRINT_REQUESTS
+) -> bool:
+    """Whether re-reading a differing range of `months` months (its pages and a check) costs
+    no more than bisecting it (bisect_cost). Without a known row count (the summary was not
+    asked for), bisect."""
+    if months <= 1:
+        return True
+    if rows is None:
+        return False
+    return math.ceil(rows / PAGE) + 1 <= bisect_cost(rows, months, components)
+
+
+def halves(months: Sequence[Range]) -> tuple[list[Range], list[Range]]:
+    """A range of months split in two (the older half first)."""
+    mid = len(months) // 2
+    return list(months[:mid]), list(months[mid:])
+
+
+def span(months: Sequence[Range]) -> Range:
+    """One range from the first month's start to the last month's end."""
+    return months[0][0], months[-1][1]

@@ -12,6 +12,7 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -25,9 +26,9 @@ from centsync.pipelines.refresh.plan import Range, Window
 from centsync.pipelines.refresh.read import WindowRead, WindowReader
 from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
 from centsync.transform.calendar import contiguous, month_key, parse_month
-from centsync.warehouse import Warehouse
+from centsync.warehouse import Warehouse, connect_readonly
 from centsync.warehouse import reads as warehouse_reads
-from centsync.warehouse.fingerprints import local_totals
+from centsync.warehouse.fingerprints import local_spending_by_month, local_totals
 
 log = logging.getLogger("centsync.refresh")
 
@@ -59,6 +60,7 @@ class Refresher:
         self.summary = RefreshSummary(refresh_id=warehouse.refresh_id or "", source=source)
         # the service's answers, landed in server.* for reconciliation
         self.summaries: list[dict[str, Any]] = []
+        self.history: plan.HistoryPlan | None = None  # the cost-based plan, when one was made
         self.spendings: list[dict[str, Any]] = []
         self.reader = WindowReader(
             client,
@@ -97,7 +99,7 @@ class Refresher:
         elif self.summary.mode == "full":
             self._full(today, hot_start)
         else:
-            self._incremental(hot_start, now)
+            self._incremental(today, hot_start, now)
         # Snapshots and aggregates after the ledger: balances then include every row the
         # ledger read saw. They are independent of each other: asked for at once.
         self._after_ledger(today)
@@ -116,12 +118,16 @@ class Refresher:
         if warning is not None:
             self.summary.warnings.append(warning)
 
-    def _incremental(self, hot_start: dt.date, now: dt.datetime) -> None:
+    def _incremental(self, today: dt.date, hot_start: dt.date, now: dt.datetime) -> None:
         """Prove the history by fingerprints (not in `hot` mode), read back what the write-back
         changed, verify the months verified longest ago, and read the hot window."""
         incremental = self.summary.mode == "incremental"
         if incremental:
-            self._check_history(self.warehouse.months_present(), hot_start)
+            history = self._history_plan(hot_start, now)
+            if history.everything:
+                self._read_everything(history, today, hot_start)
+                return
+            self._follow(history)
         for window in plan.written_windows(self.written_months, hot_start):
             self._read([window], reason="written back")
         if incremental:
@@ -261,35 +267,94 @@ class Refresher:
         return last, newest.get_column("booked_at")[0], total
 
     def _check_history(self, present: list[str], hot_start: dt.date) -> None:
-        """Per-year fingerprints of everything before the hot window; drill into years that differ.
-
-        Every year's fingerprint is asked for at once (one round trip), then compared in order.
-        """
+        """Per-year fingerprints of everything before the hot window; drill into years that differ."""
         first_local = parse_month(present[0])
         data_years = {int(month[:4]) for month in present}
         years = plan.history_years(first_local, hot_start, data_years)
-        found = self._fingerprints([year_range for _, year_range in years], "year")
-        for (year, year_range), server in zip(years, found, strict=True):
-            months = plan.month_ranges(year_range, first_local)
+        self._prove([(str(year), year_range) for year, year_range in years], first_local)
+
+    def _prove(self, parts: list[tuple[str, Range]], first_local: dt.date) -> None:
+        """Prove parts of the history by their fingerprints, all asked for at once (one round
+        trip); a part that differs is re-read whole when that is cheaper than drilling into its
+        months, else only its differing months are."""
+        found = self._fingerprints([part_range for _, part_range in parts], "year")
+        for (label, part_range), server in zip(parts, found, strict=True):
+            months = plan.month_ranges(part_range, first_local)
             self.summary.months_checked += len(months)
-            if server == fp.local(self.warehouse.con, *year_range):
+            if server == fp.local(self.warehouse.con, *part_range):
                 continue
             count = server[0][0]
-            # Drilling costs three requests a month; re-reading the year costs its pages. Years
-            # that held nothing are read whole: what the service holds there is all new.
-            if plan.is_gap(year_range) or plan.cheaper_to_read(count, len(months)):
+            # Locating the difference costs a few requests per halving; re-reading, the pages.
+            # Years that held nothing locally are read whole: what the service holds there is
+            # all new.
+            if plan.is_gap(part_range) or plan.read_rather_than_bisect(count, len(months)):
                 if self.options.expect is not None:
                     self.options.expect(count)
-                self._read([year_range], reason=f"year {year} differs")
+                self._read([part_range], reason=f"year {label} differs")
                 continue
-            per_month = self._fingerprints(months, "month")
-            differing = [
-                month
-                for month, got in zip(months, per_month, strict=True)
-                if got != fp.local(self.warehouse.con, *month)
-            ]
-            for window in contiguous(differing):
-                self._read([window], reason=f"month differs in {year}")
+            self._locate(label, months, server)
+
+    def _locate(self, label: str, months: list[Range], server: fp.Fingerprint) -> None:
+        """Find the months of a differing part and re-read them: spending by month first when
+        its expenses differ (one request places every changed expense), then bisection on what
+        still differs (one request per differing component and halving; the other half is the
+        difference). Should the part still differ after that, it is re-read whole."""
+        lo, hi = plan.span(months)
+        local = fp.local(self.warehouse.con, lo, hi)
+        if server[0][0] != local[0][0] or server[0][2] != local[0][2]:  # count or expenses
+            found = plan.spending_months(
+                months,
+                fp.server_spending_by_month(self.client, lo, hi),
+                local_spending_by_month(self.warehouse.con, lo, hi),
+            )
+            for window in contiguous(found):
+                self._read([window], reason=f"month differs in {label}")
+        self._bisect(label, months, server)
+        if fp.local(self.warehouse.con, lo, hi) != server:
+            self._read([(lo, hi)], reason=f"year {label} differs")
+
+    def _bisect(self, label: str, months: list[Range], server: fp.Partial) -> None:
+        """Re-read the months of `months` whose rows differ from `server` (their fingerprint,
+        the components known)."""
+        parts = fp.differing(server, fp.local(self.warehouse.con, *plan.span(months)))
+        if not parts:
+            return
+        count = server[0][0] if server[0] is not None else None
+        if plan.read_rather_than_bisect(count, len(months), len(parts)):
+            self._read([plan.span(months)], reason=f"month differs in {label}")
+            return
+        older, newer = plan.halves(months)
+        found = fp.server_parts(self.client, *plan.span(older), parts)
+        self._bisect(label, older, found)
+        self._bisect(label, newer, fp.subtract(server, found))
+
+    # ---- the cost-based plan (issue 26) ------------------------------------------------------
+    def _history_plan(self, hot_start: dt.date, now: dt.datetime) -> plan.HistoryPlan:
+        """The plan of this incremental refresh, priced from the local months (no request)."""
+        months = list(self.warehouse.verification_order().iter_rows())
+        last = self.warehouse.get_meta("verify.last_at")
+        self.history = history_plan(months, last, self.options, hot_start=hot_start, now=now)
+        return self.history
+
+    def _read_everything(
+        self, history: plan.HistoryPlan, today: dt.date, hot_start: dt.date
+    ) -> None:
+        """Every part of the history costs no more to re-read than to prove: read the whole
+        ledger as a first sync does (exact at once, and no dearer than one)."""
+        rows = history.hot_rows + sum(p.rows for p in history.parts)
+        self.summary.reason = (
+            f"re-reading everything is cheapest (about {-(-rows // plan.PAGE)} pages)"
+        )
+        self._full(today, hot_start)
+
+    def _follow(self, history: plan.HistoryPlan) -> None:
+        """Re-read the parts that are cheapest to read, prove the others by fingerprints."""
+        for window in history.read_windows():
+            self._read([window], reason="cheaper to re-read than to prove")
+        proven = history.proven()
+        if proven:
+            first = proven[0].range[0] or parse_month(self.warehouse.months_present()[0])
+            self._prove([(p.label, p.range) for p in proven], first)
 
     def _fingerprints(self, ranges: list[Range], scope: str) -> list[fp.Fingerprint]:
         """The service's fingerprints of `ranges`, asked at once; responses kept for `server.*`."""
@@ -372,3 +437,86 @@ class Refresher:
         self.warehouse.load_transactions_summaries(self.summaries)
         self.warehouse.load_spending(self.spendings)
         self.summary.transactions = warehouse_reads.transaction_count(self.warehouse.con)
+
+
+def history_plan(
+    months: list[tuple[str, int, dt.datetime | None]],
+    last_verified_at: str | None,
+    options: RefreshOptions,
+    *,
+    hot_start: dt.date,
+    now: dt.datetime,
+) -> plan.HistoryPlan:
+    """The cost-based plan of an incremental refresh at the service's `now`, from the local
+    months (month, rows, verified_at) and when rolling verification last ran (ISO, or None)."""
+    period = dt.timedelta(days=options.verify_days)
+    verifying = options.verify_days > 0
+    last = dt.datetime.fromisoformat(last_verified_at) if last_verified_at else None
+    return plan.plan_history(
+        months,
+        hot_start,
+        share=plan.verification_share(last, now, period) if verifying else 0.0,
+        due_before=now - period if verifying else dt.datetime.min.replace(tzinfo=dt.UTC),
+        plan=options.plan,
+        verify_pages=options.verify_pages if verifying else -1,
+    )
+
+
+def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict[str, Any]:
+    """What a refresh with `options` would do and about how many requests it would spend
+    (`refresh --plan`), from the warehouse read only and the fewest requests: settings and net
+    worth (the service's timezone and today), and for a full read the ledger's row count.
+    Writes nothing."""
+    before = sum(e.requests for e in client.stats.endpoints.values())
+    settings, net_worth = client.gather(lambda a: a.settings(), lambda a: a.net_worth())
+    now = net_worth.as_of or dt.datetime.now(dt.UTC)
+    today = now.astimezone(ZoneInfo(settings.timezone)).date()
+    hot_start = plan.hot_window_start(today, options.hot_months)
+    months: list[tuple[str, int, dt.datetime | None]] = []
+    meta: dict[str, str] = {}
+    if warehouse.exists():
+        con = connect_readonly(warehouse)
+        try:
+            months = warehouse_reads.months_by_verification(con)
+            meta = warehouse_reads.meta_values(con, ["verify.last_at", "timezone"])
+        finally:
+            con.close()
+    previous = meta.get("timezone")
+    mode, reason = plan.choose_mode(
+        forced=options.months,
+        requested=options.mode,
+        timezone_changed=previous is not None and previous != settings.timezone,
+        previous_timezone=previous,
+        timezone=settings.timezone,
+        has_local_rows=bool(months),
+    )
+    local = sum(rows for _, rows, _ in months)
+    out: dict[str, Any] = {
+        "mode": mode,
+        "reason": reason,
+        "today": today.isoformat(),
+        "hot_window_from": month_key(hot_start),
+        "rows": local,
+        "parts": [],
+        "reread_everything": plan.full_read_requests(local),
+    }
+    if mode == "full":
+        out["rows"] = client.transactions_summary().count
+        out["estimate"] = plan.full_read_requests(out["rows"])
+        out["reread_everything"] = out["estimate"]
+    elif mode in ("hot", "months"):
+        first, last = (
+            options.months if options.months is not None else (month_key(hot_start), "9999-12")
+        )
+        rows = sum(r for m, r, _ in months if first <= m <= last)
+        out["estimate"] = plan.FIXED_REQUESTS + 1 + max(1, -(-rows // plan.PAGE))
+    else:
+        history = history_plan(
+            months, meta.get("verify.last_at"), options, hot_start=hot_start, now=now
+        )
+        out["estimate"] = history.estimate()
+        out["parts"] = [plan.describe(p) for p in history.parts]
+        out["hot_rows"] = history.hot_rows
+        out["everything"] = history.everything
+    out["requests_spent"] = sum(e.requests for e in client.stats.endpoints.values()) - before
+    return out

@@ -38,6 +38,10 @@ class RefreshOptions:
     verify_pages: int = 4
     # DuckDB's memory limit during the refresh (Settings.duckdb_memory, CENTSYNC_DUCKDB_MEMORY)
     duckdb_memory: str = DEFAULT_DUCKDB_MEMORY
+    # the plan of an incremental refresh (docs/refresh.md, "The plan"): "cost" re-reads each
+    # part of the history whose pages cost no more than proving it, "fingerprints" proves every
+    # part (fewest pages; edits no aggregate sees wait for rolling verification)
+    plan: str = "cost"
 
 
 def verification_settings(days: float | None, pages: int | None, defaults: Any) -> dict[str, Any]:

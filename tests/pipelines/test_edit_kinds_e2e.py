@@ -7,6 +7,8 @@ Two families, each made in old months between two refreshes, over real loopback 
 - caught by rolling verification within the period (no aggregate of the API sees them): an
   income re-categorised, an expense assigned to an Expense, a date moved within its month, an
   income renamed, two expenses of one category, merchant and account swap amounts.
+Both run with CENTSYNC_PLAN=fingerprints: the cost-based plan re-reads a household's years and
+catches all of them at once (tests/pipelines/test_plan_e2e.py).
 """
 
 from __future__ import annotations
@@ -86,8 +88,10 @@ def _swap(env: Env, a: dict[str, Any], b: dict[str, Any]) -> None:
 def test_swaps_and_renames_of_expenses_are_caught_by_the_next_refresh(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # rolling verification off: what is caught here is caught by the fingerprints alone
+    # rolling verification off, and every year proven by its fingerprints (a household's years
+    # are otherwise re-read, test_plan_e2e.py): what is caught here is caught by them alone
     monkeypatch.setenv("CENTSYNC_VERIFY_DAYS", "0")
+    monkeypatch.setenv("CENTSYNC_PLAN", "fingerprints")
     env.refresh()
     tx = env.sb.state()["transactions"]
     a, b = _swap_pair(tx, same_merchant=False, months=range(1, 13))
@@ -114,8 +118,11 @@ def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Daily refreshes with a 7-day period and a 1-page minimum: each day re-reads about a
-    seventh of the history; by the seventh day every edit is in the warehouse."""
+    seventh of the history; by the seventh day every edit is in the warehouse. The plan proves
+    every year (a household's are otherwise re-read, and these edits caught at once:
+    test_plan_e2e.py), so what catches them here is rolling verification alone."""
     monkeypatch.setenv("CENTSYNC_VERIFY_PAGES", "1")
+    monkeypatch.setenv("CENTSYNC_PLAN", "fingerprints")
     env.refresh()
     state = env.sb.state()
     tx = state["transactions"]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pytest
 from click.testing import CliRunner
 
 from centsync.pipelines.cli.main import main
@@ -37,6 +38,8 @@ def test_first_refresh_equals_the_server_and_a_second_changes_nothing_cheaply(en
     second = env.refresh()
     assert second["rows"]["changed"] == 0
     assert second["requests"]["total"] <= _budget(env, second)
+    # a household: the plan re-reads everything, never dearer than the first sync (issue 26)
+    assert second["requests"]["total"] <= first["requests"]["total"]
     env.assert_exact()
 
 
@@ -72,7 +75,11 @@ def test_converges_after_clock_edits_deletes_and_recategorisation(env: Env) -> N
     env.assert_exact()
 
 
-def test_recategorisation_alone_is_caught_by_the_category_fingerprint(env: Env) -> None:
+def test_recategorisation_alone_is_caught_by_the_category_fingerprint(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # every year proven by its fingerprints (a household's are otherwise simply re-read)
+    monkeypatch.setenv("CENTSYNC_PLAN", "fingerprints")
     env.refresh()
     state = env.sb.state()
     t = next(
@@ -84,6 +91,7 @@ def test_recategorisation_alone_is_caught_by_the_category_fingerprint(env: Env) 
     env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"category_id": other})
     meta = env.refresh()
     assert meta["rows"]["changed"] >= 1
+    assert any("differs" in r["reason"] for r in meta["months_reread"])
     env.assert_exact()
 
 

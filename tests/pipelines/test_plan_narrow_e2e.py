@@ -1,0 +1,68 @@
+"""Reconciliation names a differing category at its month (issue 26), over real loopback HTTP:
+a row re-categorised on the service between the ledger read and the aggregates differs over the
+whole history in two categories; the refresh's reconciliation places both in the row's month
+with the service's own spending (a request per halving) and says so in `refresh --json`,
+`recon.results` and the report."""
+
+from __future__ import annotations
+
+from centsync.extract import ApiClient
+from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
+
+from .conftest import Env
+from .test_reconcile_e2e import _ChangesTheServerBeforeItsAggregates
+
+SPENDING = "GET /v1/analytics/spending"
+
+
+def test_a_recategorised_row_is_named_at_its_month_and_both_categories(env: Env) -> None:
+    env.refresh()
+    state = env.sb.state()
+    row = next(
+        t
+        for t in state["transactions"]
+        if t["type"] == "expense" and t["category_id"] and t["booked_at"].startswith("2025-03")
+    )
+    names = {c["id"]: c["name"] for c in state["categories"]}
+    other = next(c for c in names if c != row["category_id"])
+
+    def edit() -> None:
+        env.admin("PATCH", f"/_sandbox/transactions/{row['id']}", {"category_id": other})
+
+    with _ChangesTheServerBeforeItsAggregates(
+        env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=edit
+    ) as client:
+        summary = run_refresh(client, str(env.warehouse), RefreshOptions(mode="full"))
+    scopes = {(d["check"], d["scope"]): d for d in summary.differences}
+    assert ("spending.category", f"all/{names[row['category_id']]}") in scopes
+    left = scopes[("spending.category", f"2025-03/{names[row['category_id']]}")]
+    joined = scopes[("spending.category", f"2025-03/{names[other]}")]
+    assert left["difference_cents"] == row["amount"] == -joined["difference_cents"]
+    # the service changed the month after it was read: explained, and saying which month
+    assert left["status"] == joined["status"] == "explained"
+    assert "2025-03" in left["explanation"]
+    # within 15 requests: 3 spending requests every refresh lands, the rest placed the month
+    assert 1 <= summary.requests[SPENDING] - 3 <= 15, summary.requests
+    # the narrowest first: the month comes before the whole history
+    firsts = [d["scope"] for d in summary.differences if d["check"] == "spending.category"]
+    assert firsts[0].startswith("2025-03/")
+    recorded = env.sql(
+        "SELECT scope FROM recon.results WHERE recon_id = ? AND scope LIKE '2025-03/%'",
+        [summary.recon_id],
+    )
+    assert {r[0] for r in recorded} >= {
+        f"2025-03/{names[row['category_id']]}",
+        f"2025-03/{names[other]}",
+    }
+    code, out = env.cli("report")
+    assert code == 0, out
+    report = next(env.warehouse.parent.glob("*.html")).read_text("utf-8")
+    assert f"2025-03/{names[other]}" in report
+
+
+def test_nothing_is_spent_narrowing_when_everything_agrees(env: Env) -> None:
+    first = env.refresh()
+    with ApiClient(env.base_url, env.sb.keys["read_only"], max_window_rows=10**12) as client:
+        summary = run_refresh(client, str(env.warehouse), RefreshOptions())
+    assert summary.verdict == "agree" and first["verdict"] == "agree"
+    assert summary.requests[SPENDING] == 3
