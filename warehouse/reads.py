@@ -394,3 +394,202 @@ def rejected_in_latest_refresh(con: duckdb.DuckDBPyConnection) -> tuple[int, str
     ).fetchone()
     n, reason = row or (0, None)
     return int(n), None if reason is None else str(reason)
+
+
+# --- analyst (sql, export) (pipelines/cli/sql.py, pipelines/outputs/export.py, beancount.py) ---
+
+# DuckDB types Polars cannot take from Arrow (or not faithfully): shown as their text.
+_TEXT_FOR_POLARS = frozenset({"interval", "union", "time with time zone"})
+# UUIDs written as text in files: Polars (and most tools) read a Parquet UUID as raw bytes.
+_TEXT_IN_FILES = frozenset({"uuid"})
+FILE_FORMATS = {
+    "csv": "FORMAT csv, HEADER",
+    "json": "FORMAT json, ARRAY true",
+    "parquet": "FORMAT parquet",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a relation: its name, DuckDB type and comment."""
+
+    name: str
+    type: str
+    comment: str | None
+
+
+@dataclass(frozen=True)
+class Relation:
+    """A table or view an analyst exports: where it is, what it holds, its columns."""
+
+    schema: str
+    name: str
+    kind: str  # "table" or "view"
+    comment: str | None
+    columns: tuple[Column, ...]
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.schema}.{self.name}"
+
+
+def _ident(name: str) -> str:
+    """A quoted SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    """A quoted SQL string literal."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def analyst_relations(con: duckdb.DuckDBPyConnection, schemas: Sequence[str]) -> list[Relation]:
+    """Every table and view of `schemas` with its comment and columns, by schema order, name."""
+    relations = catalogue_relations(con)
+    columns: dict[tuple[str, str], list[Column]] = {}
+    for s, t, c, typ, comment in con.execute(
+        """
+        SELECT schema_name, table_name, column_name, data_type, comment FROM duckdb_columns()
+        WHERE database_name = current_database() AND schema_name = ANY(?::VARCHAR[])
+        ORDER BY schema_name, table_name, column_index
+        """,
+        [list(schemas)],
+    ).fetchall():
+        columns.setdefault((s, t), []).append(Column(c, typ, comment))
+    found = [
+        Relation(s, t, k, c, tuple(columns.get((s, t), [])))
+        for s, t, k, c in relations
+        if s in schemas
+    ]
+    return sorted(found, key=lambda r: (list(schemas).index(r.schema), r.name))
+
+
+def latest_refresh_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The refresh the published warehouse holds: the latest that succeeded (None: none yet)."""
+    row = latest_successful_refresh(con) if table_exists(con, "ops.refreshes") else None
+    return str(row["refresh_id"]) if row else None
+
+
+def copy_relation(
+    con: duckdb.DuckDBPyConnection,
+    relation: Relation,
+    path: str,
+    fmt: str,
+    *,
+    where: tuple[str, Any] | None = None,
+    metadata: dict[str, str] | None = None,
+) -> int:
+    """Write one table or view to a file (`fmt` of FILE_FORMATS), UUIDs as text, rows where
+    `where` = (column, lowest value) says; Parquet key-value `metadata`. Rows written."""
+    select = ", ".join(
+        f"CAST({_ident(c.name)} AS VARCHAR) AS {_ident(c.name)}"
+        if c.type.lower() in _TEXT_IN_FILES
+        else _ident(c.name)
+        for c in relation.columns
+    )
+    sql = f"SELECT {select} FROM {_ident(relation.schema)}.{_ident(relation.name)}"
+    params: list[Any] = []
+    if where is not None:
+        sql += f" WHERE {_ident(where[0])} >= ?"
+        params.append(where[1])
+    options = FILE_FORMATS[fmt]
+    if metadata and fmt == "parquet":
+        pairs = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in metadata.items())
+        options += f", KV_METADATA {{{pairs}}}"
+    # COPY takes no parameter inside its query: the filtered SELECT is bound as a relation and
+    # copied from a temporary view of it (which a read-only connection allows)
+    con.register("centsync_export", con.sql(sql, params=params or None))
+    try:
+        (rows,) = con.execute(
+            f"COPY (FROM centsync_export) TO {_literal(path)} ({options})"
+        ).fetchall()[0]
+    finally:
+        con.unregister("centsync_export")
+    return int(rows)
+
+
+def run_query(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
+    """Run an analyst's SQL (one or more statements); the last one's result, if it has one."""
+    return con.sql(sql)
+
+
+def result_frame(result: duckdb.DuckDBPyRelation) -> pl.DataFrame:
+    """A query's result as a Polars frame; the types Polars cannot take become their text."""
+    select = ", ".join(
+        f"CAST({_ident(name)} AS VARCHAR) AS {_ident(name)}"
+        if str(typ).lower() in _TEXT_FOR_POLARS or str(typ).lower().startswith("union")
+        else _ident(name)
+        for name, typ in zip(result.columns, result.types, strict=True)
+    )
+    frame = pl.from_arrow(result.project(select).to_arrow_table())
+    assert isinstance(frame, pl.DataFrame)
+    return frame
+
+
+def copy_result(
+    con: duckdb.DuckDBPyConnection, result: duckdb.DuckDBPyRelation, path: str, fmt: str
+) -> int:
+    """Write a query's result to a file (`fmt` of FILE_FORMATS), UUIDs as text; rows written."""
+    select = ", ".join(
+        f"CAST({_ident(name)} AS VARCHAR) AS {_ident(name)}"
+        if str(typ).lower() in _TEXT_IN_FILES
+        else _ident(name)
+        for name, typ in zip(result.columns, result.types, strict=True)
+    )
+    con.register("centsync_result", result.project(select))
+    try:
+        (rows,) = con.execute(
+            f"COPY (FROM centsync_result) TO {_literal(path)} ({FILE_FORMATS[fmt]})"
+        ).fetchall()[0]
+    finally:
+        con.unregister("centsync_result")
+    return int(rows)
+
+
+@dataclass(frozen=True)
+class LedgerRows:
+    """What a Beancount ledger is written from: the accounts now, their snapshots, the rows."""
+
+    currency: str | None
+    timezone: str | None
+    accounts: pl.DataFrame  # id, name, type, currency, balance, institution
+    # id, refresh_id, snapshot_at, local_date (the service's day), balance
+    snapshots: pl.DataFrame
+    # id, account_id, booked_at, amount, type, concept, category_id, category_name
+    transactions: pl.DataFrame
+
+
+def ledger_rows(con: duckdb.DuckDBPyConnection, since: dt.date | None) -> LedgerRows:
+    """The accounts, their snapshots (each with the service's day it was taken on) and the
+    transactions booked on or after `since` (all of them without it), by day and id."""
+    settings = _as_dicts(
+        con, "SELECT any_value(currency) AS c, any_value(timezone) AS tz FROM core.settings"
+    )[0]
+    tz = settings["tz"] or "UTC"
+    accounts = _as_frame(
+        con,
+        "SELECT id::VARCHAR AS id, name, type, currency, balance, institution "
+        "FROM core.accounts ORDER BY type, name, id",
+    )
+    snapshots = _as_frame(
+        con,
+        """
+        SELECT id::VARCHAR AS id, refresh_id, snapshot_at,
+               (timezone(?, snapshot_at))::DATE AS local_date, balance
+        FROM history.accounts ORDER BY snapshot_at, id
+        """,
+        [tz],
+    )
+    transactions = _as_frame(
+        con,
+        """
+        SELECT t.id::VARCHAR AS id, t.account_id::VARCHAR AS account_id, t.booked_at, t.amount,
+               t.type, t.concept, t.category_id::VARCHAR AS category_id,
+               c.name AS category_name
+        FROM core.transactions t LEFT JOIN core.categories c ON c.id = t.category_id
+        WHERE t.booked_at >= coalesce(?::DATE, DATE '0001-01-01')
+        ORDER BY t.booked_at, t.id
+        """,
+        [since],
+    )
+    return LedgerRows(settings["c"], settings["tz"], accounts, snapshots, transactions)
