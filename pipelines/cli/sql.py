@@ -68,7 +68,7 @@ def sql(query: str | None, fmt: str | None, out: Path | None) -> None:
         if fmt or out:
             raise click.UsageError("--format and --out print a query's result: give the QUERY")
         raise SystemExit(workbench(warehouse))
-    text = click.get_text_stream("stdin").read() if query in (None, "-") else query
+    text = sys.stdin.read() if query in (None, "-") else query
     fmt = fmt or (SUFFIXES.get(out.suffix.lower(), "") if out else "") or "table"
     if out is None and fmt == "parquet" and sys.stdout.isatty():
         raise click.UsageError("--format parquet writes a file: give --out PATH (or a pipe)")
@@ -152,7 +152,8 @@ def _write(
     with tempfile.TemporaryDirectory(prefix="centsync-sql-") as folder:
         path = Path(folder) / f"result.{fmt}"
         reads.copy_result(con, result, str(path), fmt)
-        stdout = click.get_binary_stream("stdout")
+        stdout = sys.stdout.buffer
+        sys.stdout.flush()
         with path.open("rb") as f:
             shutil.copyfileobj(f, stdout)
         stdout.flush()
