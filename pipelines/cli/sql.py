@@ -179,6 +179,7 @@ def workbench(warehouse: Path) -> int:
     cmd = [sys.executable, "-m", "harlequin", "--adapter", "duckdb", "--read-only"]
     # ~/.duckdbrc is the DuckDB shell's, and may hold dot-commands Harlequin cannot run
     cmd += ["--no-init", str(warehouse)]
+    terminal = _terminal_state()
     child = subprocess.Popen(cmd)
     received: list[int] = []
 
@@ -199,10 +200,33 @@ def workbench(warehouse: Path) -> int:
         if child.poll() is None:  # we are leaving for another reason: take it with us
             child.terminate()
             child.wait()
-    if received:
+    if received:  # it was stopped, with no chance to give the terminal back as it found it
+        _restore_terminal(terminal)
         return 128 + received[0]
     if code < 0:
         return 128 - code
     if code not in (0, errors.USAGE):
         raise WorkbenchError(f"harlequin exited with code {code} on {warehouse}")
     return code
+
+
+def _terminal_state() -> list[Any] | None:
+    """The terminal's settings (to give it back after a stopped workbench), None without one."""
+    import termios
+
+    try:
+        return termios.tcgetattr(sys.stdin.fileno())
+    except (OSError, ValueError, termios.error):
+        return None
+
+
+def _restore_terminal(state: list[Any] | None) -> None:
+    """The terminal as it was: its settings, the main screen, a visible cursor."""
+    import termios
+
+    if state is None:
+        return
+    with suppress(OSError, termios.error):
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, state)
+        sys.stdout.write("\x1b[?1049l\x1b[?25h")
+        sys.stdout.flush()

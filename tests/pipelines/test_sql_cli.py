@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -21,7 +22,7 @@ from click.testing import CliRunner
 from filelock import FileLock
 
 from centsync.pipelines.cli.main import main
-from centsync.warehouse import Warehouse
+from centsync.warehouse import RefreshInProgressError, Warehouse
 
 ROOT = Path(__file__).resolve().parents[2]
 # a query whose result has text, a date, integer cents and a UUID
@@ -221,25 +222,40 @@ def test_a_query_runs_while_a_refresh_holds_the_warehouse(
         )
         assert done.returncode == 0, done.stderr
         assert done.stdout.decode().split() == ["n", "6"]
-        with pytest.raises(Exception, match="another refresh"):  # the lock is still the refresh's
-            with Warehouse.refreshing(warehouse, record=False):
-                pass
+        # the lock is still the refresh's alone
+        with pytest.raises(RefreshInProgressError), Warehouse.refreshing(warehouse, record=False):
+            pass
 
 
 # ------------------------------------------------------------------ the workbench, in tmux
 
 
 class Terminal:
-    """A tmux server of our own with one 160x45 window running a command."""
+    """A tmux server of our own with one 160x45 window running a command under `sh`, which
+    writes the command's exit code to a file when it ends."""
 
     def __init__(self, tmp: Path, command: list[str], env: dict[str, str]) -> None:
         self.socket = str(tmp / "tmux.sock")
-        self.tmp = tmp
-        env_args = [f"{k}={v}" for k, v in env.items()]
+        self.rc = tmp / "exit-code"
+        line = " ".join(shlex.quote(a) for a in ["env", *(f"{k}={v}" for k, v in env.items())])
+        line += " " + " ".join(shlex.quote(a) for a in command)
         self.tmux(
-            "new-session", "-d", "-s", "t", "-x", "160", "-y", "45", "env", *env_args, *command
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-s",
+            "t",
+            "-x",
+            "160",
+            "-y",
+            "45",
+            "sh",
+            "-c",
+            f"{line}; echo $? > {shlex.quote(str(self.rc))}; sleep 600",
         )
-        self.tmux("set-option", "-t", "t", "remain-on-exit", "on")
+        self.tmux("set-window-option", "-t", "t", "window-size", "manual")
+        self.tmux("resize-window", "-t", "t", "-x", "160", "-y", "45")
 
     def tmux(self, *args: str) -> str:
         done = subprocess.run(
@@ -251,7 +267,7 @@ class Terminal:
     def screen(self, ansi: bool = False) -> str:
         return self.tmux("capture-pane", "-p", *(["-e"] if ansi else []), "-t", "t")
 
-    def wait_for(self, text: str, timeout: float = 60) -> str:
+    def wait_for(self, text: str, timeout: float = 90) -> str:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             screen = self.screen()
@@ -260,19 +276,27 @@ class Terminal:
             time.sleep(0.3)
         raise AssertionError(f"{text!r} never appeared; the screen:\n{self.screen()}")
 
-    def pane(self, fmt: str) -> str:
-        return self.tmux("display-message", "-p", "-t", "t", fmt).strip()
+    def command_pid(self) -> int:
+        """The command's process (the child of the pane's `sh`)."""
+        shell = self.tmux("display-message", "-p", "-t", "t", "#{pane_pid}").strip()
+        return int(children(int(shell))[0])
 
-    def wait_dead(self, timeout: float = 30) -> int:
+    def exit_code(self, timeout: float = 60) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.pane("#{pane_dead}") == "1":
-                return int(self.pane("#{pane_dead_status}"))
+            if self.rc.exists() and self.rc.read_text().strip():
+                return int(self.rc.read_text())
             time.sleep(0.2)
         raise AssertionError(f"the command did not exit; the screen:\n{self.screen()}")
 
     def close(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
+
+
+def children(pid: int) -> list[int]:
+    """The child processes of `pid`."""
+    found = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout
+    return [int(p) for p in found.split()]
 
 
 @pytest.fixture
@@ -325,18 +349,16 @@ def test_the_workbench_runs_a_typed_query_and_quits_cleanly(
     if shot:  # `make sql-screenshot` style: the picture in docs/
         save_screenshot(workbench.screen(ansi=True), Path(shot))
     workbench.tmux("send-keys", "-t", "t", "C-q")
-    assert workbench.wait_dead() == 0
+    assert workbench.exit_code() == 0
 
 
 def test_sigterm_stops_centsync_and_the_workbench_with_it(workbench: Terminal) -> None:
-    pid = int(workbench.pane("#{pane_pid}"))
-    children = subprocess.run(
-        ["pgrep", "-P", str(pid)], capture_output=True, text=True
-    ).stdout.split()
-    assert children, "the workbench is a child process of centsync"
+    pid = workbench.command_pid()
+    harlequin = children(pid)
+    assert harlequin, "the workbench is a child process of centsync"
     os.kill(pid, signal.SIGTERM)
-    assert workbench.wait_dead() == 143
-    for child in map(int, children):
+    assert workbench.exit_code() == 143
+    for child in harlequin:
         with pytest.raises(ProcessLookupError):
             os.kill(child, 0)
 
