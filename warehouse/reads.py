@@ -9,6 +9,7 @@ Python values or Polars frames. Sections by the room that asks.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -400,8 +401,9 @@ def rejected_in_latest_refresh(con: duckdb.DuckDBPyConnection) -> tuple[int, str
 
 # DuckDB types Polars cannot take from Arrow (or not faithfully): shown as their text.
 _TEXT_FOR_POLARS = frozenset({"interval", "union", "time with time zone"})
-# UUIDs written as text in files: Polars (and most tools) read a Parquet UUID as raw bytes.
-_TEXT_IN_FILES = frozenset({"uuid"})
+# UUIDs (and lists or structs of them) are written as text in files: Polars and most other
+# tools read a Parquet UUID as raw bytes.
+_UUID = re.compile(r"\bUUID\b", re.IGNORECASE)
 FILE_FORMATS = {
     "csv": "FORMAT csv, HEADER",
     "json": "FORMAT json, ARRAY true",
@@ -443,6 +445,19 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
+def text_type(duckdb_type: str) -> str:
+    """The type a column of `duckdb_type` is written as in a file: UUIDs become VARCHAR."""
+    return _UUID.sub("VARCHAR", duckdb_type)
+
+
+def _uuid_as_text(name: str, duckdb_type: str) -> str:
+    """A select-list item: the column, cast to text where it holds UUIDs."""
+    written = text_type(duckdb_type)
+    if written == duckdb_type:
+        return _ident(name)
+    return f"CAST({_ident(name)} AS {written}) AS {_ident(name)}"
+
+
 def analyst_relations(con: duckdb.DuckDBPyConnection, schemas: Sequence[str]) -> list[Relation]:
     """Every table and view of `schemas` with its comment and columns, by schema order, name."""
     relations = catalogue_relations(con)
@@ -481,12 +496,7 @@ def copy_relation(
 ) -> int:
     """Write one table or view to a file (`fmt` of FILE_FORMATS), UUIDs as text, rows where
     `where` = (column, lowest value) says; Parquet key-value `metadata`. Rows written."""
-    select = ", ".join(
-        f"CAST({_ident(c.name)} AS VARCHAR) AS {_ident(c.name)}"
-        if c.type.lower() in _TEXT_IN_FILES
-        else _ident(c.name)
-        for c in relation.columns
-    )
+    select = ", ".join(_uuid_as_text(c.name, c.type) for c in relation.columns)
     sql = f"SELECT {select} FROM {_ident(relation.schema)}.{_ident(relation.name)}"
     params: list[Any] = []
     if where is not None:
@@ -531,9 +541,7 @@ def copy_result(
 ) -> int:
     """Write a query's result to a file (`fmt` of FILE_FORMATS), UUIDs as text; rows written."""
     select = ", ".join(
-        f"CAST({_ident(name)} AS VARCHAR) AS {_ident(name)}"
-        if str(typ).lower() in _TEXT_IN_FILES
-        else _ident(name)
+        _uuid_as_text(name, str(typ))
         for name, typ in zip(result.columns, result.types, strict=True)
     )
     con.register("centsync_result", result.project(select))

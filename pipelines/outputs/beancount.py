@@ -224,7 +224,10 @@ def _assertions(
             continue
         amount = Amount(money(r["balance"]), currency[r["id"]])
         day = r["local_date"] + dt.timedelta(days=1)
-        asserted.append(data.Balance(_meta(refresh=r["refresh_id"]), day, name, amount, None, None))
+        # tolerance 0: Beancount would otherwise let a balance off by one cent pass
+        tolerance = money(0)
+        meta = _meta(refresh=r["refresh_id"])
+        asserted.append(data.Balance(meta, day, name, amount, tolerance, None))
     return asserted, skipped
 
 
@@ -235,6 +238,7 @@ def header(rows: reads.LedgerRows, refresh_id: str | None, skipped: Iterable[Ski
         f"; From refresh {refresh_id or '(none)'}; amounts are the warehouse's integer cents.",
         "; Each transfer row posts against Equity:Transfers (the two halves of a transfer are",
         "; two rows of the service); Equity:Opening-Balances holds what preceded the first row.",
+        "; Balance assertions (`~ 0.00`) hold to the cent, with no tolerance.",
     ]
     for s in skipped:
         lines.append(

@@ -44,8 +44,7 @@ def build_demo(folder: Path) -> Path:
     return warehouse
 
 
-@pytest.fixture(scope="session")
-def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One demo warehouse for the analysts' tests of every xdist worker (built by the first to
     ask, under a lock); tests read it, and copy it to change or hold it."""
     shared = tmp_path_factory.getbasetemp().parent / "analyst-demo"
@@ -57,6 +56,11 @@ def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return warehouse
 
 
+@pytest.fixture(scope="session")
+def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shared_demo(tmp_path_factory)
+
+
 def copy_warehouse(source: Path, folder: Path) -> Path:
     """A private copy of a warehouse file, in `folder`."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -66,14 +70,21 @@ def copy_warehouse(source: Path, folder: Path) -> Path:
 
 
 def query(warehouse: Path, sql: str) -> pl.DataFrame:
-    """What DuckDB itself returns for `sql` on the warehouse, read only."""
+    """What DuckDB itself returns for `sql` on the warehouse, read only (instants in UTC: DuckDB
+    names the zone Etc/UTC, a Parquet file UTC)."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         frame = pl.from_arrow(con.sql(sql).to_arrow_table())
     finally:
         con.close()
     assert isinstance(frame, pl.DataFrame)
-    return frame
+    return in_utc(frame)
+
+
+def in_utc(frame: pl.DataFrame) -> pl.DataFrame:
+    """Every time-zone-aware column converted to UTC (the same instants)."""
+    zoned = [c for c, t in frame.schema.items() if isinstance(t, pl.Datetime) and t.time_zone]
+    return frame.with_columns(pl.col(c).dt.convert_time_zone("UTC") for c in zoned)
 
 
 def centsync(
