@@ -284,8 +284,9 @@ def _status_outbox(outbox: dict[str, Any] | None) -> None:
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """One of the demo's example queries and what it returned."""
-    click.echo(f"\n-- {title}\n{' '.join(sql.split())}")
+    """One of the demo's example queries, as the `centsync sql` command that runs it, and what
+    it returned."""
+    click.echo(f'\n-- {title}\ncentsync sql "{" ".join(sql.split())}"')
     click.echo("  " + " | ".join(columns))
     for r in rows:
         click.echo("  " + " | ".join(str(v) for v in r))
@@ -295,7 +296,13 @@ def demo_intro(path: Path) -> None:
     """Where the demo's warehouse is and how to open it."""
     click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
     click.echo(
-        f"  duckdb -readonly {path}     or     python -c \"import duckdb; duckdb.connect('{path}', read_only=True)\""
+        "  centsync sql                  a SQL workbench on it: tables, comments, autocomplete"
+    )
+    click.echo(
+        '  centsync sql "SELECT ..."     one query\'s result (--format csv|json|markdown|parquet)'
+    )
+    click.echo(
+        "  centsync export               Parquet files and a manifest (--format beancount: a ledger)"
     )
 
 

@@ -248,7 +248,9 @@ class Terminal:
     def __init__(self, tmp: Path, command: list[str], env: dict[str, str]) -> None:
         self.socket = str(tmp / "tmux.sock")
         self.rc = tmp / "exit-code"
-        line = " ".join(shlex.quote(a) for a in ["env", *(f"{k}={v}" for k, v in env.items())])
+        # pytest's own COLUMNS and LINES would tell the program a terminal of 80x24
+        words = ["env", "-u", "COLUMNS", "-u", "LINES", *(f"{k}={v}" for k, v in env.items())]
+        line = " ".join(shlex.quote(a) for a in words)
         line += " " + " ".join(shlex.quote(a) for a in command)
         self.tmux(
             "-f",
@@ -398,7 +400,7 @@ def save_screenshot(ansi: str, target: Path) -> None:
             "--disable-gpu",
             "--hide-scrollbars",
             f"--screenshot={target}",
-            "--window-size=1300,800",
+            "--window-size=1560,880",
             html.as_uri(),
         ],
         check=True,
