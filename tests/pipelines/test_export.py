@@ -27,8 +27,8 @@ BEAN_CHECK = Path(sys.executable).with_name("bean-check")
 
 
 @pytest.fixture(scope="session")
-def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_demo(tmp_path_factory)
+def demo_warehouse(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    return shared_demo(tmp_path_factory, worker_id)
 
 
 def relations(warehouse: Path) -> dict[str, tuple[str | None, dict[str, str | None]]]:

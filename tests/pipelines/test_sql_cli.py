@@ -44,10 +44,12 @@ def build_demo(folder: Path) -> Path:
     return warehouse
 
 
-def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One demo warehouse for the analysts' tests of every xdist worker (built by the first to
-    ask, under a lock); tests read it, and copy it to change or hold it."""
-    shared = tmp_path_factory.getbasetemp().parent / "analyst-demo"
+def shared_demo(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    """One demo warehouse for the analysts' tests of every xdist worker of this session (built
+    by the first to ask, under a lock); tests read it, and copy it to change or hold it."""
+    base = tmp_path_factory.getbasetemp()
+    # the workers' folders share the session's; without xdist the session's is the base itself
+    shared = (base.parent if worker_id != "master" else base) / "analyst-demo"
     shared.mkdir(exist_ok=True)
     with FileLock(str(shared) + ".lock"):
         warehouse = shared / "centsync.duckdb"
@@ -57,8 +59,8 @@ def shared_demo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_warehouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return shared_demo(tmp_path_factory)
+def demo_warehouse(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Path:
+    return shared_demo(tmp_path_factory, worker_id)
 
 
 def copy_warehouse(source: Path, folder: Path) -> Path:
