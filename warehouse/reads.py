@@ -460,20 +460,12 @@ def _uuid_as_text(name: str, duckdb_type: str) -> str:
 
 def analyst_relations(con: duckdb.DuckDBPyConnection, schemas: Sequence[str]) -> list[Relation]:
     """Every table and view of `schemas` with its comment and columns, by schema order, name."""
-    relations = catalogue_relations(con)
     columns: dict[tuple[str, str], list[Column]] = {}
-    for s, t, c, typ, comment in con.execute(
-        """
-        SELECT schema_name, table_name, column_name, data_type, comment FROM duckdb_columns()
-        WHERE database_name = current_database() AND schema_name = ANY(?::VARCHAR[])
-        ORDER BY schema_name, table_name, column_index
-        """,
-        [list(schemas)],
-    ).fetchall():
+    for s, t, c, typ, comment in catalogue_columns(con):
         columns.setdefault((s, t), []).append(Column(c, typ, comment))
     found = [
         Relation(s, t, k, c, tuple(columns.get((s, t), [])))
-        for s, t, k, c in relations
+        for s, t, k, c in catalogue_relations(con)
         if s in schemas
     ]
     return sorted(found, key=lambda r: (list(schemas).index(r.schema), r.name))
@@ -483,6 +475,20 @@ def latest_refresh_id(con: duckdb.DuckDBPyConnection) -> str | None:
     """The refresh the published warehouse holds: the latest that succeeded (None: none yet)."""
     row = latest_successful_refresh(con) if table_exists(con, "ops.refreshes") else None
     return str(row["refresh_id"]) if row else None
+
+
+def _copy(
+    con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation, path: str, opts: str
+) -> int:
+    """COPY a relation to a file; rows written. COPY takes no parameter inside its query, so
+    the relation (bound with any) is copied from a temporary view, which read only allows."""
+    con.register("centsync_copy", rel)
+    try:
+        return int(
+            con.execute(f"COPY (FROM centsync_copy) TO {_literal(path)} ({opts})").fetchall()[0][0]
+        )
+    finally:
+        con.unregister("centsync_copy")
 
 
 def copy_relation(
@@ -498,38 +504,26 @@ def copy_relation(
     `where` = (column, lowest value) says; Parquet key-value `metadata`. Rows written."""
     select = ", ".join(_uuid_as_text(c.name, c.type) for c in relation.columns)
     sql = f"SELECT {select} FROM {_ident(relation.schema)}.{_ident(relation.name)}"
-    params: list[Any] = []
     if where is not None:
         sql += f" WHERE {_ident(where[0])} >= ?"
-        params.append(where[1])
     options = FILE_FORMATS[fmt]
     if metadata and fmt == "parquet":
         pairs = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in metadata.items())
         options += f", KV_METADATA {{{pairs}}}"
-    # COPY takes no parameter inside its query: the filtered SELECT is bound as a relation and
-    # copied from a temporary view of it (which a read-only connection allows)
-    con.register("centsync_export", con.sql(sql, params=params or None))
-    try:
-        (rows,) = con.execute(
-            f"COPY (FROM centsync_export) TO {_literal(path)} ({options})"
-        ).fetchall()[0]
-    finally:
-        con.unregister("centsync_export")
-    return int(rows)
+    return _copy(con, con.sql(sql, params=[where[1]] if where else None), path, options)
 
 
-def run_query(con: duckdb.DuckDBPyConnection, sql: str) -> duckdb.DuckDBPyRelation | None:
-    """Run an analyst's SQL (one or more statements); the last one's result, if it has one."""
-    return con.sql(sql)
+def _types(result: duckdb.DuckDBPyRelation) -> list[tuple[str, str]]:
+    return [(n, str(t)) for n, t in zip(result.columns, result.types, strict=True)]
 
 
 def result_frame(result: duckdb.DuckDBPyRelation) -> pl.DataFrame:
     """A query's result as a Polars frame; the types Polars cannot take become their text."""
     select = ", ".join(
         f"CAST({_ident(name)} AS VARCHAR) AS {_ident(name)}"
-        if str(typ).lower() in _TEXT_FOR_POLARS or str(typ).lower().startswith("union")
+        if typ.lower() in _TEXT_FOR_POLARS or typ.lower().startswith("union")
         else _ident(name)
-        for name, typ in zip(result.columns, result.types, strict=True)
+        for name, typ in _types(result)
     )
     frame = pl.from_arrow(result.project(select).to_arrow_table())
     assert isinstance(frame, pl.DataFrame)
@@ -540,18 +534,8 @@ def copy_result(
     con: duckdb.DuckDBPyConnection, result: duckdb.DuckDBPyRelation, path: str, fmt: str
 ) -> int:
     """Write a query's result to a file (`fmt` of FILE_FORMATS), UUIDs as text; rows written."""
-    select = ", ".join(
-        _uuid_as_text(name, str(typ))
-        for name, typ in zip(result.columns, result.types, strict=True)
-    )
-    con.register("centsync_result", result.project(select))
-    try:
-        (rows,) = con.execute(
-            f"COPY (FROM centsync_result) TO {_literal(path)} ({FILE_FORMATS[fmt]})"
-        ).fetchall()[0]
-    finally:
-        con.unregister("centsync_result")
-    return int(rows)
+    select = ", ".join(_uuid_as_text(name, typ) for name, typ in _types(result))
+    return _copy(con, result.project(select), path, FILE_FORMATS[fmt])
 
 
 @dataclass(frozen=True)

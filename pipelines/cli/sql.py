@@ -92,7 +92,7 @@ def run(warehouse: Path, text: str, fmt: str, out: Path | None) -> None:
     con = connect_readonly(warehouse)
     try:
         try:
-            result = reads.run_query(con, text)
+            result = con.sql(text)  # the last statement's result, if it has one
             if result is None:
                 click.echo("(the statement returned no rows)", err=True)
             elif fmt in ("table", "markdown"):

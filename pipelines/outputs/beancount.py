@@ -156,7 +156,7 @@ def build(
         entries.append(data.Open(_meta(id=account_id), start, name, [currency[account_id]], None))
     categories = {name: key[1] for key, name in counterparts.items()}
     for name in sorted(set(counterparts.values()) | {OPENING}):
-        entries.append(data.Open(_meta(category_id=categories.get(name)), start, name, None, None))
+        entries.append(data.Open(_meta(category_id=categories.get(name)), start, name, [], None))
     for account_id, cents in opening.items():
         entries.append(
             _entry(
