@@ -142,6 +142,10 @@ def build(
     names = account_names(accounts)
     counterparts = counterpart_names(tx)
     currency = {r["id"]: r["currency"] for r in accounts.iter_rows(named=True)}
+    # rows of an account the last snapshot no longer lists still land somewhere named
+    for gone in sorted(set(tx["account_id"].unique()) - set(names)):
+        names[gone] = f"Assets:Unlisted:Account-{gone[:8]}"
+        currency[gone] = rows.currency or "EUR"
     dates = [d for d in (since, tx["booked_at"].min()) if d is not None]
     snaps = rows.snapshots.filter(pl.col("id").is_in(list(names)))
     start = min(dates) if dates else (snaps["local_date"].min() or dt.date.today())

@@ -322,3 +322,19 @@ def test_money_is_exact_decimal_cents() -> None:
     ]
     assert ledger.component("car loan") == "Car-Loan"
     assert ledger.component("Food & Drink") == "Food-Drink"
+
+
+def test_rows_of_an_account_no_longer_listed_still_balance(
+    demo_warehouse: Path, tmp_path: Path
+) -> None:
+    warehouse = copy_warehouse(demo_warehouse, tmp_path / "wh")
+    con = duckdb.connect(str(warehouse))
+    try:
+        con.execute("DELETE FROM core.accounts WHERE name = 'Cash Wallet'")
+    finally:
+        con.close()
+    path = tmp_path / "centsync.beancount"
+    write_ledger(warehouse, path)
+    check = bean_check(path)
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert " open Assets:Unlisted:Account-" in path.read_text()
