@@ -315,6 +315,9 @@ def demo_outro(report_path: Any) -> None:
     click.echo(
         "Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)"
     )
+    click.echo(
+        "SQL on this warehouse: centsync sql (a workbench, read only); files: centsync export"
+    )
 
 
 def tour(
