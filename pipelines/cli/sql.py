@@ -99,8 +99,10 @@ def run(warehouse: Path, text: str, fmt: str, out: Path | None) -> None:
                 _emit(_as_text(reads.result_frame(result), fmt), out)
             else:
                 _write(con, result, fmt, out)
-        except (duckdb.OutOfMemoryException, duckdb.InterruptException):
-            raise
+        except duckdb.InterruptException:  # Ctrl-C inside DuckDB
+            raise SystemExit(errors.INTERRUPTED) from None
+        except duckdb.OutOfMemoryException:
+            raise  # the warehouse's kind of failure (6), not the query's
         except duckdb.Error as exc:
             raise QueryError(str(exc).strip()) from exc
     finally:
