@@ -90,23 +90,34 @@ def run(warehouse: Path, text: str, fmt: str, out: Path | None) -> None:
     if not text.strip():
         raise QueryError("no query: give one as an argument, or on stdin with `-`")
     con = connect_readonly(warehouse)
+    # Ctrl-C: DuckDB is told to stop the query (its default handling surfaces as a plain
+    # RuntimeError), and the command exits 130 whatever the query became
+    interrupted: list[int] = []
+
+    def on_sigint(signum: int, _frame: Any) -> None:
+        interrupted.append(signum)
+        con.interrupt()
+
+    old = signal.signal(signal.SIGINT, on_sigint)
     try:
-        try:
-            result = con.sql(text)  # the last statement's result, if it has one
-            if result is None:
-                click.echo("(the statement returned no rows)", err=True)
-            elif fmt in ("table", "markdown"):
-                _emit(_as_text(reads.result_frame(result), fmt), out)
-            else:
-                _write(con, result, fmt, out)
-        except duckdb.InterruptException:  # Ctrl-C inside DuckDB
+        result = con.sql(text)  # the last statement's result, if it has one
+        if result is None:
+            click.echo("(the statement returned no rows)", err=True)
+        elif fmt in ("table", "markdown"):
+            _emit(_as_text(reads.result_frame(result), fmt), out)
+        else:
+            _write(con, result, fmt, out)
+    except duckdb.Error as exc:
+        if interrupted:
             raise SystemExit(errors.INTERRUPTED) from None
-        except duckdb.OutOfMemoryException:
+        if isinstance(exc, duckdb.OutOfMemoryException):
             raise  # the warehouse's kind of failure (6), not the query's
-        except duckdb.Error as exc:
-            raise QueryError(str(exc).strip()) from exc
+        raise QueryError(str(exc).strip()) from exc
     finally:
+        signal.signal(signal.SIGINT, old)
         con.close()
+    if interrupted:
+        raise SystemExit(errors.INTERRUPTED)
 
 
 def _as_text(frame: pl.DataFrame, fmt: str) -> str:

@@ -32,10 +32,13 @@ def between(page: str, start: str, end: str) -> str:
     return text[text.index(start) : text.index(end, text.index(start))]
 
 
-# (where, its text): the analyst sections, in the order a reader meets them
+# (where, its text): the analyst sections, in the order a reader meets them; the reference
+# pages' snippets run in the slow suite (each snippet is a few centsync processes)
 SECTIONS = [
     ("README.md", between("README.md", "**2. SQL", "**3. The report.**")),
     ("docs/analysts.md", between("docs/analysts.md", "## Opening it", "## Queries")),
+]
+REFERENCE = [
     (
         "docs/data-dictionary.md",
         between("docs/data-dictionary.md", "## Reading it", "## Conventions"),
@@ -43,7 +46,13 @@ SECTIONS = [
     ("docs/cli.md sql", between("docs/cli.md", "## `centsync sql`", "## `centsync export`")),
     ("docs/cli.md export", between("docs/cli.md", "## `centsync export`", "## `centsync ui`")),
 ]
-SNIPPETS = [(where, kind, code) for where, text in SECTIONS for kind, code in BLOCK.findall(text)]
+
+
+def snippets(sections: list[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    return [(where, kind, code) for where, text in sections for kind, code in BLOCK.findall(text)]
+
+
+SNIPPETS = snippets(SECTIONS)
 
 
 class Place:
@@ -104,10 +113,10 @@ def outputs(place: Place) -> dict[int, str]:
 
 
 def test_the_analyst_sections_have_snippets() -> None:
-    where = {w for w, _kind, _code in SNIPPETS}
-    assert where == {w for w, _text in SECTIONS}
+    everything = snippets(SECTIONS + REFERENCE)
+    assert {w for w, _kind, _code in everything} == {w for w, _text in SECTIONS + REFERENCE}
     assert {"bash", "python"} <= {kind for _w, kind, _code in SNIPPETS}
-    assert not any("local/share" in code for _w, _k, code in SNIPPETS)
+    assert not any("local/share" in code for _w, _k, code in everything)
 
 
 def test_every_snippet_runs_on_the_warehouse_under_xdg_data_home(
@@ -131,9 +140,17 @@ def test_every_snippet_runs_on_the_warehouse_under_xdg_data_home(
     )
     assert f"{len(spending)} months" in everything  # the Python snippet, through `centsync status`
     assert (work / "centsync.beancount").stat().st_size > 100_000
-    assert (place.warehouse.parent / "centsync.beancount").exists()  # cli.md's, beside it
     transactions = query(place.warehouse, "SELECT count(*) AS n FROM core.transactions")["n"][0]
     assert f"transactions\n{transactions}\n" in everything  # the stdin query's csv
+
+
+@pytest.mark.slow
+def test_the_reference_pages_snippets_run_on_it_too(place: Place, outputs: dict[int, str]) -> None:
+    for where, kind, code in snippets(REFERENCE):
+        done = place.run(kind, code)
+        assert done.returncode == 0, f"{where} ({kind}):\n{code}\n{done.stdout}\n{done.stderr}"
+        assert str(place.home) not in done.stdout  # the decoy's path is never printed
+    assert (place.warehouse.parent / "centsync.beancount").exists()  # cli.md's, beside it
 
 
 def test_the_demos_query_lines_run_as_printed(place: Place) -> None:

@@ -253,6 +253,32 @@ def test_a_query_runs_while_a_refresh_holds_the_warehouse(
             pass
 
 
+def test_ctrl_c_stops_a_long_query_with_exit_130(demo_warehouse: Path) -> None:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("CENTSYNC_")}
+    environ |= {"CENTSYNC_WAREHOUSE": str(demo_warehouse)}
+    environ["DAGSTER_HOME"] = str(demo_warehouse.parent / "dagster")
+    endless = "SELECT sum(range) FROM range(100000000000)"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "centsync.pipelines.cli", "sql", endless],
+        env=environ,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # as on a terminal
+    )
+    try:
+        deadline = time.monotonic() + 60
+        fds = Path(f"/proc/{child.pid}/fd")
+        while not any(f.resolve() == demo_warehouse for f in fds.iterdir()):  # the query is on
+            assert time.monotonic() < deadline and child.poll() is None
+            time.sleep(0.1)
+        time.sleep(0.5)
+        child.send_signal(signal.SIGINT)
+        _out, err = child.communicate(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 130, err
+
+
 # ------------------------------------------------------------------ the workbench, in tmux
 
 
