@@ -16,11 +16,13 @@ import click
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
 from centsync.pipelines.cli.doctor import doctor
+from centsync.pipelines.cli.export import export_command
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
 from centsync.pipelines.cli.sandbox import sandbox, tour
 from centsync.pipelines.cli.schedule import daemon, schedule
+from centsync.pipelines.cli.sql import sql
 from centsync.pipelines.cli.status import report_command, status
 from centsync.pipelines.cli.ui import ui
 from centsync.pipelines.cli.writeback import writeback_command
@@ -66,6 +68,8 @@ for command in (
     schedule,
     daemon,
     doctor,
+    sql,
+    export_command,
 ):
     main.add_command(command)
 

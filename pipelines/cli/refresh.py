@@ -184,7 +184,8 @@ def _report(run: RefreshRun, warehouse: Path) -> dict[str, Any]:
     return report
 
 
-# The demo's example queries: printed with what they return (text for people to copy).
+# The demo's example queries: printed as the `centsync sql` commands that run them, with what
+# they return (lines for people to copy: no double quote, `$` or backslash in them).
 EXAMPLE_QUERIES = [
     (
         "Spending by category, last 12 months",

@@ -316,8 +316,9 @@ def _status_outbox(outbox: dict[str, Any] | None) -> None:
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """One of the demo's example queries and what it returned."""
-    click.echo(f"\n-- {title}\n{' '.join(sql.split())}")
+    """One of the demo's example queries, as the `centsync sql` command that runs it, and what
+    it returned."""
+    click.echo(f'\n-- {title}\ncentsync sql "{" ".join(sql.split())}"')
     click.echo("  " + " | ".join(columns))
     for r in rows:
         click.echo("  " + " | ".join(str(v) for v in r))
@@ -327,7 +328,13 @@ def demo_intro(path: Path) -> None:
     """Where the demo's warehouse is and how to open it."""
     click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
     click.echo(
-        f"  duckdb -readonly {path}     or     python -c \"import duckdb; duckdb.connect('{path}', read_only=True)\""
+        "  centsync sql                  a SQL workbench on it: tables, comments, autocomplete"
+    )
+    click.echo(
+        '  centsync sql "SELECT ..."     one query\'s result (--format csv|json|markdown|parquet)'
+    )
+    click.echo(
+        "  centsync export               Parquet files and a manifest (--format beancount: a ledger)"
     )
 
 
@@ -339,6 +346,9 @@ def demo_outro(report_path: Any) -> None:
         )
     click.echo(
         "Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)"
+    )
+    click.echo(
+        "SQL on this warehouse: centsync sql (a workbench, read only); files: centsync export"
     )
 
 

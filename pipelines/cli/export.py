@@ -1,0 +1,85 @@
+"""`centsync export`: the warehouse as files other tools read (Parquet, CSV, a Beancount ledger)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import click
+
+from centsync.pipelines.cli.group import settings
+
+FORMATS = ("parquet", "csv", "beancount")
+
+
+@click.command("export")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="parquet",
+    show_default=True,
+    help="Parquet or CSV files (one per table, and manifest.json), or a Beancount ledger.",
+)
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="The folder (parquet, csv) or file (beancount); default: beside the warehouse.",
+)
+@click.option(
+    "--tables",
+    help="Only these, comma-separated: a schema (marts, core, recon) or schema.table.",
+)
+@click.option(
+    "--since",
+    help="Only rows from this day or month on (2026-01-31, 2026-01); undated tables whole.",
+)
+def export_command(fmt: str, out: Path | None, tables: str | None, since: str | None) -> None:
+    """Export the marts, core and recon as files other tools read, from the warehouse as the
+    last refresh published it (read only).
+
+    Parquet (the column comments as key-value metadata) or CSV, one file per table or view,
+    and manifest.json (row counts, comments, the refresh it came from); or, with --format
+    beancount, a ledger that bean-check accepts.
+
+    Example: centsync export --tables marts --out ~/finance-export
+    """
+    from centsync.pipelines.outputs.export import AnalystUsageError, parse_since
+
+    warehouse = settings().warehouse
+    since_day = parse_since(since) if since else None
+    requested = [t.strip() for t in (tables or "").split(",") if t.strip()]
+    if fmt == "beancount":
+        if requested:
+            raise AnalystUsageError("--tables chooses Parquet or CSV files; a ledger has no tables")
+        _ledger(warehouse, out or warehouse.with_name("centsync.beancount"), since_day)
+        return
+    from centsync.pipelines.outputs.export import export_tables
+
+    folder = out or warehouse.parent / "export"
+    manifest = export_tables(warehouse, folder, fmt, requested, since_day)
+    since_note = f", rows since {manifest.since}" if manifest.since else ""
+    click.echo(
+        f"Exported {len(manifest.tables)} tables and views ({manifest.rows:,} rows{since_note}) "
+        f"as {fmt} to {folder}"
+    )
+    click.echo(f"From refresh {manifest.refresh_id}; manifest: {folder / 'manifest.json'}")
+
+
+def _ledger(warehouse: Path, out: Path, since: dt.date | None) -> None:
+    """The Beancount ledger, and what it holds."""
+    from centsync.pipelines.outputs.beancount import write_ledger
+
+    if out.is_dir():
+        out = out / "centsync.beancount"
+    ledger = write_ledger(warehouse, out, since)
+    click.echo(
+        f"Ledger: {ledger.path} ({ledger.transactions:,} transactions, {ledger.accounts} "
+        f"accounts, {ledger.assertions} balance assertions) from refresh {ledger.refresh_id}"
+    )
+    for s in ledger.skipped:
+        click.echo(
+            f"Not asserted: {s.account} on {s.day}: the snapshot of refresh {s.refresh_id} does "
+            "not hold against today's rows (the service changed them since)."
+        )
+    click.echo(f"Check it with: bean-check {ledger.path}")

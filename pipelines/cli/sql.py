@@ -1,0 +1,245 @@
+"""`centsync sql`: the warehouse in a terminal SQL workbench (Harlequin), or one query's result
+printed for scripts; read only either way, so it never waits for (or blocks) a refresh."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from contextlib import suppress
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli.group import settings
+
+if TYPE_CHECKING:
+    import duckdb
+    import polars as pl
+
+FORMATS = ("table", "csv", "json", "markdown", "parquet")
+SUFFIXES = {".csv": "csv", ".json": "json", ".md": "markdown", ".parquet": "parquet"}
+
+
+class WorkbenchError(Exception):
+    """Harlequin stopped with an error of its own (it printed it): most likely the file."""
+
+    exit_code: ClassVar[int] = errors.WAREHOUSE
+    headline: ClassVar[str] = "the SQL workbench (Harlequin) stopped with an error"
+    what_to_do: ClassVar[str] = (
+        'its message is above; `centsync sql "SELECT 1"` checks the warehouse without it.'
+    )
+
+
+@click.command("sql")
+@click.argument("query", required=False)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    help="How to print the result (default: table, or what --out's suffix says).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write the result to this file instead of stdout.",
+)
+def sql(query: str | None, fmt: str | None, out: Path | None) -> None:
+    """Query the warehouse, read only: a SQL workbench, or one query's result for scripts.
+
+    Without QUERY, on a terminal: Harlequin, a SQL IDE (schemas, tables and their comments,
+    autocomplete, a results grid, export); Ctrl+J (or Ctrl+Enter) runs, Ctrl+Q quits. With
+    QUERY (or `-`, or a pipe: read from stdin) the result is printed as a table, or as csv,
+    json, markdown or parquet with --format and --out.
+
+    Example: centsync sql "SELECT * FROM marts.spending_by_month ORDER BY month DESC LIMIT 3"
+    """
+    from centsync.warehouse import NoWarehouseError
+
+    warehouse = settings().warehouse
+    if not warehouse.exists():
+        raise NoWarehouseError(f"no warehouse at {warehouse} (`make demo` makes one)")
+    if query is None and sys.stdin.isatty():
+        if fmt or out:
+            raise click.UsageError("--format and --out print a query's result: give the QUERY")
+        raise SystemExit(workbench(warehouse))
+    text = sys.stdin.read() if query in (None, "-") else query
+    fmt = fmt or (SUFFIXES.get(out.suffix.lower(), "") if out else "") or "table"
+    if out is None and fmt == "parquet" and sys.stdout.isatty():
+        raise click.UsageError("--format parquet writes a file: give --out PATH (or a pipe)")
+    if out is not None and not out.parent.is_dir():
+        raise click.UsageError(f"--out {out}: the folder {out.parent} does not exist")
+    try:
+        run(warehouse, text or "", fmt, out)
+    except KeyboardInterrupt:
+        raise SystemExit(errors.INTERRUPTED) from None
+
+
+def run(warehouse: Path, text: str, fmt: str, out: Path | None) -> None:
+    """Run the query on a read-only connection and print (or write) its result as `fmt`."""
+    import duckdb
+
+    from centsync.pipelines.outputs.export import QueryError
+    from centsync.warehouse import analysis, connect_readonly
+
+    if not text.strip():
+        raise QueryError("no query: give one as an argument, or on stdin with `-`")
+    con = connect_readonly(warehouse)
+    # Ctrl-C: DuckDB is told to stop the query (its default handling surfaces as a plain
+    # RuntimeError), and the command exits 130 whatever the query became
+    interrupted: list[int] = []
+
+    def on_sigint(signum: int, _frame: Any) -> None:
+        interrupted.append(signum)
+        con.interrupt()
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        result = con.sql(text)  # the last statement's result, if it has one
+        if result is None:
+            click.echo("(the statement returned no rows)", err=True)
+        elif fmt in ("table", "markdown"):
+            _emit(_as_text(analysis.result_frame(result), fmt), out)
+        else:
+            _write(con, result, fmt, out)
+    except duckdb.Error as exc:
+        if interrupted:
+            raise SystemExit(errors.INTERRUPTED) from None
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            raise  # the warehouse's kind of failure (6), not the query's
+        raise QueryError(str(exc).strip()) from exc
+    finally:
+        signal.signal(signal.SIGINT, old)
+        con.close()
+    if interrupted:
+        raise SystemExit(errors.INTERRUPTED)
+
+
+def _as_text(frame: pl.DataFrame, fmt: str) -> str:
+    """The result as Polars prints a table (box drawing, or markdown), every row and column."""
+    import polars as pl
+
+    if fmt == "markdown":  # a `|` inside a cell would end it
+        strings = [c for c, t in frame.schema.items() if t == pl.String]
+        frame = frame.with_columns(
+            pl.col(c).str.replace_all("|", r"\|", literal=True).str.replace_all("\n", " ")
+            for c in strings
+        ).rename(lambda c: c.replace("|", r"\|"))
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else 65535
+    with pl.Config(
+        tbl_formatting="MARKDOWN" if fmt == "markdown" else "UTF8_FULL_CONDENSED",
+        tbl_hide_column_data_types=True,
+        tbl_hide_dataframe_shape=True,
+        tbl_rows=-1,
+        tbl_cols=-1,
+        fmt_str_lengths=1000,
+        tbl_width_chars=width,
+    ):
+        text = str(frame)
+    if fmt == "table":
+        text += f"\n({frame.height:,} row{'' if frame.height == 1 else 's'})"
+    return text + "\n"
+
+
+def _emit(text: str, out: Path | None) -> None:
+    if out is None:
+        click.echo(text, nl=False)
+    else:
+        _replace(out, lambda aside: aside.write_text(text, "utf-8"))
+
+
+def _write(
+    con: duckdb.DuckDBPyConnection, result: duckdb.DuckDBPyRelation, fmt: str, out: Path | None
+) -> None:
+    """csv, json or parquet by DuckDB's own writers: to `out`, or through a file to stdout."""
+    from centsync.warehouse import analysis
+
+    if out is not None:
+        _replace(out, lambda aside: analysis.copy_result(con, result, str(aside), fmt))
+        return
+    with tempfile.TemporaryDirectory(prefix="centsync-sql-") as folder:
+        path = Path(folder) / f"result.{fmt}"
+        analysis.copy_result(con, result, str(path), fmt)
+        stdout = sys.stdout.buffer
+        sys.stdout.flush()
+        with path.open("rb") as f:
+            shutil.copyfileobj(f, stdout)
+        stdout.flush()
+
+
+def _replace(target: Path, write: Any) -> None:
+    """Write `target` whole: beside it first, renamed over it only once complete."""
+    aside = target.with_name(f".{target.name}.partial")
+    try:
+        write(aside)
+        os.replace(aside, target)
+    finally:
+        with suppress(FileNotFoundError):
+            aside.unlink()
+
+
+def workbench(warehouse: Path) -> int:
+    """Run Harlequin on the warehouse, read only, until it quits; its exit code as ours.
+
+    A child process in our own process group (it needs the terminal); SIGTERM, SIGHUP and
+    SIGINT sent to centsync are passed on to it, so it never outlives the command.
+    """
+    cmd = [sys.executable, "-m", "harlequin", "--adapter", "duckdb", "--read-only"]
+    # ~/.duckdbrc is the DuckDB shell's, and may hold dot-commands Harlequin cannot run
+    cmd += ["--no-init", str(warehouse)]
+    terminal = _terminal_state()
+    child = subprocess.Popen(cmd)
+    received: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        received.append(signum)
+        with suppress(ProcessLookupError):
+            child.send_signal(signal.SIGTERM if signum != signal.SIGINT else signum)
+
+    stops = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
+    old = {s: signal.signal(s, forward) for s in stops}
+    try:
+        try:
+            code = child.wait(timeout=None)
+        finally:
+            for s, handler in old.items():
+                signal.signal(s, handler)
+    finally:
+        if child.poll() is None:  # we are leaving for another reason: take it with us
+            child.terminate()
+            child.wait()
+    if received:  # it was stopped, with no chance to give the terminal back as it found it
+        _restore_terminal(terminal)
+        return 128 + received[0]
+    if code < 0:
+        return 128 - code
+    if code not in (0, errors.USAGE):
+        raise WorkbenchError(f"harlequin exited with code {code} on {warehouse}")
+    return code
+
+
+def _terminal_state() -> list[Any] | None:
+    """The terminal's settings (to give it back after a stopped workbench), None without one."""
+    import termios
+
+    try:
+        return termios.tcgetattr(sys.stdin.fileno())
+    except (OSError, ValueError, termios.error):
+        return None
+
+
+def _restore_terminal(state: list[Any] | None) -> None:
+    """The terminal as it was: its settings, the main screen, a visible cursor."""
+    import termios
+
+    if state is None:
+        return
+    with suppress(OSError, termios.error):
+        termios.tcsetattr(sys.stdin.fileno(), termios.TCSADRAIN, state)
+        sys.stdout.write("\x1b[?1049l\x1b[?25h")
+        sys.stdout.flush()
