@@ -176,6 +176,11 @@ def kind_of(exc: BaseException) -> Kind | None:
 
     if is_damage(exc):  # before DuckDB's IOException: a damaged file, not a path to check
         return NOT_DUCKDB if _NOT_DUCKDB in str(exc) else DAMAGED
+    if (
+        (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
+        or os.strerror(errno.ENOSPC) in str(exc)
+    ) and getattr(type(exc), "exit_code", None) is None:
+        return DISK_FULL  # the real cause, not "check the path and its permissions"
     for cls in type(exc).__mro__:
         for known_cls, kind, exact in table:
             if cls is known_cls and (not exact or type(exc) is known_cls):
