@@ -138,6 +138,9 @@ class Session:
                     raise damaged from exc
                 if record:
                     _record_failure(published, rid, mode, stats, exc)
+                if is_interrupt(exc) and not isinstance(exc, KeyboardInterrupt):
+                    # DuckDB's report of a query the signal stopped (before anything was read)
+                    raise KeyboardInterrupt("a query was interrupted") from exc
                 raise
 
     @classmethod
@@ -412,7 +415,7 @@ def _record_failure(
                 """,
                 [
                     refresh_id,
-                    "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed",
+                    "interrupted" if is_interrupt(exc) else "failed",
                     mode,
                     stats.rows_landed,
                     stats.rows_changed,
