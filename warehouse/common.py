@@ -20,7 +20,7 @@ from centsync.transform.calendar import MonthLike as MonthLike
 from centsync.transform.calendar import month_key as month_key
 from centsync.transform.calendar import month_start as month_start
 
-Mode = Literal["full", "incremental"]
+Mode = Literal["full", "incremental", "hot", "months"]
 Period = Literal["month", "year"]
 
 # Columns of core.transactions compared to decide whether a re-read row changed.

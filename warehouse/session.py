@@ -264,8 +264,8 @@ class Session:
 
     def start_refresh(self, *, mode: Mode = "incremental", refresh_id: str | None = None) -> str:
         """Record a refresh as running; earlier refreshes still 'running' become 'interrupted'."""
-        if mode not in ("full", "incremental"):
-            raise ValueError(f"mode must be full or incremental, got {mode!r}")
+        if mode not in ("full", "incremental", "hot", "months"):
+            raise ValueError(f"mode must be full, incremental, hot or months, got {mode!r}")
         rid = refresh_id or new_refresh_id()
         with self.transaction() as con:
             con.execute(
@@ -291,8 +291,8 @@ class Session:
     ) -> None:
         """Close the refresh's ops.refreshes row with its counters and requests per endpoint.
 
-        `mode` corrects the recorded mode (an incremental refresh that became full because the
-        timezone changed).
+        `mode` corrects the recorded mode to what the refresh did (full because the timezone
+        changed or nothing was local; hot; a `--months` range).
         """
         req = dict(requests) if requests is not None else None
         with self.transaction() as con:

@@ -32,6 +32,7 @@ from centsync.warehouse import Warehouse
 from centsync.warehouse import damaged as warehouse_damaged
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse import reads as warehouse_reads
+from centsync.warehouse.common import Mode as RecordedMode
 from centsync.warehouse.outbox import Outbox, outbox_path
 
 log = logging.getLogger("centsync.refresh")
@@ -97,10 +98,16 @@ def run_refresh(
         warehouse.finish_refresh(
             requests=summary.requests,
             months_checked=summary.months_checked,
-            # an incremental refresh that turned full (the timezone changed, nothing local)
-            mode="full" if summary.mode == "full" else None,
+            # what it did: full (asked, or the timezone changed, nothing local), hot, months
+            mode=_recorded_mode(summary.mode),
         )
     return summary
+
+
+def _recorded_mode(mode: str) -> RecordedMode | None:
+    """The mode ops.refreshes records when it is not the incremental one it started as."""
+    recorded: dict[str, RecordedMode] = {"full": "full", "hot": "hot", "months": "months"}
+    return recorded.get(mode)
 
 
 def _count(

@@ -123,6 +123,11 @@ def test_months_option_rereads_only_that_range(env: Env) -> None:
     env.refresh()
     meta = env.refresh("--months", "2025-01..2025-03")
     assert len(meta["months_reread"]) == 1 and meta["rows"]["changed"] == 0
+    # recorded as what it did, as the JSON says it (status reads ops.refreshes)
+    assert meta["mode"] == "months"
+    hot = env.refresh("--hot")
+    recorded = env.sql("SELECT mode FROM ops.refreshes ORDER BY started_at")
+    assert [m for (m,) in recorded] == ["full", "months", hot["mode"]] == ["full", "months", "hot"]
     result = CliRunner().invoke(main, ["refresh", "--months", "2025-13"])
     assert result.exit_code != 0 and "YYYY-MM" in result.output
 
