@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 # The layers, each a top-level folder installed as centsync.<layer> (docs/architecture.md).
 LAYERS := extract transform warehouse pipelines sandbox
 
-.PHONY: setup setup-dev uv demo test test-all lint bench clean report-screenshot docs notebook compile
+.PHONY: setup setup-dev uv demo test test-all test-slow lint bench clean report-screenshot docs notebook compile
 
 uv:
 	@if ! command -v uv >/dev/null 2>&1 && ! $(PYTHON) -m uv --version >/dev/null 2>&1; then \
@@ -46,6 +46,11 @@ test: setup-dev
 
 test-all: setup-dev
 	RUN_SLOW=1 $(UV) run --frozen pytest -n 2 -q
+
+# Only the suites marked slow (real rate-limit windows, a daemon's minute, kill-at-any-point
+# loops, the docs' console examples): CI runs them after `make test` (.ci/run).
+test-slow: setup-dev
+	RUN_SLOW=1 $(UV) run --frozen pytest -n 2 -q -m slow
 
 lint: setup-dev
 	$(UV) run --frozen ruff check $(LAYERS) tests bench notebooks

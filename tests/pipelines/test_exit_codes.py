@@ -116,6 +116,7 @@ def _warehouse_copy(source: Path, env: dict[str, str]) -> Path:
     return target
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_every_documented_exit_code_with_one_json_object(
     served: dict[str, Served], tmp_path: Path
 ) -> None:

@@ -143,6 +143,7 @@ def test_the_cli_stops_cleanly_on_sigint_and_sigterm_and_the_next_refresh_resume
         env.assert_exact()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_sigkill_at_several_points_never_loses_published_data(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -244,6 +244,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_centsync_notebook_spending_opens_a_working_notebook(
     demo: Demo,
     browser: Any,  # noqa: F811  (the report test's fixture)

@@ -229,6 +229,7 @@ def test_default_paths_are_per_user_and_absolute(
     assert Settings.from_env().warehouse == tmp_path / "relative" / "w.duckdb"
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_a_service_that_keeps_failing_exits_5(env: Env) -> None:
     env.admin("PUT", "/_sandbox/faults", {"error_rate": 1.0, "error_statuses": [500]})
     code, out = env.cli("refresh", "--json")

@@ -27,6 +27,7 @@ def paced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
         yield Env(sb, base_url, tmp_path, monkeypatch)
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_a_first_sync_stopped_by_the_hourly_allowance_keeps_its_rows_and_resumes(
     paced: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:

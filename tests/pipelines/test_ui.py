@@ -17,6 +17,7 @@ from centsync.sandbox.server import free_port, run_in_thread
 from helpers import make_sandbox
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])
 def test_ui_stops_with_every_child_on_a_signal(tmp_path: Path, sig: int, code: int) -> None:
     sb = make_sandbox(rate_limit=False)

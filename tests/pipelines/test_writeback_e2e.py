@@ -352,6 +352,7 @@ def _phase(rows: list[dict[str, Any]], attempts_before: int, on_server: set[str]
     return "after-response" if unknown[-1]["concept"] in on_server else "in-flight"
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
