@@ -39,6 +39,13 @@ _ROW_DIFFERENCE = {
 }
 
 
+def _own_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    """The entries of `data` that are fields of the dataclass `cls` (a recorded object may
+    carry keys the boundary added, such as `exit_code`)."""
+    names = {f.name for f in dataclasses.fields(cls)}
+    return {k: v for k, v in data.items() if k in names}
+
+
 @dataclass(frozen=True)
 class ReconcileResult:
     """One reconciliation (`centsync reconcile`): its verdict, its counts, its differences."""
@@ -84,8 +91,7 @@ class ReconcileResult:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> ReconcileResult:
         """The object back from what `to_json` recorded."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**_own_fields(cls, data))
 
     @staticmethod
     def json_schema() -> dict[str, Any]:
@@ -142,8 +148,7 @@ class WritebackResult(WritebackSummary):
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> WritebackResult:
         """The object back from what `to_json` (or `WritebackSummary.report`) made."""
-        names = {f.name for f in dataclasses.fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        return cls(**_own_fields(cls, data))
 
     @staticmethod
     def json_schema() -> dict[str, Any]:

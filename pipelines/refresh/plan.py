@@ -168,12 +168,6 @@ def is_gap(year_range: Range) -> bool:
     return lo is not None and hi is not None and hi.year > lo.year
 
 
-def cheaper_to_read(rows: int, months: int) -> bool:
-    """Whether re-reading a differing range (its pages) costs no more than drilling into its
-    months (FINGERPRINT_REQUESTS a month)."""
-    return math.ceil(rows / PAGE) + 1 <= FINGERPRINT_REQUESTS * months
-
-
 def month_ranges(year: Range, first_local: dt.date) -> list[Range]:
     """The months of a year's range to drill into; the first stays open below when the year is."""
     lo, hi = year

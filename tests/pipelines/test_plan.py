@@ -223,22 +223,6 @@ def test_drilling_ranges_keep_the_first_year_open_below() -> None:
     assert len(plan.month_ranges((D(2022, 1, 1), D(2022, 12, 31)), D(2021, 10, 1))) == 12
 
 
-@pytest.mark.parametrize(
-    ("rows", "months", "read"),
-    [
-        (0, 1, True),  # one request for an empty range beats three
-        (400, 1, True),  # 2 pages + 1 <= 3
-        (401, 1, False),  # 3 pages + 1 > 3
-        (6_800, 12, True),  # 34 pages + 1 <= 36
-        (7_001, 12, False),  # 36 pages + 1 > 36: drill into the months
-    ],
-)
-def test_a_differing_range_is_read_when_that_costs_no_more_than_drilling(
-    rows: int, months: int, read: bool
-) -> None:
-    assert plan.cheaper_to_read(rows, months) is read
-
-
 # ---- rolling verification ---------------------------------------------------------------------
 
 
