@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from centsync.transform.calendar import (
@@ -137,33 +137,8 @@ def already_read(month: str, read: Sequence[tuple[str, str]]) -> bool:
     return any(first <= month <= last for first, last in read)
 
 
-def history_years(
-    first_local: dt.date, hot_start: dt.date, data_years: Collection[int] | None = None
-) -> list[tuple[int, Range]]:
-    """The years before the hot window whose fingerprints a refresh compares: the first open
-    below (rows before the first local month), the last ending the day before the hot window.
-
-    With `data_years` (the years the warehouse holds rows in), each run of years without data
-    is one range, fingerprinted at once: one row dated 1900 costs one range for the 122 empty
-    years, not 122 (a refresh's cost stays bound by the years that hold data). Such a range
-    spans more than one year (`is_gap`)."""
-    years: list[tuple[int, Range]] = []
-    for i, year in enumerate(range(first_local.year, hot_start.year + 1)):
-        lo = None if i == 0 else dt.date(year, 1, 1)
-        hi = min(dt.date(year, 12, 31), hot_start - dt.timedelta(days=1))
-        if lo is not None and hi < lo:
-            continue
-        held = data_years if data_years is not None else range(first_local.year, year + 1)
-        empty = year not in held and i > 0
-        if empty and years and years[-1][0] not in held and years[-1][1][0] is not None:
-            years[-1] = (years[-1][0], (years[-1][1][0], hi))  # the gap grows
-        else:
-            years.append((year, (lo, hi)))
-    return years
-
-
 def is_gap(year_range: Range) -> bool:
-    """A range of `history_years` that spans more than one year (years without data)."""
+    """A part of the history that spans more than one year (a run of years without data)."""
     lo, hi = year_range
     return lo is not None and hi is not None and hi.year > lo.year
 

@@ -267,11 +267,18 @@ class Refresher:
         return last, newest.get_column("booked_at")[0], total
 
     def _check_history(self, present: list[str], hot_start: dt.date) -> None:
-        """Per-year fingerprints of everything before the hot window; drill into years that differ."""
-        first_local = parse_month(present[0])
-        data_years = {int(month[:4]) for month in present}
-        years = plan.history_years(first_local, hot_start, data_years)
-        self._prove([(str(year), year_range) for year, year_range in years], first_local)
+        """Fingerprints of every part of the history before the hot window (the plan's parts,
+        each proven: a year that holds rows, or a run of years that hold none); drill into
+        parts that differ."""
+        parts = plan.plan_history(
+            self.warehouse.verification_order().iter_rows(),
+            hot_start,
+            share=0.0,
+            due_before=dt.datetime.min.replace(tzinfo=dt.UTC),
+            plan="fingerprints",
+            verify_pages=-1,
+        ).parts
+        self._prove([(p.label, p.range) for p in parts], parse_month(present[0]))
 
     def _prove(self, parts: list[tuple[str, Range]], first_local: dt.date) -> None:
         """Prove parts of the history by their fingerprints, all asked for at once (one round
