@@ -13,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,43 +116,20 @@ def _warehouse_copy(source: Path, env: dict[str, str]) -> Path:
     return target
 
 
-@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
-def test_every_documented_exit_code_with_one_json_object(
-    served: dict[str, Served], tmp_path: Path
-) -> None:
+def _failure_cases(
+    served: dict[str, Served],
+    tmp_path: Path,
+    service: Callable[..., dict[str, str]],
+    settings: Callable[..., dict[str, str]],
+    differ: dict[str, str],
+    damaged: dict[str, str],
+) -> list[Case]:
+    """One case per documented failure (the warehouses `differ` and `damaged` prepared)."""
     clean, failing, odd = served["clean"], served["failing"], served["odd"]
     ro = clean.sb.keys["read_only"]
-
-    def service(name: str, s: Served = clean, key: str = "read_only") -> dict[str, str]:
-        env = _base(tmp_path, name)
-        env.update(CENTSYNC_API_BASE_URL=s.url, CENTSYNC_API_KEY=s.sb.keys[key])
-        return env
-
-    # 0 first: its warehouse is the one the cases on a warehouse start from
-    ok = Case("ok", errors.OK, ["refresh", "--json"], service("ok"))
-    done = _run(ok)
-    assert done.returncode == 0, done.stderr
-    built = Path(ok.env["CENTSYNC_WAREHOUSE"])
-
-    differ = service("differ")
-    con = duckdb.connect(str(_warehouse_copy(built, differ)))
-    con.execute(
-        "UPDATE core.transactions SET amount = amount + 1 WHERE id = "
-        "(SELECT id FROM core.transactions WHERE type = 'expense' LIMIT 1)"
-    )
-    con.close()
-    damaged = service("damaged")
-    size = _warehouse_copy(built, damaged).stat().st_size
-    os.truncate(damaged["CENTSYNC_WAREHOUSE"], size // 3)
-
-    def settings(name: str, **values: str) -> dict[str, str]:
-        env = _base(tmp_path, name)
-        env.update(values)
-        return env
-
     port = _closed_port()
     https = clean.url.replace("http://", "https://")
-    cases = [
+    return [
         Case("differ", errors.DIFFER, ["reconcile", "--json"], differ, ["differ"]),
         Case(
             "usage",
@@ -253,29 +230,71 @@ def test_every_documented_exit_code_with_one_json_object(
             script=CRASH,
         ),
     ]
+
+
+def _problems(case: Case, result: subprocess.CompletedProcess[str], ro: str) -> list[str]:
+    """What is wrong with one case's run: its exit code, its one JSON object, what it says."""
+    wrong: list[str] = []
+    try:
+        obj = json.loads(result.stdout)  # the whole of stdout is one object
+        assert isinstance(obj, dict)
+    except (ValueError, AssertionError):
+        wrong.append(f"{case.name}: stdout is not one JSON object: {result.stdout[:300]!r}")
+        return wrong
+    text = result.stderr + result.stdout
+    said = obj.get("exit_code", result.returncode)  # a result object: its status says
+    if result.returncode != case.code or said != case.code:
+        wrong.append(
+            f"{case.name}: exit {result.returncode} (json {obj.get('exit_code')}), "
+            f"want {case.code}: {result.stderr[-600:]}"
+        )
+    missing = [s for s in case.says if s not in text]
+    if missing:
+        wrong.append(f"{case.name}: does not say {missing}: {result.stderr[-600:]}")
+    if case.code not in (errors.OK, errors.DIFFER, errors.REJECTED):
+        assert obj["status"] == "failed" and obj["error"]["what_to_do"], case.name
+    assert ro not in text, f"{case.name} printed the API key"
+    return wrong
+
+
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
+def test_every_documented_exit_code_with_one_json_object(
+    served: dict[str, Served], tmp_path: Path
+) -> None:
+    clean = served["clean"]
+    ro = clean.sb.keys["read_only"]
+
+    def service(name: str, s: Served = clean, key: str = "read_only") -> dict[str, str]:
+        env = _base(tmp_path, name)
+        env.update(CENTSYNC_API_BASE_URL=s.url, CENTSYNC_API_KEY=s.sb.keys[key])
+        return env
+
+    # 0 first: its warehouse is the one the cases on a warehouse start from
+    ok = Case("ok", errors.OK, ["refresh", "--json"], service("ok"))
+    done = _run(ok)
+    assert done.returncode == 0, done.stderr
+    built = Path(ok.env["CENTSYNC_WAREHOUSE"])
+
+    differ = service("differ")
+    con = duckdb.connect(str(_warehouse_copy(built, differ)))
+    con.execute(
+        "UPDATE core.transactions SET amount = amount + 1 WHERE id = "
+        "(SELECT id FROM core.transactions WHERE type = 'expense' LIMIT 1)"
+    )
+    con.close()
+    damaged = service("damaged")
+    size = _warehouse_copy(built, damaged).stat().st_size
+    os.truncate(damaged["CENTSYNC_WAREHOUSE"], size // 3)
+
+    def settings(name: str, **values: str) -> dict[str, str]:
+        env = _base(tmp_path, name)
+        env.update(values)
+        return env
+
+    cases = _failure_cases(served, tmp_path, service, settings, differ, damaged)
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(_run, cases))
-    wrong = []
-    for case, result in zip(cases, results, strict=True):
-        try:
-            obj = json.loads(result.stdout)  # the whole of stdout is one object
-            assert isinstance(obj, dict)
-        except (ValueError, AssertionError):
-            wrong.append(f"{case.name}: stdout is not one JSON object: {result.stdout[:300]!r}")
-            continue
-        text = result.stderr + result.stdout
-        said = obj.get("exit_code", result.returncode)  # a result object: its status says
-        if result.returncode != case.code or said != case.code:
-            wrong.append(
-                f"{case.name}: exit {result.returncode} (json {obj.get('exit_code')}), "
-                f"want {case.code}: {result.stderr[-600:]}"
-            )
-        missing = [s for s in case.says if s not in text]
-        if missing:
-            wrong.append(f"{case.name}: does not say {missing}: {result.stderr[-600:]}")
-        if case.code not in (errors.OK, errors.DIFFER, errors.REJECTED):
-            assert obj["status"] == "failed" and obj["error"]["what_to_do"], case.name
-        assert ro not in text, f"{case.name} printed the API key"
+    wrong = [p for case, r in zip(cases, results, strict=True) for p in _problems(case, r, ro)]
     assert not wrong, "\n".join(wrong)
     # the damaged warehouse was kept aside, not deleted, and the path is free for a new one
     kept = list(Path(damaged["CENTSYNC_WAREHOUSE"]).parent.glob("centsync.duckdb.damaged-*"))
