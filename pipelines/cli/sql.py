@@ -3,7 +3,6 @@ printed for scripts; read only either way, so it never waits for (or blocks) a r
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -150,17 +149,20 @@ def _emit(text: str, out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
     else:
-        _replace(out, lambda aside: aside.write_text(text, "utf-8"))
+        from centsync.pipelines.outputs.export import write_whole
+
+        write_whole(out, lambda aside: aside.write_text(text, "utf-8"))
 
 
 def _write(
     con: duckdb.DuckDBPyConnection, result: duckdb.DuckDBPyRelation, fmt: str, out: Path | None
 ) -> None:
     """csv, json or parquet by DuckDB's own writers: to `out`, or through a file to stdout."""
+    from centsync.pipelines.outputs.export import write_whole
     from centsync.warehouse import analysis
 
     if out is not None:
-        _replace(out, lambda aside: analysis.copy_result(con, result, str(aside), fmt))
+        write_whole(out, lambda aside: analysis.copy_result(con, result, str(aside), fmt))
         return
     with tempfile.TemporaryDirectory(prefix="centsync-sql-") as folder:
         path = Path(folder) / f"result.{fmt}"
@@ -170,17 +172,6 @@ def _write(
         with path.open("rb") as f:
             shutil.copyfileobj(f, stdout)
         stdout.flush()
-
-
-def _replace(target: Path, write: Any) -> None:
-    """Write `target` whole: beside it first, renamed over it only once complete."""
-    aside = target.with_name(f".{target.name}.partial")
-    try:
-        write(aside)
-        os.replace(aside, target)
-    finally:
-        with suppress(FileNotFoundError):
-            aside.unlink()
 
 
 def workbench(warehouse: Path) -> int:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import io
-import os
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from beancount.core import data
 from beancount.core.amount import Amount
 from beancount.parser import printer
 
+from centsync.pipelines.outputs.export import write_whole
 from centsync.warehouse import analysis, connect_readonly
 
 OPENING = "Equity:Opening-Balances"
@@ -269,9 +269,7 @@ def write_ledger(warehouse: Path, out: Path, since: dt.date | None = None) -> Le
     text.write(header(rows, refresh_id, skipped))
     printer.print_entries(data.sorted(entries), file=text)
     out.parent.mkdir(parents=True, exist_ok=True)
-    aside = out.with_name(f".{out.name}.partial")
-    aside.write_text(text.getvalue(), "utf-8")
-    os.replace(aside, out)
+    write_whole(out, lambda aside: aside.write_text(text.getvalue(), "utf-8"))
     return Ledger(
         out, rows.transactions.height, rows.accounts.height, assertions, skipped, refresh_id
     )

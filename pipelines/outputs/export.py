@@ -7,6 +7,8 @@ import datetime as dt
 import json
 import os
 import re
+from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -148,7 +150,8 @@ def export_tables(
         exported_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         tables=tables,
     )
-    _write_aside(out / MANIFEST, json.dumps(manifest.to_json(), indent=2) + "\n")
+    manifest_text = json.dumps(manifest.to_json(), indent=2) + "\n"
+    write_whole(out / MANIFEST, lambda aside: aside.write_text(manifest_text, "utf-8"))
     return manifest
 
 
@@ -188,8 +191,13 @@ def _export_one(
     )
 
 
-def _write_aside(target: Path, text: str) -> None:
-    """Write a text file whole: beside it first, then renamed over it."""
+def write_whole(target: Path, write: Callable[[Path], object]) -> None:
+    """Write `target` whole: `write` fills a file beside it, renamed over it only once complete
+    (a reader never sees half a file; a failed write leaves the old one and no partial)."""
     aside = target.with_name(f".{target.name}.partial")
-    aside.write_text(text, "utf-8")
-    os.replace(aside, target)
+    try:
+        write(aside)
+        os.replace(aside, target)
+    finally:
+        with suppress(FileNotFoundError):
+            aside.unlink()
