@@ -418,12 +418,18 @@ class Outbox:
         return {(r["idempotency_key"], r["body_sha256"]) for r in self.rows()}
 
     def counts(self) -> dict[str, int]:
-        """Rows per state (every state listed, 0 where none)."""
+        """Rows per state (every state listed, 0 where none). A rejection superseded by a later
+        row of the same event (rejected, then fixed and posted) no longer counts."""
         found: dict[str, int] = {}
         if self.exists():
             with self.connect() as con:
                 found = dict(
-                    con.execute("SELECT state, count(*) FROM ops.outbox GROUP BY 1").fetchall()
+                    con.execute(
+                        "SELECT state, count(*) FROM ops.outbox o WHERE NOT (state = 'rejected' "
+                        "AND EXISTS (SELECT 1 FROM ops.outbox n WHERE n.idempotency_key = "
+                        "o.idempotency_key AND n.id > o.id AND n.state <> 'rejected')) "
+                        "GROUP BY 1"
+                    ).fetchall()
                 )
         return {s: int(found.get(s, 0)) for s in STATES}
 

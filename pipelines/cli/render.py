@@ -183,9 +183,13 @@ def writeback(result: WritebackResult) -> None:
     """The write-back's plan and result, for people."""
     _writeback_plan(result)
     for f in result.files:
-        if f.get("moved_to"):
+        if f.get("fate"):
+            click.echo(f"File {f['file']}: {f['fate']}")
+        elif f.get("moved_to"):
             extra = f"; reasons in {f['errors_file']}" if f.get("errors_file") else ""
             click.echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
+    if result.inbox:
+        click.echo(f"Inbox: {result.inbox}")
     if not result.dry_run:
         _writeback_counts(result)
     click.echo(
@@ -313,6 +317,8 @@ def _status_outbox(outbox: dict[str, Any] | None) -> None:
             )
         )
     )
+    if outbox and outbox.get("inbox"):
+        click.echo(f"Inbox: {outbox['inbox']}")
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
