@@ -119,9 +119,7 @@ def ascii_digits(value: str, name: str) -> None:
     for ch in value:
         if ch not in "0123456789" and unicodedata.category(ch) == "Nd":
             what = unicodedata.name(ch, "a non-ASCII digit").lower()
-            raise RowError(
-                name, f"{value!r} holds {ch!r} ({what}): write the digits 0-9 (ASCII)"
-            )
+            raise RowError(name, f"{value!r} holds {ch!r} ({what}): write the digits 0-9 (ASCII)")
 
 
 def parse_amount(text: str, currency: str, *, decimal_comma: bool = False) -> int:

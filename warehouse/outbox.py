@@ -413,6 +413,10 @@ class Outbox:
         """The other rows written under an idempotency key (earlier bodies of one event)."""
         return self.rows("idempotency_key = ? AND id <> ?", [idempotency_key, outbox_id])
 
+    def live(self) -> list[dict[str, Any]]:
+        """Rows queued, sent or confirmed (neither rejected nor waiting on a person), by id."""
+        return self.rows("state IN ('pending', 'sent', 'confirmed') AND body <> ''")
+
     def keys_and_bodies(self) -> set[tuple[str, str]]:
         """(idempotency key, body hash) of every row: what a dry run would find already queued."""
         return {(r["idempotency_key"], r["body_sha256"]) for r in self.rows()}

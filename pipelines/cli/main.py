@@ -20,6 +20,7 @@ from centsync.pipelines.cli.export import export_command
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
+from centsync.pipelines.cli.rules import rules_command
 from centsync.pipelines.cli.sandbox import sandbox, tour
 from centsync.pipelines.cli.schedule import daemon, schedule
 from centsync.pipelines.cli.sql import sql
@@ -70,6 +71,7 @@ for command in (
     doctor,
     sql,
     export_command,
+    rules_command,
 ):
     main.add_command(command)
 

@@ -389,3 +389,32 @@ def tour(
     )
     for row in spending["data"][:8]:
         click.echo(f"  {row['label']:<16} {row['count']:>4} tx {money(row['amount']):>12}")
+
+
+def rules(report: dict[str, Any]) -> None:
+    """A rules run: each change, before and after, then what was queued."""
+    dry = report["dry_run"]
+    head = "Rules preview (dry run: nothing is written)" if dry else "Rules"
+    click.echo(
+        f"{head}: {report['rules_file']}, {report['rules']} rule(s) against "
+        f"{report['transactions']} transaction(s): {len(report['changes'])} change(s)"
+    )
+    for c in report["changes"][:200]:
+        before = "(none)" if c["before"] is None else repr(c["before"])
+        click.echo(
+            f"  {c['rule']:<18} {c['booked_at']} {money(c['amount']):>11}  {c['concept'][:32]:<32} "
+            f"{c['field']}: {before} -> {c['after']!r}"
+        )
+    if len(report["changes"]) > 200:
+        click.echo(f"  ... and {len(report['changes']) - 200} more (--json lists them all)")
+    for p in report["plan"]:
+        if p["action"] == "rejected":
+            click.echo(
+                f"  {click.style('rejected', fg='red')} {p['source']}:{p['line']} {p['reason']}"
+            )
+    verb = "would queue" if dry else "queued"
+    click.echo(
+        f"{verb} {report['queued']} request(s), {report['duplicates']} already in the outbox, "
+        f"{report['rejected']} rejected"
+        + ("" if dry or not report["queued"] else "; `centsync writeback` sends them")
+    )

@@ -199,7 +199,9 @@ def _take_file(
     return entry
 
 
-def _split(name: str, inbox: Path, rf: inbox_csv.ReadFile, planned: list[policy.Planned]) -> dict[str, str]:
+def _split(
+    name: str, inbox: Path, rf: inbox_csv.ReadFile, planned: list[policy.Planned]
+) -> dict[str, str]:
     """A file's rejected rows, split out: `rejected/<name>` (its header and those rows, as
     written, to fix and drop again) and `<name>.errors.csv` beside it (line, reason, row)."""
     folder = inbox / "rejected"

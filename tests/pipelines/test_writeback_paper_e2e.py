@@ -60,7 +60,7 @@ def test_refunds_notes_split_files_future_dates_and_superseded_rejections(
         "pp-digits",
     ]
     reasons = (inbox / "rejected" / "paper.csv.errors.csv").read_text("utf-8")
-    assert f"after the service's today" in reasons and "--allow-future" in reasons
+    assert "after the service's today" in reasons and "--allow-future" in reasons
     assert "write the digits 0-9" in reasons
     code, out = env.cli("status", "--json")
     assert json.loads(out)["outbox"]["states"]["rejected"] == 2
