@@ -15,6 +15,7 @@ import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
+from centsync.pipelines.cli.bank_import import import_command
 from centsync.pipelines.cli.doctor import doctor
 from centsync.pipelines.cli.export import export_command
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
@@ -72,6 +73,7 @@ for command in (
     sql,
     export_command,
     rules_command,
+    import_command,
 ):
     main.add_command(command)
 

@@ -418,3 +418,35 @@ def rules(report: dict[str, Any]) -> None:
         f"{report['rejected']} rejected"
         + ("" if dry or not report["queued"] else "; `centsync writeback` sends them")
     )
+
+
+def bank_import(report: dict[str, Any]) -> None:
+    """Bank files imported: per file, its rows new, already imported and held."""
+    dry = report["dry_run"]
+    for f in report["files"]:
+        click.echo(
+            f"{f['file']} ({f['format']}): {f['rows']} transaction(s): {len(f['new'])} new, "
+            f"{len(f['already_imported'])} already imported, {len(f['held'])} held as likely "
+            "duplicates of bank-feed rows"
+        )
+        for c in f["new"][:200]:
+            click.echo(
+                f"  new   {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
+            )
+        for c in f["held"]:
+            click.echo(
+                f"  held  {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
+            )
+        if f["inbox_file"]:
+            click.echo(f"  into the inbox: {f['inbox_file']}")
+        if f["held_file"]:
+            click.echo(
+                f"  held: {f['held_file']} (the service has a row of that account, day and "
+                "amount already; move the file into the inbox to post them anyway)"
+            )
+    tail = (
+        "dry run: nothing written"
+        if dry
+        else "`centsync writeback` (or the next refresh) posts them"
+    )
+    click.echo(f"Inbox: {report['inbox']} ({tail})")
