@@ -26,7 +26,7 @@ from typing import Any
 
 import defusedxml.ElementTree as DET
 
-from centsync.pipelines.writeback import intake
+from centsync.pipelines.writeback import inbox_csv, intake
 from centsync.transform import writeback as wb
 from centsync.warehouse import connect_readonly
 from centsync.warehouse.errors import NoWarehouseError
@@ -229,6 +229,7 @@ def import_bank_file(
     ids = _account_ids(cells, ref, path.name)
     outbox = Outbox(outbox_path(Path(warehouse)))
     known = {r["idempotency_key"] for r in outbox.rows("state <> 'rejected'")}
+    known |= _waiting(inbox)
     feed = _bank_feed(warehouse, rows, ids, outbox, ref)
     new_rows, held_rows = [], []
     for r, c in zip(rows, cells, strict=True):
@@ -249,6 +250,17 @@ def import_bank_file(
         if held_rows:
             run.held_file = str(_write(inbox / "held", f"{stem}.held.csv", held_rows))
     return run
+
+
+def _waiting(inbox: Path) -> set[str]:
+    """The keys of the rows with event ids in the inbox's waiting files (imported, not yet
+    posted): importing the same statement again before a write-back writes nothing new."""
+    keys = set()
+    for f in intake.inbox_files(inbox):
+        for r in inbox_csv.read_csv(f.read_bytes()).rows:
+            if r.cells.get("event_id", "").strip():
+                keys.add(wb.derive_key("inbox", f"event:{r.cells['event_id'].strip()}", "create"))
+    return keys
 
 
 def _account_ids(cells: list[dict[str, str]], ref: wb.Reference, name: str) -> dict[str, str]:
