@@ -146,8 +146,8 @@ def _camt(data: bytes, name: str) -> list[BankRow]:
     rows = []
     for st in (c for c in statement if _local(c.tag) == "Stmt"):
         acct = _text(st, "Acct/Id/IBAN") or _text(st, "Acct/Id/Othr/Id")
-        for n, e in enumerate((c for c in st if _local(c.tag) == "Ntry"), 1):
-            rows.append(_camt_entry(e, acct, _text(st, "Acct/Ccy"), f"{name}, entry {n}"))
+        for n, entry in enumerate((c for c in st if _local(c.tag) == "Ntry"), 1):
+            rows.append(_camt_entry(entry, acct, _text(st, "Acct/Ccy"), f"{name}, entry {n}"))
     return rows
 
 

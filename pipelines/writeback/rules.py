@@ -98,8 +98,7 @@ def _current(frame: pl.DataFrame, outbox: Outbox) -> pl.DataFrame:
     for r in rows:
         r.update(pending.get(r["id"], {}))
         r["notes"] = notes.get(r["id"])
-    schema = {**frame.schema, "notes": pl.String}
-    return pl.DataFrame(rows, schema=schema)
+    return pl.DataFrame(rows, schema=[*frame.schema.items(), ("notes", pl.String)])
 
 
 def _check_categories(rules: policy.RulesFile, categories: dict[str, str], name: str) -> None:
