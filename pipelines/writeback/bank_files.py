@@ -233,7 +233,7 @@ def import_bank_file(
     feed = _bank_feed(warehouse, rows, ids, outbox, ref)
     new_rows, held_rows = [], []
     for r, c in zip(rows, cells, strict=True):
-        key = wb.derive_key("inbox", f"event:{c['event_id']}", "create") if c["event_id"] else ""
+        key = _key(c)
         mark = (ids[c["account"]], r.booked_at, _cents(r, ref, ids[c["account"]]))
         if key and key in known:
             run.already_imported.append(c)
@@ -247,20 +247,29 @@ def import_bank_file(
         stem = f"{path.stem}.{fmt}"
         if new_rows:
             run.inbox_file = str(_write(inbox, f"{stem}.csv", new_rows))
-        if held_rows:
-            run.held_file = str(_write(inbox / "held", f"{stem}.held.csv", held_rows))
+        # a row held by an earlier import of the same statement is not held twice over
+        held_before = _waiting(inbox / "held")
+        fresh = [c for c in held_rows if _key(c) not in held_before]
+        if fresh:
+            run.held_file = str(_write(inbox / "held", f"{stem}.held.csv", fresh))
     return run
 
 
-def _waiting(inbox: Path) -> set[str]:
-    """The keys of the rows with event ids in the inbox's waiting files (imported, not yet
-    posted): importing the same statement again before a write-back writes nothing new."""
-    keys = set()
-    for f in intake.inbox_files(inbox):
-        for r in inbox_csv.read_csv(f.read_bytes()).rows:
-            if r.cells.get("event_id", "").strip():
-                keys.add(wb.derive_key("inbox", f"event:{r.cells['event_id'].strip()}", "create"))
-    return keys
+def _key(cells: Mapping[str, str]) -> str:
+    """The idempotency key an inbox row with an event id is posted under ("" without one)."""
+    given = cells.get("event_id", "").strip()
+    return wb.derive_key("inbox", f"event:{given}", "create") if given else ""
+
+
+def _waiting(folder: Path) -> set[str]:
+    """The keys of the rows with event ids in a folder's CSV files (the inbox: imported, not yet
+    posted; inbox/held: held already): importing the same statement again adds nothing."""
+    return {
+        _key(r.cells)
+        for f in intake.inbox_files(folder)
+        for r in inbox_csv.read_csv(f.read_bytes()).rows
+        if r.cells.get("event_id", "").strip()
+    }
 
 
 def _account_ids(cells: list[dict[str, str]], ref: wb.Reference, name: str) -> dict[str, str]:

@@ -154,7 +154,9 @@ def test_ofx_and_camt_statements_imported_twice_and_overlapping_post_each_transa
     assert [c["event_id"] for c in first["held"]] == ["bank:000123456789:FEED-1"]
     held = Path(first["held_file"])
     assert held.parent.name == "held" and "FEED-1" in held.read_text()
-    _import(env, files["nov-a.ofx"])  # the same statement again, before it was posted
+    again = _import(env, files["nov-a.ofx"])  # the same statement again, before it was posted
+    assert (len(again["new"]), len(again["already_imported"]), len(again["held"])) == (0, 2, 1)
+    assert again["inbox_file"] is None and again["held_file"] is None  # nothing written twice
     _import(env, files["nov-b.ofx"])  # overlapping: F-2 again
     camt = _import(env, files["nov-a.xml"])
     assert [c["amount"] for c in camt["new"]] == ["-7.77", "120.00"]
