@@ -109,7 +109,7 @@ def _ofx(data: bytes, name: str) -> list[BankRow]:
             rows.append(
                 BankRow(
                     acct, str(t.fitid or ""), t.dtposted.date(), Decimal(t.trnamt),
-                    str(getattr(t, "currency", None) or st.curdef), concept,
+                    str(getattr(getattr(t, "currency", None), "cursym", None) or st.curdef), concept,
                     memo if memo != concept else "",
                 )
             )  # fmt: skip
@@ -227,6 +227,7 @@ def import_bank_file(
     if ref is None:
         raise NoWarehouseError(f"no warehouse at {warehouse}: run `centsync refresh` first")
     ids = _account_ids(cells, ref, path.name)
+    _same_currency(rows, cells, ids, ref, path.name)
     outbox = Outbox(outbox_path(Path(warehouse)))
     known = {r["idempotency_key"] for r in outbox.rows("state <> 'rejected'")}
     known |= _waiting(inbox)
@@ -287,6 +288,27 @@ def _account_ids(cells: list[dict[str, str]], ref: wb.Reference, name: str) -> d
             )
         out[account] = str(found.item(0, "id"))
     return out
+
+
+def _same_currency(
+    rows: list[BankRow],
+    cells: list[dict[str, str]],
+    ids: Mapping[str, str],
+    ref: wb.Reference,
+    name: str,
+) -> None:
+    """A statement in another currency than its account's would post wrong amounts: refused."""
+    currency = dict(
+        zip(ref.accounts["id"].to_list(), ref.accounts["currency"].to_list(), strict=True)
+    )
+    for r, c in zip(rows, cells, strict=True):
+        theirs = str(currency[ids[c["account"]]] or "EUR").upper()
+        if r.currency.upper() != theirs:
+            raise BankFileError(
+                f"{name}: transaction {r.txid or r.booked_at} is in {r.currency} but "
+                f"{c['account']!r} keeps {theirs}: map the file's account {r.account_ref!r} to "
+                f"an account in {r.currency}"
+            )
 
 
 def _cents(row: BankRow, ref: wb.Reference, account_id: str) -> int | None:

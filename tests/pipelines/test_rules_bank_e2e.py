@@ -193,6 +193,9 @@ def test_an_unmapped_account_or_an_unreadable_file_exits_2_and_writes_nothing(en
     path.write_bytes(ofx_statement("999", [("F-9", dt.date.today(), "-1.00", "X")]))
     code, _ = env.cli("import", str(path))
     assert code == 2
+    path.write_bytes(ofx_statement("999", [("F-9", dt.date.today(), "-1.00", "X")], "USD"))
+    result = CliRunner().invoke(main, ["import", str(path), "--account", "999=Cash Wallet"])
+    assert result.exit_code == 2 and "is in USD but 'Cash Wallet' keeps EUR" in result.stderr
     path.write_bytes(b"<html>not a statement</html>")
     code, _ = env.cli("import", str(path), "--account", "999=Cash Wallet")
     assert code == 2
