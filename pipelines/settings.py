@@ -212,6 +212,12 @@ class Settings:
         "whose pages cost no more than proving it) or `fingerprints` (prove every part).",
         "cost",
     )
+    allow_future: bool = _setting(
+        "CENTSYNC_ALLOW_FUTURE",
+        "Post write-back rows dated after the service's today (any non-empty value); unset, "
+        "such rows are rejected with their reason (`centsync writeback --allow-future`).",
+        False,
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -249,7 +255,7 @@ class Settings:
                         f"CENTSYNC_PLAN={raw!r} is not known; use 'cost' or 'fingerprints'"
                     )
                 values[f.name] = raw.lower()
-            elif f.name == "progress":
+            elif f.name in ("progress", "allow_future"):
                 values[f.name] = True
             elif f.name == "api_base_url":
                 values[f.name] = _base_url(raw)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
+import unicodedata
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -88,9 +89,12 @@ _MINOR_UNITS = {
     **dict.fromkeys(["CLF", "UYW"], 4),
 }
 
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_DECIMAL_POINT = re.compile(r"^([+-]?)(\d+)(?:\.(\d+))?$")
-_DECIMAL_COMMA = re.compile(r"^([+-]?)(\d+)(?:,(\d+))?$")
+_DATE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
+_DECIMAL_POINT = re.compile(r"^([+-]?)([0-9]+)(?:\.([0-9]+))?$")
+_DECIMAL_COMMA = re.compile(r"^([+-]?)([0-9]+)(?:,([0-9]+))?$")
+# The fields that hold a number, a date, an id or a keyword: only ASCII digits there (one rule
+# for every such field; text fields, concept, notes and names, keep any character verbatim).
+STRUCTURED = ("operation", "transaction_id", "booked_at", "amount", "expense_goal_id", "type")
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _CONTROL_LINE = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -109,9 +113,19 @@ class RowError(ValueError):
         self.reason = reason
 
 
+def ascii_digits(value: str, name: str) -> None:
+    """Refuse a digit that is not 0-9 (fullwidth `１`, Arabic-Indic `٣`): the one rule for every
+    structured field, so `１２.５０` is refused as an amount just as it is in a date."""
+    for ch in value:
+        if ch not in "0123456789" and unicodedata.category(ch) == "Nd":
+            what = unicodedata.name(ch, "a non-ASCII digit").lower()
+            raise RowError(name, f"{value!r} holds {ch!r} ({what}): write the digits 0-9 (ASCII)")
+
+
 def parse_amount(text: str, currency: str, *, decimal_comma: bool = False) -> int:
     """`-12.34` in EUR -> -1234 cents, exactly; anything that is not such a decimal is an error."""
     value = text.strip()
+    ascii_digits(value, "amount")
     if not value:
         raise RowError("amount", "empty: write the amount in currency units, e.g. -12.34")
     m = _DECIMAL_POINT.match(value) or (_DECIMAL_COMMA.match(value) if decimal_comma else None)
@@ -143,7 +157,9 @@ def parse_amount(text: str, currency: str, *, decimal_comma: bool = False) -> in
 
 
 def parse_date(text: str, name: str = "booked_at") -> dt.date:
+    """`2026-11-02` -> a date; only ASCII digits, only real calendar dates."""
     value = text.strip()
+    ascii_digits(value, name)
     if not _DATE.match(value):
         raise RowError(name, f"{value!r} is not a date written YYYY-MM-DD")
     try:
@@ -189,6 +205,8 @@ class Reference:
     expense_ids: frozenset[str]  # Expenses seen in the ledger (the API lists none)
     transactions: Mapping[str, str]  # id -> type, for the transactions the requests name
     currency: str = "EUR"  # the settings' currency (an edited amount's decimals)
+    today: dt.date | None = None  # the service's today: a later booked_at is refused ...
+    allow_future: bool = False  # ... unless this is set (`--allow-future`)
 
     @classmethod
     def from_frames(
@@ -198,6 +216,9 @@ class Reference:
         expense_ids: Iterable[str],
         transactions: pl.DataFrame,
         currency: str = "EUR",
+        *,
+        today: dt.date | None = None,
+        allow_future: bool = False,
     ) -> Reference:
         return cls(
             accounts=accounts.select(
@@ -213,6 +234,8 @@ class Reference:
                 )
             ),
             currency=currency or "EUR",
+            today=today,
+            allow_future=allow_future,
         )
 
 
@@ -307,6 +330,8 @@ def plan(
         try:
             if row.problem:
                 raise RowError("row", row.problem)
+            for name in STRUCTURED:
+                ascii_digits(row.cells.get(name) or "", name)
             if operation not in OPERATIONS:
                 raise RowError("operation", f"{operation!r}: use create, edit or assign")
             event_id = row.cells.get("event_id", "")
@@ -372,10 +397,8 @@ def _type_against_sign(typ: str | None, amount: int) -> str | None:
         raise RowError("type", f"{typ!r}: use expense, income or transfer")
     if typ is None and amount == 0:
         raise RowError("type", "an amount of 0 needs an explicit type")
-    if typ == "expense" and amount > 0:
-        raise RowError(
-            "type", "an expense is negative (money out): add the minus sign, or use type income"
-        )
+    # A positive expense is a refund (money back for a purchase): the service accepts it and
+    # its spending counts it ("refunds (positive amounts) included"), so it is posted as is.
     if typ == "income" and amount < 0:
         raise RowError(
             "type", "income is positive (money in): drop the minus sign, or type expense"
@@ -404,7 +427,7 @@ def _plan_create(p: Planned, cells: Mapping[str, str], ref: Reference, decimal_c
     """A new transaction: POST /v1/transactions with every field the row gives."""
     account_id, currency = _account(_cell(cells, "account"), ref)
     amount = parse_amount(_cell(cells, "amount"), currency, decimal_comma=decimal_comma)
-    booked = parse_date(_cell(cells, "booked_at"))
+    booked = _booked(_cell(cells, "booked_at"), ref)
     concept = _text(_cell(cells, "concept"), "concept", 1, MAX_CONCEPT, one_line=True)
     typ = _type_against_sign(_cell(cells, "type").strip().lower() or None, amount)
     body: dict[str, Any] = {
@@ -428,6 +451,18 @@ def _plan_create(p: Planned, cells: Mapping[str, str], ref: Reference, decimal_c
         raise RowError("transaction_id", "a create makes a new transaction: leave it empty")
     p.method, p.path, p.body = "POST", "/v1/transactions", body
     p.account_id, p.booked_at, p.amount, p.concept = account_id, booked, amount, concept
+
+
+def _booked(text: str, ref: Reference) -> dt.date:
+    """A booked_at: a real date, not after the service's today unless allowed."""
+    booked = parse_date(text)
+    if ref.today is not None and booked > ref.today and not ref.allow_future:
+        raise RowError(
+            "booked_at",
+            f"{booked} is after the service's today ({ref.today}): a date in the future is "
+            "refused; fix the date, or run with --allow-future if it is meant",
+        )
+    return booked
 
 
 def _known_transaction(tid: str, ref: Reference) -> str:
@@ -477,7 +512,7 @@ def _plan_edit(
     if _cell(cells, "notes"):
         body["notes"] = _text(_cell(cells, "notes"), "notes", 0, MAX_NOTES, one_line=False)
     if _cell(cells, "booked_at").strip():
-        body["booked_at"] = parse_date(_cell(cells, "booked_at")).isoformat()
+        body["booked_at"] = _booked(_cell(cells, "booked_at"), ref).isoformat()
     typ = _cell(cells, "type").strip().lower() or None
     if _cell(cells, "amount").strip():
         body["amount"] = parse_amount(

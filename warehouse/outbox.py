@@ -413,17 +413,27 @@ class Outbox:
         """The other rows written under an idempotency key (earlier bodies of one event)."""
         return self.rows("idempotency_key = ? AND id <> ?", [idempotency_key, outbox_id])
 
+    def live(self) -> list[dict[str, Any]]:
+        """Rows queued, sent or confirmed (neither rejected nor waiting on a person), by id."""
+        return self.rows("state IN ('pending', 'sent', 'confirmed') AND body <> ''")
+
     def keys_and_bodies(self) -> set[tuple[str, str]]:
         """(idempotency key, body hash) of every row: what a dry run would find already queued."""
         return {(r["idempotency_key"], r["body_sha256"]) for r in self.rows()}
 
     def counts(self) -> dict[str, int]:
-        """Rows per state (every state listed, 0 where none)."""
+        """Rows per state (every state listed, 0 where none). A rejection superseded by a later
+        row of the same event (rejected, then fixed and posted) no longer counts."""
         found: dict[str, int] = {}
         if self.exists():
             with self.connect() as con:
                 found = dict(
-                    con.execute("SELECT state, count(*) FROM ops.outbox GROUP BY 1").fetchall()
+                    con.execute(
+                        "SELECT state, count(*) FROM ops.outbox o WHERE NOT (state = 'rejected' "
+                        "AND EXISTS (SELECT 1 FROM ops.outbox n WHERE n.idempotency_key = "
+                        "o.idempotency_key AND n.id > o.id AND n.state <> 'rejected')) "
+                        "GROUP BY 1"
+                    ).fetchall()
                 )
         return {s: int(found.get(s, 0)) for s in STATES}
 

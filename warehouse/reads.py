@@ -103,6 +103,30 @@ def writeback_reference(
     return WritebackReference(accounts, categories, goals, transactions, currency)
 
 
+def rule_candidates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Every transaction with what categorisation rules match on and set (ids as text)."""
+    return _writeback_frame(
+        con,
+        "SELECT t.id::VARCHAR AS id, t.account_id::VARCHAR AS account_id, a.name AS account_name, "
+        "t.booked_at, t.amount, t.concept, t.type, t.category_id::VARCHAR AS category_id, "
+        "t.expense_goal_id::VARCHAR AS expense_goal_id FROM core.transactions t "
+        "JOIN core.accounts a ON a.id = t.account_id ORDER BY t.booked_at, t.id",
+    )
+
+
+def ledger_rows_between(
+    con: duckdb.DuckDBPyConnection, account_ids: Sequence[str], first: dt.date, last: dt.date
+) -> pl.DataFrame:
+    """The transactions of these accounts booked within [first, last] (a bank file's days)."""
+    return _writeback_frame(
+        con,
+        "SELECT id::VARCHAR AS id, account_id::VARCHAR AS account_id, booked_at, amount, concept "
+        "FROM core.transactions WHERE account_id::VARCHAR IN (SELECT unnest(?::VARCHAR[])) "
+        "AND booked_at BETWEEN ? AND ? ORDER BY booked_at, id",
+        [list(account_ids), first, last],
+    )
+
+
 def months_of_transactions(
     con: duckdb.DuckDBPyConnection, transaction_ids: Sequence[str]
 ) -> list[dt.date]:

@@ -15,11 +15,13 @@ import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
+from centsync.pipelines.cli.bank_import import import_command
 from centsync.pipelines.cli.doctor import doctor
 from centsync.pipelines.cli.export import export_command
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
+from centsync.pipelines.cli.rules import rules_command
 from centsync.pipelines.cli.sandbox import sandbox, tour
 from centsync.pipelines.cli.schedule import daemon, schedule
 from centsync.pipelines.cli.sql import sql
@@ -70,6 +72,8 @@ for command in (
     doctor,
     sql,
     export_command,
+    rules_command,
+    import_command,
 ):
     main.add_command(command)
 

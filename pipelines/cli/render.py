@@ -183,9 +183,13 @@ def writeback(result: WritebackResult) -> None:
     """The write-back's plan and result, for people."""
     _writeback_plan(result)
     for f in result.files:
-        if f.get("moved_to"):
+        if f.get("fate"):
+            click.echo(f"File {f['file']}: {f['fate']}")
+        elif f.get("moved_to"):
             extra = f"; reasons in {f['errors_file']}" if f.get("errors_file") else ""
             click.echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
+    if result.inbox:
+        click.echo(f"Inbox: {result.inbox}")
     if not result.dry_run:
         _writeback_counts(result)
     click.echo(
@@ -313,6 +317,8 @@ def _status_outbox(outbox: dict[str, Any] | None) -> None:
             )
         )
     )
+    if outbox and outbox.get("inbox"):
+        click.echo(f"Inbox: {outbox['inbox']}")
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
@@ -383,3 +389,64 @@ def tour(
     )
     for row in spending["data"][:8]:
         click.echo(f"  {row['label']:<16} {row['count']:>4} tx {money(row['amount']):>12}")
+
+
+def rules(report: dict[str, Any]) -> None:
+    """A rules run: each change, before and after, then what was queued."""
+    dry = report["dry_run"]
+    head = "Rules preview (dry run: nothing is written)" if dry else "Rules"
+    click.echo(
+        f"{head}: {report['rules_file']}, {report['rules']} rule(s) against "
+        f"{report['transactions']} transaction(s): {len(report['changes'])} change(s)"
+    )
+    for c in report["changes"][:200]:
+        before = "(none)" if c["before"] is None else repr(c["before"])
+        click.echo(
+            f"  {c['rule']:<18} {c['booked_at']} {money(c['amount']):>11}  {c['concept'][:32]:<32} "
+            f"{c['field']}: {before} -> {c['after']!r}"
+        )
+    if len(report["changes"]) > 200:
+        click.echo(f"  ... and {len(report['changes']) - 200} more (--json lists them all)")
+    for p in report["plan"]:
+        if p["action"] == "rejected":
+            click.echo(
+                f"  {click.style('rejected', fg='red')} {p['source']}:{p['line']} {p['reason']}"
+            )
+    verb = "would queue" if dry else "queued"
+    click.echo(
+        f"{verb} {report['queued']} request(s), {report['duplicates']} already in the outbox, "
+        f"{report['rejected']} rejected"
+        + ("" if dry or not report["queued"] else "; `centsync writeback` sends them")
+    )
+
+
+def bank_import(report: dict[str, Any]) -> None:
+    """Bank files imported: per file, its rows new, already imported and held."""
+    dry = report["dry_run"]
+    for f in report["files"]:
+        click.echo(
+            f"{f['file']} ({f['format']}): {f['rows']} transaction(s): {len(f['new'])} new, "
+            f"{len(f['already_imported'])} already imported, {len(f['held'])} held as likely "
+            "duplicates of bank-feed rows"
+        )
+        for c in f["new"][:200]:
+            click.echo(
+                f"  new   {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
+            )
+        for c in f["held"]:
+            click.echo(
+                f"  held  {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
+            )
+        if f["inbox_file"]:
+            click.echo(f"  into the inbox: {f['inbox_file']}")
+        if f["held_file"]:
+            click.echo(
+                f"  held: {f['held_file']} (the service has a row of that account, day and "
+                "amount already; move the file into the inbox to post them anyway)"
+            )
+    tail = (
+        "dry run: nothing written"
+        if dry
+        else "`centsync writeback` (or the next refresh) posts them"
+    )
+    click.echo(f"Inbox: {report['inbox']} ({tail})")

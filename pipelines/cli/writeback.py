@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import click
@@ -19,7 +20,12 @@ from centsync.pipelines.cli.sandbox import embedded_api
 @click.option(
     "--json", "as_json", is_flag=True, help="Print the plan and result as one JSON object."
 )
-def writeback_command(dry_run: bool, as_json: bool) -> None:
+@click.option(
+    "--allow-future",
+    is_flag=True,
+    help="Post rows dated after the service's today (refused otherwise, with their reason).",
+)
+def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
     """Post the inbox's CSV files and ops.outbox_requests' rows to the service, each exactly once.
 
     Every row is checked first (a bad row is rejected with its reason, the good rows of the same
@@ -27,16 +33,22 @@ def writeback_command(dry_run: bool, as_json: bool) -> None:
     any failure reuses the key, so nothing is posted twice. Exit 7 when rows were rejected or need
     attention, 3 when the key cannot write (every row stays pending).
 
-    Example: cp receipts.csv ~/.local/share/centsync/inbox/ && centsync writeback --dry-run
+    The inbox folder is printed by `centsync status` and in this command's summary.
+
+    Example: centsync writeback --dry-run
     """
     from centsync.pipelines.results import WritebackResult
     from centsync.pipelines.writeback import run as writeback
 
     JSON_OUTPUT.set(as_json)
     config = settings()
+    if allow_future:
+        config = dataclasses.replace(config, allow_future=True)
     run_id = None
     if dry_run:
-        options = writeback.WritebackOptions(dry_run=True, inbox=config.inbox)
+        options = writeback.WritebackOptions(
+            dry_run=True, inbox=config.inbox, allow_future=config.allow_future
+        )
         summary = writeback.run_writeback(None, config.warehouse, options)
         result = WritebackResult.from_json(summary.report())
     else:

@@ -34,7 +34,9 @@ def outbox(
     # The write-back job fails when it cannot write (a read-only key, the service gone); as the
     # first step of a refresh the same is a warning, and the refresh goes on.
     strict = context.run.job_name == WRITEBACK_JOB
-    options = writeback.WritebackOptions(strict=strict, inbox=settings.inbox)
+    options = writeback.WritebackOptions(
+        strict=strict, inbox=settings.inbox, allow_future=settings.allow_future
+    )
     with known_failures():
         try:
             with api_client(settings) as client, interrupts_as_keyboard():

@@ -22,6 +22,7 @@ class ReadFile:
     problem: str | None  # a file-level problem (encoding, header): no row is used
     decimal_comma: bool = False
     delimiter: str = ","
+    header: str = ""  # the header line as written (the rejected rows' file repeats it)
 
 
 def read_csv(data: bytes) -> ReadFile:
@@ -48,7 +49,13 @@ def read_csv(data: bytes) -> ReadFile:
     if problem is not None:
         return ReadFile([], problem)
     rows = _rows(reader, lines, header)
-    return ReadFile(rows, None, decimal_comma=delimiter == ";", delimiter=delimiter)
+    return ReadFile(
+        rows,
+        None,
+        decimal_comma=delimiter == ";",
+        delimiter=delimiter,
+        header=lines[0].rstrip("\r\n"),
+    )
 
 
 def header_problem(header: Sequence[str]) -> str | None:
@@ -124,6 +131,11 @@ def _table(rows: Iterable[Sequence[object]], delimiter: str) -> str:
 def errors_csv(planned: Sequence[Planned], delimiter: str = ",") -> str:
     """The rejected rows of a file, each with its line and reason (kept verbatim)."""
     return _table(([p.line, p.reason, p.text] for p in planned if p.reason is not None), delimiter)
+
+
+def rejected_rows_csv(header: str, planned: Sequence[Planned]) -> str:
+    """The rejected rows of a file, as written, under its header: fix them and drop it again."""
+    return "\n".join([header, *(p.text for p in planned if p.reason is not None)]) + "\n"
 
 
 def file_errors_csv(problem: str) -> str:

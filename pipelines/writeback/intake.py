@@ -12,31 +12,55 @@ import datetime as dt
 import shutil
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from centsync.pipelines.writeback import inbox_csv
 from centsync.pipelines.writeback.summary import WritebackSummary, plan_entry
 from centsync.transform import writeback as policy
 from centsync.warehouse import connect_readonly
 from centsync.warehouse.outbox import Outbox
-from centsync.warehouse.reads import writeback_reference
+from centsync.warehouse.reads import settings_timezone, writeback_reference
 
 REQUESTS_NAME = "ops.outbox_requests"
 
 
-def reference(warehouse: Path, rows: list[policy.SourceRow]) -> policy.Reference | None:
-    """What the published warehouse knows (None before the first refresh)."""
+def reference(
+    warehouse: Path,
+    rows: list[policy.SourceRow],
+    now: dt.datetime | None = None,
+    *,
+    allow_future: bool = False,
+) -> policy.Reference | None:
+    """What the published warehouse knows (None before the first refresh); with `now`, the
+    service's today: that instant's date in the service's timezone (core.settings)."""
     if not Path(warehouse).exists():
         return None
     con = connect_readonly(warehouse)
     try:
         ref = writeback_reference(con, policy.referenced_transactions(rows))
+        timezone = settings_timezone(con)
     finally:
         con.close()
     if ref.accounts.height == 0:
         return None
     return policy.Reference.from_frames(
-        ref.accounts, ref.categories, ref.expense_goal_ids, ref.transactions, ref.currency or "EUR"
+        ref.accounts,
+        ref.categories,
+        ref.expense_goal_ids,
+        ref.transactions,
+        ref.currency or "EUR",
+        today=service_today(now, timezone) if now is not None else None,
+        allow_future=allow_future,
     )
+
+
+def service_today(now: dt.datetime, timezone: str | None) -> dt.date:
+    """The calendar day `now` falls on in the service's timezone (UTC when unknown)."""
+    try:
+        zone: dt.tzinfo = ZoneInfo(timezone) if timezone else dt.UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = dt.UTC
+    return now.astimezone(zone).date()
 
 
 def outbox_record(p: policy.Planned) -> dict[str, Any]:
@@ -111,6 +135,7 @@ def intake(
     summary: WritebackSummary,
     *,
     dry_run: bool,
+    allow_future: bool = False,
 ) -> None:
     """Inbox files and request rows into the outbox (or, dry, into the plan only)."""
     files = inbox_files(inbox)
@@ -119,7 +144,7 @@ def intake(
         return
     read = {f: inbox_csv.read_csv(f.read_bytes()) for f in files}
     every = request_rows + [r for rf in read.values() for r in rf.rows]
-    ref = reference(warehouse, every)
+    ref = reference(warehouse, every, now, allow_future=allow_future)
     if ref is None:
         summary.warnings.append(
             f"{len(files)} inbox file(s) and {len(request_rows)} request row(s) wait for the first "
@@ -156,17 +181,61 @@ def _take_file(
         summary.plan.append(plan_entry(f.name, 0, "", "rejected", reason=rf.problem))
         if not dry_run:
             entry.update(_reject(f, inbox, inbox_csv.file_errors_csv(rf.problem)))
+            entry["fate"] = fate(entry, 0, 0, dry_run=False)
         return entry
     planned = policy.plan(
         rf.rows, ref, source="inbox", source_name=f.name, decimal_comma=rf.decimal_comma
     )
     _enqueue(outbox, planned, existing, now, summary, entry, dry_run=dry_run)
+    bad = sum(1 for p in planned if p.reason)
     if not dry_run:
-        if any(p.reason for p in planned):
+        if bad == len(planned) and planned:
             entry.update(_reject(f, inbox, inbox_csv.errors_csv(planned, rf.delimiter)))
         else:
             entry["moved_to"] = str(move(f, inbox / "done"))
+            if bad:
+                entry.update(_split(f.name, inbox, rf, planned))
+    entry["fate"] = fate(entry, len(planned), bad, dry_run=dry_run)
     return entry
+
+
+def _split(
+    name: str, inbox: Path, rf: inbox_csv.ReadFile, planned: list[policy.Planned]
+) -> dict[str, str]:
+    """A file's rejected rows, split out: `rejected/<name>` (its header and those rows, as
+    written, to fix and drop again) and `<name>.errors.csv` beside it (line, reason, row)."""
+    folder = inbox / "rejected"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / name
+    n = 1
+    while target.exists():
+        target = folder / f"{Path(name).stem}.{n}{Path(name).suffix}"
+        n += 1
+    target.write_text(inbox_csv.rejected_rows_csv(rf.header, planned), "utf-8")
+    errors_file = target.with_name(target.name + ".errors.csv")
+    errors_file.write_text(inbox_csv.errors_csv(planned, rf.delimiter), "utf-8")
+    return {"rejected_rows_file": str(target), "errors_file": str(errors_file)}
+
+
+def fate(entry: dict[str, Any], rows: int, bad: int, *, dry_run: bool) -> str:
+    """What became of a file, in one sentence (the summary prints it)."""
+    good = rows - bad
+    if dry_run:
+        return f"{good} row(s) good, {bad} rejected (dry run: nothing written or moved)"
+    if "rejected_file" in entry:
+        return f"rejected whole, nothing posted: moved to {entry['moved_to']}"
+    if bad == rows and rows:
+        return (
+            f"every row rejected, nothing posted: moved to {entry['moved_to']}, "
+            f"reasons in {entry['errors_file']}"
+        )
+    if bad:
+        return (
+            f"{good} good row(s) queued, file moved to {entry['moved_to']}; {bad} row(s) "
+            f"rejected, split out to {entry['rejected_rows_file']} "
+            f"(reasons in {entry['errors_file']}): fix them there and drop that file again"
+        )
+    return f"{good} row(s) queued, moved to {entry['moved_to']}"
 
 
 def _enqueue(

@@ -42,12 +42,28 @@ def run_writeback(
     inbox = options.inbox or inbox_path(warehouse)
     summary = WritebackSummary(outbox=str(outbox.path), inbox=str(inbox), dry_run=options.dry_run)
     if options.dry_run:
-        intake(outbox, warehouse, inbox, options.now(), summary, dry_run=True)
+        intake(
+            outbox,
+            warehouse,
+            inbox,
+            options.now(),
+            summary,
+            dry_run=True,
+            allow_future=options.allow_future,
+        )
         summary.plan.extend(_pending_entry(row) for row in outbox.in_state("pending"))
         summary.counts = outbox.counts()
         return summary
     with outbox.draining():
-        intake(outbox, warehouse, inbox, options.now(), summary, dry_run=False)
+        intake(
+            outbox,
+            warehouse,
+            inbox,
+            options.now(),
+            summary,
+            dry_run=False,
+            allow_future=options.allow_future,
+        )
         if client is not None:
             try:
                 drain(client, outbox, options, summary)

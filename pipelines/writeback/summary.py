@@ -24,6 +24,8 @@ class WritebackOptions:
     now: Callable[[], dt.datetime] = utcnow
     # The inbox folder (Settings.inbox, resolved at the edge); None: `inbox/` beside the warehouse.
     inbox: Path | None = None
+    # A booked_at after the service's today is refused unless this is set (`--allow-future`).
+    allow_future: bool = False
 
 
 @dataclass

@@ -85,9 +85,17 @@ def test_a_csv_in_the_inbox_is_in_the_ledger_after_one_refresh_and_never_twice(
     inbox = env.warehouse.parent / "inbox"
     errors = (inbox / "rejected" / "cash.csv.errors.csv").read_text()
     assert "line,reason,row" in errors and "c-4" in errors and "3 decimals" in errors
+    # the file's good rows were posted: it is in done/; only its bad row is split out, under
+    # the file's header, to be fixed and dropped again; the file's fate says so
+    assert (inbox / "done" / "cash.csv").exists()
+    assert (inbox / "rejected" / "cash.csv").read_text() == (
+        HEADER + "c-4,Cash Wallet,2026-11-11,-1.234,WB Bad,,\n"
+    )
+    (entry,) = report["writeback"]["files"]
+    assert entry["fate"].startswith("3 good row(s) queued") and "1 row(s) rejected" in entry["fate"]
 
     # the same file again, renamed, and through the write-back job: nothing new is created
-    drop(env, "cash-copy.csv", (inbox / "rejected" / "cash.csv").read_bytes())
+    drop(env, "cash-copy.csv", (inbox / "done" / "cash.csv").read_bytes())
     code, out = env.cli("writeback", "--json")
     result = json.loads(out.strip().splitlines()[-1])
     assert code == 0, out

@@ -75,7 +75,10 @@ BAD: list[tuple[dict[str, str], str]] = [
     (row(account=""), "account: empty"),
     (row(category="Groceriez"), "no category 'Groceriez'"),
     (row(category=UNKNOWN), "no category"),
-    (row(type="expense", amount="5.00"), "an expense is negative"),
+    (row(amount="-１２.５０"), "write the digits 0-9"),
+    (row(amount="-٣.00"), "arabic-indic digit three"),
+    (row(booked_at="２０２６-11-10"), "write the digits 0-9"),
+    (row(expense_goal_id="４4444444-4444-4444-8444-444444444444"), "expense_goal_id: "),
     (row(type="income", amount="-5.00"), "income is positive"),
     (row(type="refund"), "use expense, income or transfer"),
     (row(amount="0"), "an amount of 0 needs an explicit type"),
@@ -254,3 +257,45 @@ def test_edits_and_assigns_become_their_requests() -> None:
     assert (assign.method, assign.path) == ("POST", f"/v1/transactions/{SPENT}/expense")
     assert assign.body == {"expense_goal_id": GOAL}
     assert clear.body == {"expense_goal_id": None}
+
+
+def test_a_refund_is_a_positive_expense_and_is_posted_as_such() -> None:
+    rows = read_csv(to_csv([row(type="expense", amount="7.25", concept="Refund: shoes")])).rows
+    (p,) = wb.plan(rows, REF, source="inbox", source_name="refund.csv")
+    assert p.reason is None
+    assert (p.body["type"], p.body["amount"]) == ("expense", 725)
+
+
+def test_non_ascii_digits_are_refused_in_every_structured_field_and_kept_in_text() -> None:
+    cases = {
+        "amount": row(amount="-１.00"),
+        "booked_at": row(booked_at="2026-１1-10"),
+        "transaction_id": {"operation": "edit", "transaction_id": "５" + SPENT[1:], "concept": "x"},
+        "type": row(type="expense１"),
+    }
+    for name, cells in cases.items():
+        (p,) = wb.plan(read_csv(to_csv([cells])).rows, REF, source="inbox", source_name="d.csv")
+        assert p.reason is not None and p.reason.startswith(f"{name}: "), (name, p.reason)
+        assert "write the digits 0-9" in p.reason
+    # text fields keep what was written, fullwidth digits included
+    text = row(concept="Café nº１２", notes="table ５")
+    (p,) = wb.plan(read_csv(to_csv([text])).rows, REF, source="inbox", source_name="t.csv")
+    assert p.reason is None and p.body["concept"] == "Café nº１２"
+
+
+def test_a_date_after_the_services_today_is_refused_unless_allowed() -> None:
+    import dataclasses
+    import datetime as dt
+
+    today = dt.date(2026, 11, 10)
+    rows = read_csv(to_csv([row(booked_at="2026-11-10"), row(booked_at="2026-11-11")])).rows
+    strict = dataclasses.replace(REF, today=today)
+    on_the_day, ahead = wb.plan(rows, strict, source="inbox", source_name="f.csv")
+    assert on_the_day.reason is None
+    assert ahead.reason is not None and "after the service's today (2026-11-10)" in ahead.reason
+    assert "--allow-future" in ahead.reason
+    allowed = dataclasses.replace(strict, allow_future=True)
+    assert [p.reason for p in wb.plan(rows, allowed, source="inbox", source_name="f.csv")] == [
+        None,
+        None,
+    ]

@@ -1,0 +1,48 @@
+"""`centsync rules`: categorise in bulk with a rules file, through the write-back's outbox."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli import render
+from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+
+
+@click.command("rules")
+@click.argument("rules_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option(
+    "--dry-run", is_flag=True, help="Preview which rows change, before and after; write nothing."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the changes and plan as one object.")
+def rules_command(rules_file: Path, dry_run: bool, as_json: bool) -> None:
+    """Apply a TOML rules file (match on concept, merchant, amount, account; set category,
+    Expense, notes) to the warehouse's transactions.
+
+    Each change is queued in the outbox as an edit or assign whose key derives from (rule id,
+    rule version, transaction id): re-running queues nothing new, a changed rule only the
+    difference. `centsync writeback` (or the next refresh) sends them. Exit 2 for a rules file
+    that cannot be used (the message says where), 7 when planned rows were rejected.
+
+    Example: centsync rules pipelines/examples/rules.toml --dry-run
+    """
+    from centsync.pipelines.writeback.rules import apply_rules
+    from centsync.pipelines.writeback.summary import utcnow
+    from centsync.transform.rules import RulesError
+
+    JSON_OUTPUT.set(as_json)
+    try:
+        run = apply_rules(settings().warehouse, rules_file, utcnow(), dry_run=dry_run)
+    except RulesError as e:
+        raise click.UsageError(str(e)) from None
+    report = run.report()
+    report["exit_code"] = errors.REJECTED if run.rejected else errors.OK
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        render.rules(report)
+    if report["exit_code"]:
+        raise SystemExit(report["exit_code"])
