@@ -122,3 +122,29 @@ def test_a_row_sent_under_its_neighbours_id_never_lands_as_that_neighbour(
     again = env.refresh()
     assert again["rows"]["rejected"] == 0 and again["verdict"] == "agree"
     env.assert_exact()
+
+
+def test_fields_the_service_adds_later_are_ignored_and_kept_in_the_raw_record(env: Env) -> None:
+    """Contract section 9: answers may gain fields. Every endpoint sends some (the sandbox's
+    `unknown_fields` fault); the refresh lands, reconciles and exits 0."""
+    env.admin("PUT", "/_sandbox/faults", {"unknown_fields": True})
+    key = env.sb.keys["read_only"]
+    with httpx.Client(base_url=env.base_url, headers={"Authorization": f"Bearer {key}"}) as c:
+        for path in ("/v1/transactions", "/v1/accounts", "/v1/analytics/net-worth", "/v1/me"):
+            body = c.get(path).json()
+            first = body[0] if isinstance(body, list) else body
+            assert "x_added_object" in first, path
+        assert "x_added_later" in c.get("/v1/transactions").json()["data"][0]
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == 0, out
+    assert report["verdict"] == "agree" and report["rows"]["rejected"] == 0
+    env.assert_exact()
+    # the raw record is the service's, new fields and all
+    (kept,) = env.sql("SELECT count(*) FROM raw.transactions WHERE raw->>'x_added_later' IS NULL")[
+        0
+    ]
+    assert kept == 0
+    assert env.cli("refresh", "--json")[0] == 0  # and an incremental refresh too
+    code, recon = env.reconcile()
+    assert code == 0 and recon["verdict"] == "agree", recon

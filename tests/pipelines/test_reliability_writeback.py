@@ -3,13 +3,18 @@ project's own posts landing (issue 25): the CLI against the sandbox's clock cont
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
 import json
+from email.utils import parsedate_to_datetime
 
+import httpx
 import pytest
 
+from centsync.extract import NotFound
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.writeback import run as writeback
+from centsync.pipelines.writeback.drain import ServiceClock
 from centsync.warehouse import outbox as outbox_module
 from centsync.warehouse.outbox import Outbox, outbox_path
 
@@ -95,3 +100,37 @@ def test_a_refresh_waits_for_a_write_back_and_gives_up_with_exit_6(
     assert "write-back" in report["error"]["message"]
     assert env.warehouse.read_bytes() == before  # nothing was read, nothing published
     assert env.refresh("--full")["status"] == "ok"  # the lock released, it goes
+
+
+def test_the_service_clock_is_its_answers_date_header_with_no_extra_request(env: Env) -> None:
+    """The sandbox dates every answer by its own (moved) clock; the write-back's service clock
+    reads it from the answers it has anyway, not from one more GET of net worth."""
+    before = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+    env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
+    service_now = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+    with _client(env) as c:
+        answer = httpx.get(f"{env.base_url}/v1/settings", headers=_bearer(env))
+        told = parsedate_to_datetime(answer.headers["date"])
+        assert answer.headers.get_list("date") == [answer.headers["date"]]  # one Date, its own
+        assert abs(told - service_now) < dt.timedelta(seconds=1)
+        assert told - before == dt.timedelta(hours=25)  # the moved clock, not this machine's
+        clock = ServiceClock(c, lambda: dt.datetime.now(dt.UTC))
+        c.me()
+        assert abs(clock.now() - service_now) < dt.timedelta(seconds=5)
+        assert clock.requests == 0  # no net worth GET: the answer's Date was enough
+        # an error answer is dated too, and a service that sends no Date falls back to as_of
+        env.admin("POST", "/_sandbox/clock/advance", {"hours": 2})
+        with pytest.raises(NotFound):
+            c.transaction("00000000-0000-4000-8000-000000000000")
+        later = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+        assert abs(clock.now() - later) < dt.timedelta(seconds=5)
+    with _client(env) as bare:
+        # before any answer there is no Date to go by: net worth's as_of, one request
+        assert bare.service_offset() is None
+        clock = ServiceClock(bare, lambda: dt.datetime.now(dt.UTC))
+        assert abs(clock.now() - later) < dt.timedelta(seconds=5)
+        assert clock.requests == 1
+
+
+def _bearer(env: Env) -> dict[str, str]:
+    return {"Authorization": f"Bearer {env.sb.keys['read_only']}"}
