@@ -440,7 +440,11 @@ def split_valid(entity: str | EntitySpec, frame: pl.DataFrame) -> Split:
     if conflict is None:
         conflict = pl.repeat(None, normal.height, dtype=pl.String, eager=True)
     if keep is not None:
-        normal, parse_reason, conflict = (s.filter(keep) for s in (normal, parse_reason, conflict))
+        normal, parse_reason, conflict = (
+            normal.filter(keep),
+            parse_reason.filter(keep),
+            conflict.filter(keep),
+        )
     failures = _failure_reasons(spec, normal)
     if (
         failures.height == 0
