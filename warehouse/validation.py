@@ -118,12 +118,12 @@ def conflicting_ids(entity: str | EntitySpec, frame: pl.DataFrame) -> list[str]:
     if not repeated.any():
         return []
     normal, _ = normalise(spec, frame.filter(repeated))
-    pairs = normal.select(pl.col(key).alias("id"), _content(spec).alias("content"))
+    pairs = normal.select(pl.col(key).alias("id"), _row_content(spec).alias("content"))
     conflicts = pairs.drop_nulls("id").group_by("id").agg(pl.col("content").n_unique().alias("n"))
     return sorted(conflicts.filter(pl.col("n") > 1).get_column("id").to_list())
 
 
-def _content(spec: EntitySpec) -> pl.Expr:
+def _row_content(spec: EntitySpec) -> pl.Expr:
     """A row's content as the warehouse sees it: every typed column (one spelling of a uuid)."""
     return pl.struct([c.name for c in spec.columns]).hash()
 
@@ -139,7 +139,7 @@ def _dedupe(spec: EntitySpec, normal: pl.DataFrame) -> tuple[pl.Series | None, p
     key = spec.key
     if key is None or normal.height < 2 or not normal.get_column(key).is_duplicated().any():
         return None, None
-    pairs = normal.select(pl.col(key).alias("id"), _content(spec).alias("content"))
+    pairs = normal.select(pl.col(key).alias("id"), _row_content(spec).alias("content"))
     keep = pairs.select(pl.struct("id", "content").is_first_distinct()).to_series()
     kept = pairs.filter(keep)
     conflicts = kept.filter(pl.col("id").is_duplicated()).get_column("id").unique().to_list()
