@@ -235,12 +235,18 @@ class Transaction:
             replayed=replayed,
         )
 
-    def to_frame(self) -> pl.DataFrame:
-        """The same one-row frame the list readers return."""
+    def to_frame(self, *, notes: bool = True) -> pl.DataFrame:
+        """The same one-row frame the list readers return (``notes=False``: its raw without
+        ``notes`` too, as the list sends it)."""
         import orjson
 
-        frame = frame_from_records([orjson.loads(self.raw)], TRANSACTION_WIRE, raw=False)
-        return frame.with_columns(pl.lit(self.raw, dtype=pl.Utf8).alias("raw"))
+        raw = self.raw
+        if not notes:
+            doc = orjson.loads(raw)
+            doc.pop("notes", None)
+            raw = orjson.dumps(doc).decode()
+        frame = frame_from_records([orjson.loads(raw)], TRANSACTION_WIRE, raw=False)
+        return frame.with_columns(pl.lit(raw, dtype=pl.Utf8).alias("raw"))
 
 
 @dataclass(frozen=True)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import os
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any, Protocol, Self, TypeVar
 
 import httpx
@@ -122,6 +124,8 @@ class RequestCore:
         self._pacer_lock = asyncio.Lock()
         self._me: Me | None = None
         self._last_total: int | None = None
+        # the service's clock less this machine's, from the latest answer's `Date` header
+        self.service_offset: dt.timedelta | None = None
 
     @property
     def max_attempts(self) -> int:
@@ -196,6 +200,19 @@ class RequestCore:
                 )
                 log.debug("%s", self.pacer.describe())
 
+    def _note_service_time(self, header: str | None) -> None:
+        """Keep the service's clock offset from an answer's `Date` (kept as is when absent or
+        unreadable): what expires on the service (idempotency keys) expires on its clock."""
+        if not header:
+            return
+        try:
+            told = parsedate_to_datetime(header)
+        except (TypeError, ValueError, IndexError):
+            return
+        if told.tzinfo is None:
+            return  # RFC 9110 dates are GMT; a naive one is not a Date header we can trust
+        self.service_offset = told - dt.datetime.now(dt.UTC)
+
     async def _send_once(
         self,
         method: str,
@@ -251,6 +268,7 @@ class RequestCore:
             raise TransportFailure(method, path, exc) from None
         finally:
             self.pacer.release(None if response is None else response.headers)
+        self._note_service_time(response.headers.get("date"))
         self.stats.add(endpoint, bytes=len(response.content))
         log.debug(
             "%s %s -> %d (%.0f ms, %d bytes)",

@@ -175,6 +175,11 @@ class ApiClient:
     ) -> TransactionsSummary:
         return self._call(self._client.transactions_summary, from_, to, **filters)
 
+    def service_offset(self) -> dt.timedelta | None:
+        """The service's clock less this machine's, from the latest answer's `Date` header
+        (None before any answer, or when the service sends none)."""
+        return self._client.service_offset
+
     def transaction(self, transaction_id: str) -> Transaction:
         return self._call(self._client.transaction, transaction_id)
 

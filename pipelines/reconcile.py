@@ -234,6 +234,29 @@ def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: i
     return rules.month_rows(found)
 
 
+def replay_narrowing(
+    recorded: pl.DataFrame, results: pl.DataFrame, tx: pl.DataFrame
+) -> pl.DataFrame:
+    """Offline, the refresh's narrowing replayed without a request: each category and merchant
+    that differs over a range, in the months the refresh's reconciliation placed it, the
+    service's spending recorded there against the local rows now. Month rows, or none."""
+    wide = rules.to_narrow(results)
+    if wide.is_empty() or recorded.is_empty():
+        return rules.month_rows([])
+    wanted = set(wide.select("check", "subject").iter_rows())
+    present = set(results.select("check", "scope").iter_rows())
+    found: list[tuple[str, dt.date, str | None, str, rules.Cell, rules.Cell]] = []
+    for r in recorded.iter_rows(named=True):
+        check, month, label = str(r["check"]), r["from_date"], str(r["label"])
+        if (check, r["subject"]) not in wanted or (check, f"{month:%Y-%m}/{label}") in present:
+            continue
+        group_by = check.split(".", 1)[1]
+        here = rules.subject_spending(tx.lazy(), group_by, month, month_end(month))
+        there = (int(r["server_cents"]), int(r["server_count"]))
+        found.append((check, month, r["subject"], label, here.get(r["subject"], (0, 0)), there))
+    return rules.month_rows(found)
+
+
 def _bisect(
     client: ApiClient,
     tx: pl.LazyFrame,
@@ -401,10 +424,13 @@ def reconcile(
         mart_rows = rebuild_marts(con, service_today(aggregates), tx)
         marts_seconds = time.perf_counter() - t0
     results = compare(con, aggregates, tx)
+    narrowed = None
     if client is not None and source != "live":  # live compares every month already
         narrowed = narrow(results, tx, client, NARROW_REQUESTS)
-        if narrowed.height:
-            results = pl.concat([results, narrowed], how="vertical_relaxed")
+    elif source == "offline":  # no service: the months the refresh's narrowing found
+        narrowed = replay_narrowing(store.narrowed_by_refresh(con, rid), results, tx)
+    if narrowed is not None and narrowed.height:
+        results = pl.concat([results, narrowed], how="vertical_relaxed")
     evidence = gather_evidence(con, results, client, rid)
     evidence.net_worth_read_first = source != "live"
     results = rules.explain(results, evidence)

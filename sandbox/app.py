@@ -25,6 +25,7 @@ from centsync.sandbox.http import (
     Scope,
     Send,
     _read_body,
+    http_date,
 )
 from centsync.sandbox.openapi import openapi_document
 from centsync.sandbox.routes_admin import _SB_ACC_PATH, _SB_TX_PATH, AdminRoutes
@@ -119,6 +120,7 @@ class SandboxApp(V1Routes, AdminRoutes):
         headers_out = [
             (b"content-type", JSON),
             (b"content-length", str(len(resp.body)).encode()),
+            (b"date", http_date(self.s.now_ms)),
             *extra,
             *resp.headers,
         ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from email.utils import formatdate
 from typing import Any
 
 import orjson
@@ -70,6 +71,15 @@ class Response:
 
 def ok(obj: Any, status: int = 200) -> Response:
     return Response(status, orjson.dumps(obj))
+
+
+def http_date(ms: int) -> bytes:
+    """The `Date` header's value (RFC 9110's IMF-fixdate) for the service's clock, in ms.
+
+    Every answer carries the sandbox's own time, so a client can judge what expires on the
+    service's clock (idempotency keys: 24 hours) even when the sandbox's clock was moved.
+    """
+    return formatdate(ms / 1000, usegmt=True).encode()
 
 
 Handler = Callable[[Request], Awaitable[Response]]

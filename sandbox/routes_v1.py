@@ -65,6 +65,10 @@ class V1Routes:
             raise not_found(f"No transaction {tx_id}.")
         return t
 
+    def _ok(self, obj: Any, status: int = 200) -> Response:
+        """A JSON answer; with the `unknown_fields` fault, one carrying fields no client knows."""
+        return ok(with_unknown_fields(obj) if self.s.faults.unknown_fields else obj, status)
+
     def _tx_record(self, t: Tx, notes: bool) -> dict[str, Any]:
         return t.record(notes=notes, extra=not self.s.faults.drop_extra_fields)
 
@@ -136,7 +140,7 @@ class V1Routes:
         key = req.key
         assert key is not None
         ml, mr, hl, hr = self.s.remaining(key)
-        return ok(
+        return self._ok(
             {
                 "account_id": key.owner,
                 "scopes": key.scopes,
@@ -179,10 +183,20 @@ class V1Routes:
             )
         elif s.faults.drop_extra_fields:
             items = b",".join(orjson.dumps(t.record(notes=False, extra=False)) for t in rows)
+        elif s.faults.unknown_fields:
+            items = b",".join(
+                orjson.dumps(with_unknown_fields(t.record(notes=False))) for t in rows
+            )
         else:
             items = b",".join([t.list_json() for t in rows])
         pages = math.ceil(total / limit)
-        body = b'{"data":[%b],"total":%d,"page":%d,"pages":%d}' % (items, total, page, pages)
+        body = b'{"data":[%b],"total":%d,"page":%d,"pages":%d%b}' % (
+            items,
+            total,
+            page,
+            pages,
+            b"," + orjson.dumps(UNKNOWN_FIELDS)[1:-1] if s.faults.unknown_fields else b"",
+        )
         return Response(200, body)
 
     async def transactions_summary(self, req: Request) -> Response:
@@ -195,12 +209,12 @@ class V1Routes:
         if "sort" in q:
             enum_value(q["sort"], "sort", ("booked_at", "created_at"))
         lo, hi, preds = self._filters(q)
-        return ok(self.s.summary(lo, hi, preds))
+        return self._ok(self.s.summary(lo, hi, preds))
 
     async def get_transaction(self, req: Request) -> Response:
         m = _TX_PATH.match(req.path)
         assert m is not None
-        return ok(self._tx_record(self._tx_or_404(m.group(1)), notes=True))
+        return self._ok(self._tx_record(self._tx_or_404(m.group(1)), notes=True))
 
     async def create_transaction(self, req: Request) -> Response:
         body = object_body(req.json(), CREATE_FIELDS)
@@ -243,7 +257,7 @@ class V1Routes:
                 notes,
                 manual=True,
             )
-            return ok(self._tx_record(t, notes=True), 201)
+            return self._ok(self._tx_record(t, notes=True), 201)
 
         return await self._idempotent(req, work)
 
@@ -316,7 +330,7 @@ class V1Routes:
                     "assigned to an Expense",
                 )
             self.s.change_transaction(t, changes)
-            return ok(self._tx_record(t, notes=True))
+            return self._ok(self._tx_record(t, notes=True))
 
         return await self._idempotent(req, work)
 
@@ -341,23 +355,23 @@ class V1Routes:
                     "not an expense",
                 )
             self.s.change_transaction(t, {"expense_goal_id": goal})
-            return ok(self._tx_record(t, notes=True))
+            return self._ok(self._tx_record(t, notes=True))
 
         return await self._idempotent(req, work)
 
     async def list_accounts(self, req: Request) -> Response:
         extra = not self.s.faults.drop_extra_fields
-        return ok([a.record(self.s.currency, extra) for a in self.s.visible_accounts()])
+        return self._ok([a.record(self.s.currency, extra) for a in self.s.visible_accounts()])
 
     async def accounts_summary(self, req: Request) -> Response:
-        return ok(self.s.accounts_summary())
+        return self._ok(self.s.accounts_summary())
 
     async def list_connections(self, req: Request) -> Response:
-        return ok({"data": self.s.connection_records()})
+        return self._ok({"data": self.s.connection_records()})
 
     async def net_worth(self, req: Request) -> Response:
         summ = self.s.accounts_summary()
-        return ok(
+        return self._ok(
             {
                 "currency": summ["currency"],
                 "assets": summ["assets"],
@@ -384,7 +398,7 @@ class V1Routes:
         if lo > hi:
             raise invalid("`from` must not be after `to`.", "from", "after to")
         total, rows = self.s.spending(lo.toordinal(), hi.toordinal(), group_by)
-        return ok(
+        return self._ok(
             {
                 "from": lo.isoformat(),
                 "to": hi.isoformat(),
@@ -396,10 +410,10 @@ class V1Routes:
         )
 
     async def settings(self, req: Request) -> Response:
-        return ok(self.s.settings())
+        return self._ok(self.s.settings())
 
     async def sync_status(self, req: Request) -> Response:
-        return ok({"data": self.s.sync_status_records()})
+        return self._ok({"data": self.s.sync_status_records()})
 
     async def sync(self, req: Request) -> Response:
         body = object_body(req.json(), {"provider"})
@@ -418,9 +432,31 @@ class V1Routes:
             else:
                 providers = [p for p in known if any(c.provider == p for c in self.s.connections)]
             done = self.s.manual_sync(providers)
-            return ok({"sync_id": self.s.new_id(), "status": "queued", "providers": done}, 202)
+            return self._ok(
+                {"sync_id": self.s.new_id(), "status": "queued", "providers": done}, 202
+            )
 
         return await self._idempotent(req, work)
+
+
+# What the `unknown_fields` fault adds to each object the service sends: a value, and an object
+# (a client must ignore both, contract section 9)
+UNKNOWN_FIELDS: dict[str, Any] = {
+    "x_added_later": "a field this version of the client does not know",
+    "x_added_object": {"kind": "new", "count": 1, "amount": 999},
+}
+
+
+def with_unknown_fields(obj: Any) -> Any:
+    """The answer with `UNKNOWN_FIELDS` on its top object and on each object of its lists."""
+    if isinstance(obj, list):
+        return [with_unknown_fields(item) for item in obj]
+    if not isinstance(obj, dict):
+        return obj
+    out = {
+        k: [with_unknown_fields(i) for i in v] if isinstance(v, list) else v for k, v in obj.items()
+    }
+    return {**out, **UNKNOWN_FIELDS}
 
 
 CORRUPTIONS = (

@@ -34,6 +34,7 @@ def _config(sb: Sandbox, host: str, port: int) -> uvicorn.Config:
         access_log=False,
         log_level="warning",
         timeout_keep_alive=30,
+        date_header=False,  # the app sends its own clock's Date (sandbox/http.py: http_date)
     )
 
 

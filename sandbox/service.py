@@ -66,6 +66,8 @@ class Faults:
     rate_limit_burst: int = 0
     omit_rate_limit_headers: bool = False
     drop_extra_fields: bool = False
+    # every /v1 answer gains fields the contract does not list (section 9: clients ignore them)
+    unknown_fields: bool = False
     drift: dict[str, int] = field(default_factory=dict)
     # transaction id -> how the list endpoint damages that row whenever it sends it:
     # amount_string, non_integer_amount, unknown_type, missing_field, bad_date
@@ -81,6 +83,7 @@ class Faults:
             "rate_limit_burst": self.rate_limit_burst,
             "omit_rate_limit_headers": self.omit_rate_limit_headers,
             "drop_extra_fields": self.drop_extra_fields,
+            "unknown_fields": self.unknown_fields,
             "drift": self.drift,
             "corrupt": self.corrupt,
         }

@@ -293,6 +293,35 @@ def explained_by_refresh(
     return {(c, s): (int(d), str(e)) for c, s, d, e in rows}
 
 
+def narrowed_by_refresh(con: duckdb.DuckDBPyConnection, refresh_id: str) -> pl.DataFrame:
+    """The months the refresh's own reconciliation placed differing categories and merchants
+    in, with the service's spending it asked there: what an offline run replays."""
+    return pl.DataFrame(
+        con.execute(
+            """
+            SELECT r."check", r.subject, r.label, r.from_date, r.server_cents, r.server_count
+            FROM recon.results r JOIN recon.runs u USING (recon_id)
+            WHERE u.refresh_id = ? AND u.source = 'refresh'
+              AND r."check" IN ('spending.category', 'spending.merchant')
+              AND r.from_date = date_trunc('month', r.to_date) AND r.to_date = last_day(r.from_date)
+              AND r.server_cents IS NOT NULL
+            QUALIFY u.ran_at = max(u.ran_at) OVER ()
+            ORDER BY r.from_date, r."check", r.label
+            """,
+            [refresh_id],
+        ).fetchall(),
+        schema={
+            "check": pl.String,
+            "subject": pl.String,
+            "label": pl.String,
+            "from_date": pl.Date,
+            "server_cents": pl.Int64,
+            "server_count": pl.Int64,
+        },
+        orient="row",
+    )
+
+
 def replace_marts(
     con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame]
 ) -> dict[str, int]:

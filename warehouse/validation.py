@@ -104,13 +104,60 @@ def _timezone_check() -> pa.Check:
     return pa.Check.isin(zones, error="not an IANA timezone")
 
 
-def _first_of_key(key: str) -> pa.Check:
-    # First occurrence lands, later ones are rejected: a repeated id inside one landing is a
-    # paging artefact, and rejecting (not dropping) the copies keeps it visible.
-    return pa.Check(
-        lambda d: d.lazyframe.select(pl.col(key).is_first_distinct()),
-        error=f"duplicate {key} within this landing (first occurrence kept)",
-    )
+def conflicting_ids(entity: str | EntitySpec, frame: pl.DataFrame) -> list[str]:
+    """Keys a frame holds more than once with differing content (an impostor under a real id).
+
+    Identical copies (a page read twice, one id in two spellings) are no conflict: they are
+    deduplicated silently. Cheap when every key is once (the usual case).
+    """
+    spec = ENTITIES[entity] if isinstance(entity, str) else entity
+    key = spec.key
+    if key is None or key not in frame.columns or frame.height < 2:
+        return []
+    repeated = frame.get_column(key).cast(pl.String).str.to_lowercase().is_duplicated()
+    if not repeated.any():
+        return []
+    normal, _ = normalise(spec, frame.filter(repeated))
+    pairs = normal.select(pl.col(key).alias("id"), _row_content(spec).alias("content"))
+    conflicts = pairs.drop_nulls("id").group_by("id").agg(pl.col("content").n_unique().alias("n"))
+    return sorted(conflicts.filter(pl.col("n") > 1).get_column("id").to_list())
+
+
+def _row_content(spec: EntitySpec) -> pl.Expr:
+    """A row's content as the warehouse sees it: every typed column (one spelling of a uuid)."""
+    return pl.struct([c.name for c in spec.columns]).hash()
+
+
+def _dedupe(spec: EntitySpec, normal: pl.DataFrame) -> tuple[pl.Series | None, pl.Series | None]:
+    """Repeated keys of a normalised frame: (rows to keep, a reason per row), or Nones when
+    every key is once.
+
+    A later identical copy is dropped silently (page drift); every copy of a key sent with
+    differing content is rejected, since which copy is the service's row cannot be told from
+    the page (a row sent under its neighbour's id).
+    """
+    key = spec.key
+    if key is None or normal.height < 2 or not normal.get_column(key).is_duplicated().any():
+        return None, None
+    pairs = normal.select(pl.col(key).alias("id"), _row_content(spec).alias("content"))
+    keep = pairs.select(pl.struct("id", "content").is_first_distinct()).to_series()
+    kept = pairs.filter(keep)
+    conflicts = kept.filter(pl.col("id").is_duplicated()).get_column("id").unique().to_list()
+    if not conflicts:
+        return keep, None
+    reason = pairs.select(
+        pl.when(pl.col("id").is_in(conflicts))
+        .then(
+            pl.format(
+                "{}: {} sent more than once with different content (every copy rejected; the "
+                "service's own row is fetched by its id)",
+                pl.lit(key),
+                pl.col("id"),
+            )
+        )
+        .otherwise(None)
+    ).to_series()
+    return keep, reason
 
 
 def _column(spec: ColumnSpec, checks: list[pa.Check] | None = None) -> pa.Column:
@@ -130,8 +177,9 @@ def _entity(
 ) -> EntitySpec:
     schema_columns = {c.name: _column(c, checks.get(c.name)) for c in columns}
     schema_columns["raw"] = pa.Column(pl.String, [_json_object_check()])
-    frame_checks = [_first_of_key(key)] if key else []
-    schema = pa.DataFrameSchema(schema_columns, checks=frame_checks, strict=False, name=entity)
+    # a repeated key is judged before pandera (`_dedupe`): identical copies drop, differing ones
+    # are all rejected
+    schema = pa.DataFrameSchema(schema_columns, strict=False, name=entity)
     return EntitySpec(entity, tuple(columns), key, schema)
 
 
@@ -388,8 +436,21 @@ def split_valid(entity: str | EntitySpec, frame: pl.DataFrame) -> Split:
     """Split a frame into rows that pass every rule (typed, ready to land) and rejected rows."""
     spec = ENTITIES[entity] if isinstance(entity, str) else entity
     normal, parse_reason = normalise(spec, frame)
+    keep, conflict = _dedupe(spec, normal)
+    if conflict is None:
+        conflict = pl.repeat(None, normal.height, dtype=pl.String, eager=True)
+    if keep is not None:
+        normal, parse_reason, conflict = (
+            normal.filter(keep),
+            parse_reason.filter(keep),
+            conflict.filter(keep),
+        )
     failures = _failure_reasons(spec, normal)
-    if failures.height == 0 and parse_reason.null_count() == parse_reason.len():
+    if (
+        failures.height == 0
+        and parse_reason.null_count() == parse_reason.len()
+        and conflict.null_count() == conflict.len()
+    ):
         # every row fits (the usual case): nothing to join or explain
         return Split(normal, pl.DataFrame(schema={"record": pl.String, "reason": pl.String}))
     parse_failed = (
@@ -414,10 +475,17 @@ def split_valid(entity: str | EntitySpec, frame: pl.DataFrame) -> Split:
             .filter(~(pl.col("_pf").fill_null(False) & pl.col("column").is_in(list(parsed_cols))))
             .drop("_pf")
         )
+    conflicted = (
+        pl.DataFrame({"reason": conflict})
+        .with_row_index("index")
+        .select(pl.col("index").cast(pl.Int64), "reason")
+        .filter(pl.col("reason").is_not_null())
+    )
     reasons = pl.concat(
         [
             parse_failed.select("index", pl.col("parse_reason").alias("reason")),
             failures.select("index", "reason"),
+            conflicted,
         ]
     )
     if reasons.height == 0:

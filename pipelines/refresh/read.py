@@ -14,12 +14,13 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from centsync.extract import ApiClient, WindowRows, WindowStream, WindowVoid
+from centsync.extract import ApiClient, NotFound, WindowRows, WindowStream, WindowVoid
 from centsync.pipelines.refresh import plan
 from centsync.pipelines.refresh.plan import PAGE, Window
 from centsync.warehouse import Warehouse
 from centsync.warehouse.ledger import TransactionStage
 from centsync.warehouse.session import is_interrupt, resumable
+from centsync.warehouse.validation import conflicting_ids
 
 log = logging.getLogger("centsync.refresh")
 
@@ -82,10 +83,11 @@ class WindowReader:
         for i, window in enumerate(windows):
             assert stream is not None
             with self.warehouse.stage_transactions() as stage, stream:
-                rows, rereads = self._stage(stream, stage, reason)
+                rows, rereads, conflicts = self._stage(stream, stage, reason)
                 stream = self._open(windows[i + 1], verify) if i + 1 < len(windows) else None
                 try:
                     lo, hi = planned[i] if planned is not None else window
+                    self._fetch_alone(conflicts, stage, lo, hi)
                     months = self._months(lo, hi, stage)
                     result = stage.commit(months, reason=reason) if months else None
                 except BaseException:
@@ -106,17 +108,23 @@ class WindowReader:
             batch_pages=self.batch_pages,
         )
 
-    def _stage(self, stream: WindowStream, stage: TransactionStage, reason: str) -> tuple[int, int]:
-        """Stage the window's batches as they arrive; (rows, rereads) of the accepted read."""
+    def _stage(
+        self, stream: WindowStream, stage: TransactionStage, reason: str
+    ) -> tuple[int, int, set[str]]:
+        """Stage the window's batches as they arrive; (rows, rereads, ids sent twice with
+        different content) of the accepted read."""
         rows = rereads = 0
+        conflicts: set[str] = set()
         try:
             for event in stream:
                 if isinstance(event, WindowRows):
+                    conflicts.update(conflicting_ids("transactions", event.frame))
                     stage.add(event.frame)
                     rows += event.frame.height
                     self._report("", event.frame.height)
                 elif isinstance(event, WindowVoid):
                     stage.reset()
+                    conflicts.clear()
                     rereads += 1
                     self._report("", -rows)
                     rows = 0
@@ -130,7 +138,26 @@ class WindowReader:
             if isinstance(exc, KeyboardInterrupt) or not is_interrupt(exc):
                 raise
             raise KeyboardInterrupt("a query was interrupted") from exc
-        return rows, rereads
+        return rows, rereads, conflicts
+
+    def _fetch_alone(
+        self, ids: set[str], stage: TransactionStage, lo: dt.date | None, hi: dt.date | None
+    ) -> None:
+        """Stage what the service says each id sent twice with different content is.
+
+        Validation rejected every copy (an impostor may come first or second on the page);
+        ``GET /v1/transactions/{id}`` names the real row. The row whose own id was hidden is
+        then missing, and counted against the server's summary with the rejected rows.
+        """
+        for tx_id in sorted(ids):
+            try:
+                tx = self.client.transaction(tx_id)
+            except NotFound:
+                continue  # deleted since: the window holds no such row
+            if (lo is not None and tx.booked_at < lo) or (hi is not None and tx.booked_at > hi):
+                continue  # moved out of the window since: the next refresh reads it there
+            log.warning("id %s was sent twice with different content: landed it alone", tx_id)
+            stage.add(tx.to_frame(notes=False))
 
     def _months(self, lo: dt.date | None, hi: dt.date | None, stage: TransactionStage) -> list[str]:
         """The months the window covers; the rows read and the local months fill open ends."""

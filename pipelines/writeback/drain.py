@@ -4,9 +4,10 @@ next send.
 Crash safety: a row is on disk before its request leaves, and its attempt is noted before the
 send; a send whose outcome is unknown is resent with the same key and body, which the service
 replays. The service keeps keys 24 hours of its own clock (contract section 4): a row whose
-outcome is unknown and whose first send may be older than that on the service's clock (net
-worth's `as_of`, recorded with each send) is looked up on the service (account, day, amount)
-before it is resent; a row that may be there under another concept is parked for a person.
+outcome is unknown and whose first send may be older than that on the service's clock (the
+`Date` header of its answers, else net worth's `as_of`; recorded with each send) is looked up
+on the service (account, day, amount) before it is resent; a row that may be there under
+another concept is parked for a person.
 
 What a failed send means is one table, `OUTCOMES`: the error's class (first match wins) gives
 the row's next state, the reason recorded, the summary's counter and whether the drain stops.
@@ -211,8 +212,10 @@ def candidates(client: ApiClient, row: Row, claimed: set[str]) -> list[dict[str,
 
 
 class ServiceClock:
-    """The service's time, read once (net worth's `as_of`) and carried on by the local clock:
-    the service keeps idempotency keys 24 hours of ITS time, whatever the local clock says."""
+    """The service's time: its latest answer's `Date` header (the drain's own `GET /v1/me`, then
+    each send's answer), carried on by the local clock; net worth's `as_of` (one request) only
+    when the service sends no `Date`. The service keeps idempotency keys 24 hours of ITS time,
+    whatever the local clock says."""
 
     def __init__(self, client: ApiClient, local_now: Callable[[], dt.datetime]) -> None:
         self._client, self.local_now = client, local_now
@@ -220,12 +223,15 @@ class ServiceClock:
         self.requests = 0
 
     def now(self) -> dt.datetime:
-        if self._offset is None:
-            self.requests += 1
-            as_of = self._client.net_worth().as_of
-            local = self.local_now()
-            self._offset = (as_of - local) if as_of is not None else dt.timedelta(0)
-        return (self.local_now() + self._offset).astimezone(dt.UTC)
+        offset = self._client.service_offset()
+        if offset is None:
+            if self._offset is None:
+                self.requests += 1
+                as_of = self._client.net_worth().as_of
+                local = self.local_now()
+                self._offset = (as_of - local) if as_of is not None else dt.timedelta(0)
+            offset = self._offset
+        return (self.local_now() + offset).astimezone(dt.UTC)
 
 
 def _read_only(pending: int, scopes: list[str]) -> WriteScopeMissing:

@@ -267,6 +267,6 @@ def test_an_id_the_service_sends_twice_is_rejected_once_and_the_rest_lands(env: 
     assert code == errors.REJECTED and report["rows"]["rejected"] == 1
     assert report["verdict"] == "explained"
     (reason,) = env.sql("SELECT DISTINCT reason FROM raw.rejected_rows")[0]
-    assert "duplicate id" in reason
+    assert "different content" in reason
     (landed,) = env.sql("SELECT count(*) FROM core.transactions")[0]
     assert landed == len(state["transactions"]) - 1  # the row sent under another id

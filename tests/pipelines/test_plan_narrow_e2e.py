@@ -54,6 +54,18 @@ def test_a_recategorised_row_is_named_at_its_month_and_both_categories(env: Env)
         f"2025-03/{names[row['category_id']]}",
         f"2025-03/{names[other]}",
     }
+    # stand-alone `centsync reconcile` asks no service, and names the same month and categories
+    # (the refresh's narrowing replayed from the warehouse)
+    code, offline = env.reconcile()
+    assert code == 0 and offline["verdict"] == "explained", offline
+    named = {(d["check"], d["scope"]): d for d in offline["differences"]}
+    for name in (names[row["category_id"]], names[other]):
+        again = named[("spending.category", f"2025-03/{name}")]
+        assert again["status"] == "explained" and abs(again["difference_cents"]) == abs(
+            row["amount"]
+        )
+    firsts = [d["scope"] for d in offline["differences"] if d["check"] == "spending.category"]
+    assert firsts[0].startswith("2025-03/")
     code, out = env.cli("report")
     assert code == 0, out
     report = next(env.warehouse.parent.glob("*.html")).read_text("utf-8")
@@ -66,3 +78,41 @@ def test_nothing_is_spent_narrowing_when_everything_agrees(env: Env) -> None:
         summary = run_refresh(client, str(env.warehouse), RefreshOptions())
     assert summary.verdict == "agree" and first["verdict"] == "agree"
     assert summary.requests[SPENDING] == 3
+
+
+def test_a_renamed_merchant_is_named_at_its_month_online_and_offline(env: Env) -> None:
+    """A row renamed on the service between the ledger read and the aggregates moves its amount
+    from one merchant to another over the whole history; the refresh places both at the row's
+    month, and stand-alone `centsync reconcile` names the same month."""
+    env.refresh()
+    state = env.sb.state()
+    row = max(
+        (
+            t
+            for t in state["transactions"]
+            if t["type"] == "expense" and t["booked_at"].startswith("2025-03")
+        ),
+        key=lambda t: -t["amount"],
+    )
+    merchant = " ".join(row["concept"].strip().lower().split())
+
+    def edit() -> None:
+        env.admin("PATCH", f"/_sandbox/transactions/{row['id']}", {"concept": "NARROW Renamed"})
+
+    with _ChangesTheServerBeforeItsAggregates(
+        env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=edit
+    ) as client:
+        summary = run_refresh(client, str(env.warehouse), RefreshOptions(mode="full"))
+    merchants = {d["scope"]: d for d in summary.differences if d["check"] == "spending.merchant"}
+    assert f"2025-03/{merchant}" in {s.lower() for s in merchants}, sorted(merchants)
+    month = {s.lower(): d for s, d in merchants.items() if s.startswith("2025-03/")}
+    left = month[f"2025-03/{merchant}"]
+    assert left["difference_cents"] == row["amount"] and left["status"] == "explained"
+    assert 1 <= summary.requests[SPENDING] - 3 <= 15, summary.requests
+    code, offline = env.reconcile()
+    assert code == 0 and offline["verdict"] == "explained", offline
+    again = {
+        d["scope"].lower(): d for d in offline["differences"] if d["check"] == "spending.merchant"
+    }
+    assert again[f"2025-03/{merchant}"]["difference_cents"] == row["amount"]
+    assert again[f"2025-03/{merchant}"]["status"] == "explained"

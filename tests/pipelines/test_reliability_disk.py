@@ -12,8 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli.main import main
 from centsync.warehouse.outbox import Outbox, outbox_path
 from centsync.warehouse.paths import stale_copies
 
@@ -143,3 +145,35 @@ def test_an_outbox_that_was_never_completed_is_removed_not_blamed_on_another_pro
     assert code == errors.WAREHOUSE and report["error"]["class"] == "OutboxDamagedError", out
     assert "backup" in report["error"]["message"] and box.read_bytes() == bytes(data)
     assert server_rows(env, "ZERO Cake") == []
+
+
+def test_every_reader_of_a_damaged_warehouse_says_so_with_exit_6_and_names_the_recovery(
+    env: Env, tmp_path: Path
+) -> None:
+    """status, reconcile, export and sql on a warehouse with bad checksums: exit 6, the word
+    damaged, the recovery (`centsync refresh`, the outbox kept), never a traceback."""
+    env.refresh()
+    good = env.warehouse.read_bytes()
+    damaged = bytearray(good)
+    damaged[5000:5100] = b"x" * 100  # a bad block: its checksum no longer matches
+    commands = [
+        ("status", "--json"),
+        ("sql", "SELECT count(*) FROM core.accounts"),
+        ("export", "--out", str(tmp_path / "out")),
+        ("reconcile", "--json"),
+    ]
+    for args in commands:
+        env.warehouse.write_bytes(bytes(damaged))
+        result = CliRunner().invoke(main, list(args))
+        text = result.output + (result.stderr if result.stderr_bytes is not None else "")
+        assert result.exit_code == errors.WAREHOUSE, (args, text)
+        assert "damaged" in text and "centsync refresh" in text, (args, text)
+        assert "outbox" in text and "Traceback" not in text, (args, text)
+        if "--json" in args:
+            (line,) = [ln for ln in result.stdout.splitlines() if ln.startswith("{")]
+            assert json.loads(line)["exit_code"] == errors.WAREHOUSE
+        for kept in env.warehouse.parent.glob("centsync.duckdb.damaged-*"):
+            assert kept.read_bytes() == bytes(damaged)  # set aside whole, never changed
+            kept.unlink()
+    env.warehouse.write_bytes(good)
+    assert env.cli("status")[0] == 0

@@ -4,6 +4,10 @@ the sandbox on loopback."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+import httpx
+import pytest
 
 from centsync.pipelines.cli import failures as errors
 
@@ -73,3 +77,74 @@ def test_a_row_dated_1900_does_not_make_every_refresh_prove_127_years(env: Env) 
     assert env.sql("SELECT count(*) FROM core.transactions WHERE booked_at < '2000-01-01'") == [
         (2,)
     ]
+
+
+def _page_one(env: Env) -> list[dict[str, Any]]:
+    """The list's first page as the service sends it (newest first)."""
+    key = env.sb.keys["read_only"]
+    with httpx.Client(base_url=env.base_url, headers={"Authorization": f"Bearer {key}"}) as c:
+        return list(c.get("/v1/transactions", params={"limit": 200}).json()["data"])
+
+
+@pytest.mark.parametrize("impostor_first", [True, False], ids=["impostor-first", "impostor-second"])
+def test_a_row_sent_under_its_neighbours_id_never_lands_as_that_neighbour(
+    env: Env, impostor_first: bool
+) -> None:
+    first, second = _page_one(env)[:2]
+    assert first["booked_at"][:7] == second["booked_at"][:7]  # one window, one page
+    # the fault sends the victim under its page neighbour's id: the row before it, or (first on
+    # its page) the row after it, so the impostor comes first or second
+    victim, real = (first, second) if impostor_first else (second, first)
+    env.admin("PUT", "/_sandbox/faults", {"corrupt": {victim["id"]: "duplicate_id"}})
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == errors.REJECTED, out
+    assert report["verdict"] == "explained" and report["rows"]["rejected"] == 1
+    # the real id holds what the service's own GET says it is, never the impostor's content
+    landed = env.sql(
+        "SELECT concept, amount, strftime(booked_at, '%Y-%m-%d') FROM core.transactions "
+        "WHERE id = ?",
+        [real["id"]],
+    )
+    assert landed == [(real["concept"], real["amount"], real["booked_at"])]
+    # both copies are rejected with the reason; the victim, whose id was hidden, is missing
+    rejected = env.sql("SELECT record->>'id', record->>'concept', reason FROM raw.rejected_rows")
+    assert {(i, c) for i, c, _ in rejected} == {
+        (real["id"], real["concept"]),
+        (real["id"], victim["concept"]),
+    }
+    assert all("different content" in reason for *_, reason in rejected)
+    assert env.sql("SELECT count(*) FROM core.transactions WHERE id = ?", [victim["id"]]) == [(0,)]
+    (count,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+    assert count == len(env.sb.state()["transactions"]) - 1
+    # the service mended: the next refresh re-reads the month (it differs) and is exact
+    env.admin("DELETE", "/_sandbox/faults")
+    again = env.refresh()
+    assert again["rows"]["rejected"] == 0 and again["verdict"] == "agree"
+    env.assert_exact()
+
+
+def test_fields_the_service_adds_later_are_ignored_and_kept_in_the_raw_record(env: Env) -> None:
+    """Contract section 9: answers may gain fields. Every endpoint sends some (the sandbox's
+    `unknown_fields` fault); the refresh lands, reconciles and exits 0."""
+    env.admin("PUT", "/_sandbox/faults", {"unknown_fields": True})
+    key = env.sb.keys["read_only"]
+    with httpx.Client(base_url=env.base_url, headers={"Authorization": f"Bearer {key}"}) as c:
+        for path in ("/v1/transactions", "/v1/accounts", "/v1/analytics/net-worth", "/v1/me"):
+            body = c.get(path).json()
+            first = body[0] if isinstance(body, list) else body
+            assert "x_added_object" in first, path
+        assert "x_added_later" in c.get("/v1/transactions").json()["data"][0]
+    code, out = env.cli("refresh", "--json")
+    report = json.loads(out.strip().splitlines()[-1])
+    assert code == 0, out
+    assert report["verdict"] == "agree" and report["rows"]["rejected"] == 0
+    env.assert_exact()
+    # the raw record is the service's, new fields and all
+    (kept,) = env.sql("SELECT count(*) FROM raw.transactions WHERE raw->>'x_added_later' IS NULL")[
+        0
+    ]
+    assert kept == 0
+    assert env.cli("refresh", "--json")[0] == 0  # and an incremental refresh too
+    code, recon = env.reconcile()
+    assert code == 0 and recon["verdict"] == "agree", recon

@@ -3,13 +3,26 @@ project's own posts landing (issue 25): the CLI against the sandbox's clock cont
 
 from __future__ import annotations
 
+import datetime as dt
 import fcntl
+import functools
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from email.utils import parsedate_to_datetime
+from pathlib import Path
 
+import httpx
 import pytest
 
+from centsync.extract import NotFound
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.writeback import run as writeback
+from centsync.pipelines.writeback.drain import ServiceClock
+from centsync.sandbox.server import free_port
 from centsync.warehouse import outbox as outbox_module
 from centsync.warehouse.outbox import Outbox, outbox_path
 
@@ -95,3 +108,113 @@ def test_a_refresh_waits_for_a_write_back_and_gives_up_with_exit_6(
     assert "write-back" in report["error"]["message"]
     assert env.warehouse.read_bytes() == before  # nothing was read, nothing published
     assert env.refresh("--full")["status"] == "ok"  # the lock released, it goes
+
+
+def test_the_service_clock_is_its_answers_date_header_with_no_extra_request(env: Env) -> None:
+    """The sandbox dates every answer by its own (moved) clock; the write-back's service clock
+    reads it from the answers it has anyway, not from one more GET of net worth."""
+    before = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+    env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
+    service_now = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+    with _client(env) as c:
+        answer = httpx.get(f"{env.base_url}/v1/settings", headers=_bearer(env))
+        told = parsedate_to_datetime(answer.headers["date"])
+        assert answer.headers.get_list("date") == [answer.headers["date"]]  # one Date, its own
+        assert abs(told - service_now) < dt.timedelta(seconds=1)
+        assert told - before == dt.timedelta(hours=25)  # the moved clock, not this machine's
+        clock = ServiceClock(c, lambda: dt.datetime.now(dt.UTC))
+        c.me()
+        assert abs(clock.now() - service_now) < dt.timedelta(seconds=5)
+        assert clock.requests == 0  # no net worth GET: the answer's Date was enough
+        # an error answer is dated too, and a service that sends no Date falls back to as_of
+        env.admin("POST", "/_sandbox/clock/advance", {"hours": 2})
+        with pytest.raises(NotFound):
+            c.transaction("00000000-0000-4000-8000-000000000000")
+        later = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+        assert abs(clock.now() - later) < dt.timedelta(seconds=5)
+    with _client(env) as bare:
+        # before any answer there is no Date to go by: net worth's as_of, one request
+        assert bare.service_offset() is None
+        clock = ServiceClock(bare, lambda: dt.datetime.now(dt.UTC))
+        assert abs(clock.now() - later) < dt.timedelta(seconds=5)
+        assert clock.requests == 1
+
+
+def _bearer(env: Env) -> dict[str, str]:
+    return {"Authorization": f"Bearer {env.sb.keys['read_only']}"}
+
+
+@pytest.mark.slow  # three CLI processes and a served sandbox: about 20-40 s on 2 cores
+def test_a_full_refresh_and_a_write_back_started_together_both_exit_0_and_post_once(
+    tmp_path: Path,
+) -> None:
+    """Two real processes against one `centsync sandbox serve`: the refresh does not take the
+    project's own post for a changing service, and the row is on the service once."""
+    keys_file = tmp_path / "keys.json"
+    cli = [sys.executable, "-m", "centsync.pipelines.cli"]
+    port, keys_out = str(free_port()), str(keys_file)
+    serve = subprocess.Popen(
+        [
+            *cli,
+            "sandbox",
+            "serve",
+            "--port",
+            port,
+            "--years",
+            "1",
+            "--no-rate-limit",
+            "--keys-out",
+            keys_out,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not keys_file.exists():
+            assert serve.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        keys = json.loads(keys_file.read_text())
+        warehouse = tmp_path / "wh" / "centsync.duckdb"
+        environ = {k: v for k, v in os.environ.items() if not k.startswith("CENTSYNC_")}
+        environ |= {
+            "CENTSYNC_API_BASE_URL": keys["base_url"],
+            "CENTSYNC_API_KEY": keys["read_write"],
+            "CENTSYNC_WAREHOUSE": str(warehouse),
+            "DAGSTER_HOME": str(tmp_path / "dagster"),
+        }
+        run = functools.partial(subprocess.run, env=environ, capture_output=True, text=True)
+        assert run([*cli, "refresh", "--json"]).returncode == 0
+        api = httpx.Client(
+            base_url=keys["base_url"], headers={"Authorization": f"Bearer {keys['read_write']}"}
+        )
+        account = next(a for a in api.get("/v1/accounts").json() if a["type"] == "depository")
+        day = api.get("/v1/analytics/net-worth").json()["as_of"][:10]
+        inbox = warehouse.parent / "inbox"
+        inbox.mkdir()
+        (inbox / "together.csv").write_text(
+            HEADER + f"t-1,{account['name']},{day},-4.40,TOGETHER Lunch,,\n", "utf-8"
+        )
+        procs = [
+            subprocess.Popen(
+                [*cli, *args, "--json"],
+                env=environ,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for args in (("refresh", "--full"), ("writeback",))
+        ]
+        outcomes = [(p.wait(timeout=300), p.communicate()) for p in procs]
+        for code, (out, err) in outcomes:
+            assert code == 0, (out, err[-2000:])
+        posted = api.get("/v1/transactions", params={"search": "TOGETHER Lunch"}).json()
+        assert posted["total"] == 1, posted
+        assert run([*cli, "refresh", "--json"]).returncode == 0
+        (state,) = {r["state"] for r in Outbox(outbox_path(warehouse)).rows()}
+        assert state == "confirmed"
+        api.close()
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        serve.communicate(timeout=30)

@@ -65,6 +65,9 @@ class FailingClient:
     def me(self) -> Me:
         return Me()
 
+    def service_offset(self) -> None:
+        return None  # a service that sends no Date header: net worth's as_of dates it
+
     def net_worth(self) -> NetWorth:
         self.reads += 1  # the service's clock, read once a drain
         return NetWorth(T0)
