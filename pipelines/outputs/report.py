@@ -167,7 +167,10 @@ def _tables(data: dict[str, Any]) -> dict[str, Any]:
     )
     embedded = set(drill["embedded"])
     return {
-        "differences": report_data.difference_rows(diffs.head(MAX_DIFFERENCES).to_dicts()),
+        "differences": report_data.difference_rows(
+            diffs.head(MAX_DIFFERENCES).to_dicts(),
+            sorted({r["month"] for r in data["row_diffs"] if r["entity"] == "transactions" and r["month"]}),
+        ),
         "more_differences": max(0, diffs.height - MAX_DIFFERENCES),
         "months": [
             {**_money_row(m), "embedded": m["month"] in embedded}

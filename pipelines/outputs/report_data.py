@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import duckdb
@@ -34,7 +34,7 @@ CAUSES: tuple[tuple[str, str, str], ...] = (
         "local copy changed",
         "centsync refresh --months {months}",
     ),
-    ("local accounts differ", "local copy changed", "centsync refresh"),
+    ("local accounts differ", "local accounts changed", "centsync refresh"),
     (
         "rows the service sent were rejected",
         "rejected by validation",
@@ -67,8 +67,22 @@ def months_arg(from_date: dt.date | None, to_date: dt.date | None) -> str:
     return first if first == last else f"{first}..{last}"
 
 
-def cause(row: dict[str, Any]) -> tuple[str, str]:
-    """A difference's cause class and the command (or step) that resolves it."""
+def _changed_in_scope(row: dict[str, Any], changed: Sequence[str]) -> str:
+    """The months of changed local rows inside a scope, as one `--months` range ('' if none)."""
+    first, last = row.get("from_date"), row.get("to_date")
+    inside = [
+        m
+        for m in changed
+        if (first is None or m >= f"{first:%Y-%m}") and (last is None or m <= f"{last:%Y-%m}")
+    ]
+    if not inside:
+        return ""
+    return inside[0] if inside[0] == inside[-1] else f"{inside[0]}..{inside[-1]}"
+
+
+def cause(row: dict[str, Any], changed: Sequence[str] = ()) -> tuple[str, str]:
+    """A difference's cause class and the command (or step) that resolves it; `changed` is the
+    sorted months of the rows whose local copy differs (re-reading just those repairs them)."""
     text = str(row.get("explanation") or "")
     months = months_arg(row.get("from_date"), row.get("to_date"))
     label, action = UNKNOWN_CAUSE
@@ -76,6 +90,8 @@ def cause(row: dict[str, Any]) -> tuple[str, str]:
         if text.startswith(start):
             label, action = cls, todo
             break
+    if label == "local copy changed" and changed:
+        months = _changed_in_scope(row, changed) or months
     if not months:  # no dated scope (accounts, net worth): the whole refresh
         action = action.replace(" --months {months}", "")
     return label, action.format(months=months)
@@ -97,11 +113,13 @@ def drill_target(row: dict[str, Any]) -> dict[str, str]:
     return target
 
 
-def difference_rows(diffs: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def difference_rows(
+    diffs: Iterable[dict[str, Any]], changed: list[str]
+) -> list[dict[str, Any]]:
     """The differences for the page: money as text, cause, command, drill-down target."""
     out = []
     for d in diffs:
-        label, action = cause(d)
+        label, action = cause(d, changed)
         out.append(
             {
                 **d,
@@ -215,9 +233,10 @@ DRILL_COLUMNS = (
 
 
 def months_to_embed(
-    counts: pl.DataFrame, differing: set[str], budget: int = MAX_EMBEDDED_ROWS
+    counts: pl.DataFrame, differing: set[str], budget: int | None = None
 ) -> list[str]:
     """Whole months within the row budget: the differing ones first, then the newest."""
+    budget = MAX_EMBEDDED_ROWS if budget is None else budget
     rows = dict(zip(counts["month"].to_list(), counts["rows"].to_list(), strict=True))
     if sum(rows.values()) <= budget:
         return sorted(rows)
@@ -310,4 +329,5 @@ def drill_block(con: duckdb.DuckDBPyConnection, recon_id: str, differing: set[st
             zip(counts["month"].to_list(), counts["rows"].to_list(), strict=True)
         ),
         "budget": MAX_EMBEDDED_ROWS,
+        "total_rows": int(counts["rows"].sum() or 0),
     }
