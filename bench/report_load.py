@@ -41,7 +41,10 @@ def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
 
 def demo_warehouse(root: Path) -> dict[str, str]:
     """The demo household's warehouse (`centsync demo`) in root."""
-    env = {"CENTSYNC_WAREHOUSE": str(root / "wh" / "centsync.duckdb"), "DAGSTER_HOME": str(root / "dagster")}
+    env = {
+        "CENTSYNC_WAREHOUSE": str(root / "wh" / "centsync.duckdb"),
+        "DAGSTER_HOME": str(root / "dagster"),
+    }
     (root / "dagster").mkdir(parents=True, exist_ok=True)
     done = _cli(env, "demo")
     assert done.returncode == 0, done.stderr[-2000:]
@@ -115,7 +118,14 @@ def time_to_interactive(page_path: Path, runs: int) -> list[int]:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         for _ in range(runs):
             page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "blob:", "data:")) else r.abort())
+            page.route(
+                "**/*",
+                lambda r: (
+                    r.continue_()
+                    if r.request.url.startswith(("file:", "blob:", "data:"))
+                    else r.abort()
+                ),
+            )
             page.goto(page_path.as_uri())
             page.wait_for_function("document.documentElement.dataset.ready", timeout=120_000)
             assert page.evaluate("document.documentElement.dataset.ready") == "yes"
@@ -154,12 +164,22 @@ def main() -> None:
     try:
         demo = demo_warehouse(root / "demo")
         measure("demo, agree", demo, root / "demo.html", args.runs)
-        measure("demo, one row edited", corrupted_copy(demo, root / "demo"), root / "demo-c.html", args.runs)
+        measure(
+            "demo, one row edited",
+            corrupted_copy(demo, root / "demo"),
+            root / "demo-c.html",
+            args.runs,
+        )
         if not args.skip_1m:
             big = big_warehouse(args.cache, args.transactions, args.years, args.rebuild)
             name = f"{args.transactions:,} rows"
             measure(f"{name}, agree", big, root / "big.html", args.runs)
-            measure(f"{name}, one row edited", corrupted_copy(big, root / "big"), root / "big-c.html", args.runs)
+            measure(
+                f"{name}, one row edited",
+                corrupted_copy(big, root / "big"),
+                root / "big-c.html",
+                args.runs,
+            )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -23,6 +23,7 @@ def _as_frame(
     assert isinstance(frame, pl.DataFrame)
     return frame
 
+
 # The drill-down's columns, one row per transaction: names resolved, money in integer cents.
 _TX_SELECT = """
     SELECT t.id::VARCHAR AS id, strftime(t.booked_at, '%Y-%m-%d') AS date,
@@ -58,14 +59,16 @@ def transactions_of_months(con: duckdb.DuckDBPyConnection, months: Sequence[str]
 def category_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Category id -> name (to name a row the service sent that is not stored locally)."""
     return {
-        str(i): str(n) for i, n in con.execute("SELECT id::VARCHAR, name FROM core.categories").fetchall()
+        str(i): str(n)
+        for i, n in con.execute("SELECT id::VARCHAR, name FROM core.categories").fetchall()
     }
 
 
 def account_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
     """Account id -> name."""
     return {
-        str(i): str(n) for i, n in con.execute("SELECT id::VARCHAR, name FROM core.accounts").fetchall()
+        str(i): str(n)
+        for i, n in con.execute("SELECT id::VARCHAR, name FROM core.accounts").fetchall()
     }
 
 

@@ -105,20 +105,19 @@ def _workbench(con: Any, run: dict[str, Any]) -> dict[str, Any]:
     """What the workbench adds: the rows behind the differences, rejected rows, the outbox,
     merchants and the drill-down's rows."""
     results = reads.reconciliation_results(con, run["recon_id"])
-    differing = set(
-        results.filter(
-            (pl.col("status") != "agree") & pl.col("from_date").is_not_null()
-        )
-        .select(pl.col("from_date").dt.strftime("%Y-%m"))
-        .to_series()
-        .to_list()
+    # months that differ: single-month scopes that do not agree, and the months of the rows
+    # behind the differences (a whole-history scope names no month of its own)
+    single = results.filter(
+        (pl.col("status") != "agree")
+        & (pl.col("from_date").dt.strftime("%Y-%m") == pl.col("to_date").dt.strftime("%Y-%m"))
     )
+    row_diffs = report_reads.row_differences(con, run["recon_id"], report_data.MAX_ROW_DIFFERENCES)
+    differing = set(single["from_date"].dt.strftime("%Y-%m").to_list()) | {
+        m for m in row_diffs["month"].to_list() if m
+    }
     names = {**report_reads.category_names(con), **report_reads.account_names(con)}
     return {
-        "row_diffs": report_data.readable_row_differences(
-            report_reads.row_differences(con, run["recon_id"], report_data.MAX_ROW_DIFFERENCES),
-            names,
-        ),
+        "row_diffs": report_data.readable_row_differences(row_diffs, names),
         "rejected": report_data.readable_rejected(
             report_reads.rejected_rows(con, run["refresh_id"], report_data.MAX_REJECTED)
         ),
@@ -169,12 +168,17 @@ def _tables(data: dict[str, Any]) -> dict[str, Any]:
     return {
         "differences": report_data.difference_rows(
             diffs.head(MAX_DIFFERENCES).to_dicts(),
-            sorted({r["month"] for r in data["row_diffs"] if r["entity"] == "transactions" and r["month"]}),
+            sorted(
+                {
+                    r["month"]
+                    for r in data["row_diffs"]
+                    if r["entity"] == "transactions" and r["month"]
+                }
+            ),
         ),
         "more_differences": max(0, diffs.height - MAX_DIFFERENCES),
         "months": [
-            {**_money_row(m), "embedded": m["month"] in embedded}
-            for m in months.to_dicts()
+            {**_money_row(m), "embedded": m["month"] in embedded} for m in months.to_dicts()
         ],
         "categories": [
             {"name": c["category_name"], "spent": cents_text(-c["amount_cents"])}

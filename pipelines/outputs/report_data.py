@@ -22,11 +22,14 @@ from centsync.transform.money import cents_text
 from centsync.transform.spending import merchant_key
 from centsync.warehouse import report_reads
 
-MAX_EMBEDDED_ROWS = 30_000
+MAX_EMBEDDED_ROWS = 20_000
+# Up to this many embedded rows the page opens on all of them; above, on one month.
+OPEN_ALL_BELOW = 5_000
 MAX_ROW_DIFFERENCES = 500
 MAX_REJECTED = 500
 
-# Cause classes: the start of the explanation `transform/explain.py` writes -> (class, what to do).
+# Cause classes: a phrase of the sentence `transform/explain.py` writes -> (class, what to do);
+# the first phrase found wins.
 # `{months}` is the scope's months as `refresh --months` takes them.
 CAUSES: tuple[tuple[str, str, str], ...] = (
     (
@@ -56,7 +59,10 @@ CAUSES: tuple[tuple[str, str, str], ...] = (
     ),
     ("no month of this scope was ever read", "never read", "centsync refresh --months {months}"),
 )
-UNKNOWN_CAUSE = ("not explained", "centsync reconcile --live, then centsync refresh --months {months}")
+UNKNOWN_CAUSE = (
+    "not explained",
+    "centsync reconcile --live, then centsync refresh --months {months}",
+)
 
 
 def months_arg(from_date: dt.date | None, to_date: dt.date | None) -> str:
@@ -86,8 +92,8 @@ def cause(row: dict[str, Any], changed: Sequence[str] = ()) -> tuple[str, str]:
     text = str(row.get("explanation") or "")
     months = months_arg(row.get("from_date"), row.get("to_date"))
     label, action = UNKNOWN_CAUSE
-    for start, cls, todo in CAUSES:
-        if text.startswith(start):
+    for phrase, cls, todo in CAUSES:
+        if phrase in text:  # (a sentence may start with a count: "3 rows the service sent ...")
             label, action = cls, todo
             break
     if label == "local copy changed" and changed:
@@ -113,9 +119,7 @@ def drill_target(row: dict[str, Any]) -> dict[str, str]:
     return target
 
 
-def difference_rows(
-    diffs: Iterable[dict[str, Any]], changed: list[str]
-) -> list[dict[str, Any]]:
+def difference_rows(diffs: Iterable[dict[str, Any]], changed: list[str]) -> list[dict[str, Any]]:
     """The differences for the page: money as text, cause, command, drill-down target."""
     out = []
     for d in diffs:
@@ -155,9 +159,7 @@ def _field_text(field: str, value: Any, names: dict[str, str]) -> str:
     return str(value)
 
 
-def readable_row_differences(
-    rows: pl.DataFrame, names: dict[str, str]
-) -> list[dict[str, Any]]:
+def readable_row_differences(rows: pl.DataFrame, names: dict[str, str]) -> list[dict[str, Any]]:
     """Each row behind a difference as (field, local, service) triples: the differing fields
     first, then the identifying ones (date, concept, amount), never raw JSON."""
     out = []
@@ -302,7 +304,9 @@ def _service_only_rows(
     return out
 
 
-def drill_block(con: duckdb.DuckDBPyConnection, recon_id: str, differing: set[str]) -> dict[str, Any]:
+def drill_block(
+    con: duckdb.DuckDBPyConnection, recon_id: str, differing: set[str]
+) -> dict[str, Any]:
     """The drill-down's rows (whole months, within the budget) with the service's side where
     it differs, plus which months are embedded and how many rows each month has."""
     counts = report_reads.month_row_counts(con)
@@ -317,17 +321,15 @@ def drill_block(con: duckdb.DuckDBPyConnection, recon_id: str, differing: set[st
     for t in tx.iter_rows(named=True):
         entry = side.get(t["id"])
         service_amount, note, state = _note(entry, names) if entry else (None, "", "")
-        rows.append(
-            [t[c] for c in DRILL_COLUMNS[:9]] + [service_amount, note, state]
-        )
+        rows.append([t[c] for c in DRILL_COLUMNS[:9]] + [service_amount, note, state])
     rows += _service_only_rows(side, set(months), names)
     return {
         "columns": list(DRILL_COLUMNS),
         "rows": rows,
         "embedded": months,
-        "month_rows": dict(
-            zip(counts["month"].to_list(), counts["rows"].to_list(), strict=True)
-        ),
+        "month_rows": dict(zip(counts["month"].to_list(), counts["rows"].to_list(), strict=True)),
         "budget": MAX_EMBEDDED_ROWS,
+        "open_all_below": OPEN_ALL_BELOW,
+        "differing": sorted(differing),
         "total_rows": int(counts["rows"].sum() or 0),
     }

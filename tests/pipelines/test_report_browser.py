@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import make_sandbox
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.outputs import report_data
 from centsync.sandbox.server import run_in_thread
+from helpers import make_sandbox
 
 from .conftest import Env
 
@@ -65,7 +65,6 @@ def browser(chromium: str) -> Iterator[Any]:
             yield b
         finally:
             b.close()
-
 
 
 @pytest.fixture(scope="module")
@@ -219,7 +218,9 @@ def test_the_demo_report_opens_offline_with_every_chart_and_drills_into_a_month(
         f"JSON.parse(document.getElementById('drill-data').textContent).month_rows['{month}']"
     )
     assert f"of {counted} entries" in page.inner_text("#tx_info")
-    page.screenshot(path=str(tmp_path / "report.png"), clip={"x": 0, "y": 0, "width": 1100, "height": 1400})
+    page.screenshot(
+        path=str(tmp_path / "report.png"), clip={"x": 0, "y": 0, "width": 1100, "height": 1400}
+    )
     opened.offline()
     opened.close()
     if os.environ.get("CENTSYNC_REPORT_SCREENSHOT"):  # `make report-screenshot`: the README's
@@ -260,8 +261,14 @@ def test_dark_print_and_phone_width_render(demo_report: Path, shared_browser: An
     dark.close()
     printed = Opened(shared_browser, demo_report)
     printed.page.emulate_media(media="print")
-    assert printed.page.evaluate("getComputedStyle(document.querySelector('nav.toc')).display") == "none"
-    assert printed.page.evaluate("getComputedStyle(document.body).backgroundColor") == "rgb(255, 255, 255)"
+    assert (
+        printed.page.evaluate("getComputedStyle(document.querySelector('nav.toc')).display")
+        == "none"
+    )
+    assert (
+        printed.page.evaluate("getComputedStyle(document.body).backgroundColor")
+        == "rgb(255, 255, 255)"
+    )
     assert len(printed.page.pdf()) > 50_000  # it prints: pages, not a blank
     printed.offline()
     printed.close()
@@ -290,7 +297,9 @@ def test_a_corrupted_warehouse_clicks_from_the_verdict_to_the_changed_row(
         "#differences td.scope", "cells => cells.map(c => c.dataset.scope)"
     )
     assert corrupted.month in scopes
-    row = page.locator("#differences tr", has=page.locator(f"td.scope[data-scope='{corrupted.month}']"))
+    row = page.locator(
+        "#differences tr", has=page.locator(f"td.scope[data-scope='{corrupted.month}']")
+    )
     assert "local copy changed" in row.inner_text()
     assert f"centsync refresh --months {corrupted.month}" in row.inner_text()  # what resolves it
     row.locator("button.drill").click()
@@ -302,7 +311,9 @@ def test_a_corrupted_warehouse_clicks_from_the_verdict_to_the_changed_row(
     assert cells[1] == corrupted.concept  # shown as text, not run
     local, service = (Decimal(cells[i].replace(",", "")) for i in (5, 6))
     assert local == service - Decimal("7.77"), cells  # in currency units, side by side
-    assert page.evaluate("window.__centsync_injected === undefined && window.__centsync_img === undefined")
+    assert page.evaluate(
+        "window.__centsync_injected === undefined && window.__centsync_img === undefined"
+    )
     # the rows behind the differences: field by field, money in units
     rows_text = page.inner_text("#rows")
     assert corrupted.row_id in rows_text and "amount" in rows_text and "<script>" in rows_text
