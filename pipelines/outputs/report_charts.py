@@ -149,5 +149,9 @@ def charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         plain = json.loads(json.dumps(spec, default=float))  # (DuckDB sums come as Decimal)
         vega = vl_convert.vegalite_to_vega(plain, vl_version=version)
         vega.pop("$schema", None)  # a URL the page never fetches: left out
+        # the card behind the chart shows through, light or dark (the page's dark theme
+        # cannot override a background written into the spec)
+        vega.pop("background", None)
+        vega["padding"] = 10  # inside the card: its CSS padding would widen a "container" width
         compiled[name] = vega
     return compiled
