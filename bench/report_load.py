@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from centsync.pipelines.cli.main import JEMALLOC_CONF
 
@@ -109,8 +110,11 @@ def write_report(env: dict[str, str], out: Path) -> float:
     return time.perf_counter() - t
 
 
-def time_to_interactive(page_path: Path, runs: int) -> list[int]:
-    """Milliseconds from navigation start to the page's ready mark, one fresh page a run."""
+def time_to_interactive(page_path: Path, runs: int) -> list[dict[str, int]]:
+    """Per run (a fresh page each): milliseconds from navigation start to the page's ready mark
+    (`ready`), to its transactions table and to its last chart, and the CPU time every Chromium
+    process spent from navigation to ready (`cpu`: on a machine shared with other work the wall
+    time waits for the CPU; this does not)."""
     from playwright.sync_api import sync_playwright
 
     got = []
@@ -118,21 +122,50 @@ def time_to_interactive(page_path: Path, runs: int) -> list[int]:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS)
         for _ in range(runs):
             page = browser.new_page(viewport={"width": 1200, "height": 900})
-            page.route(
-                "**/*",
-                lambda r: (
-                    r.continue_()
-                    if r.request.url.startswith(("file:", "blob:", "data:"))
-                    else r.abort()
-                ),
-            )
+            page.route("**/*", _only_the_file)
+            before = _browser_cpu()
             page.goto(page_path.as_uri())
             page.wait_for_function("document.documentElement.dataset.ready", timeout=120_000)
             assert page.evaluate("document.documentElement.dataset.ready") == "yes"
-            got.append(int(page.evaluate("document.documentElement.dataset.readyMs")))
+            cpu = _browser_cpu() - before
+            marks = page.evaluate(
+                "Object.fromEntries(performance.getEntriesByType('mark')"
+                ".map(m => [m.name, Math.round(m.startTime)]))"
+            )
+            got.append(
+                {
+                    "ready": int(page.evaluate("document.documentElement.dataset.readyMs")),
+                    "table": marks["centsync-tables"],
+                    "charts": marks["centsync-charts"],
+                    "cpu": round(cpu * 1000),
+                }
+            )
             page.close()
         browser.close()
     return got
+
+
+def _browser_cpu() -> float:
+    """CPU seconds (user + system) of every Chromium process this one started."""
+    import psutil
+
+    total = 0.0
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            if "chrom" in proc.name():
+                t = proc.cpu_times()
+                total += t.user + t.system
+        except psutil.NoSuchProcess:
+            continue
+    return total
+
+
+def _only_the_file(route: Any) -> None:
+    """Let the file (and its blob: module) load; abort anything else (there must be none)."""
+    if route.request.url.startswith(("file:", "blob:", "data:")):
+        route.continue_()
+    else:
+        raise AssertionError(f"the report requested {route.request.url}")
 
 
 def measure(label: str, env: dict[str, str], out: Path, runs: int) -> None:
@@ -141,12 +174,17 @@ def measure(label: str, env: dict[str, str], out: Path, runs: int) -> None:
     html = out.read_text()
     start = html.index('id="drill-data">') + len('id="drill-data">')
     drill = json.loads(html[start : html.index("</script>", start)].replace("<\\/", "</"))
-    ms = time_to_interactive(out, runs)
+    runs_ms = time_to_interactive(out, runs)
+
+    def med(key: str) -> str:
+        return f"{statistics.median(r[key] for r in runs_ms):,.0f}"
+
     print(
-        f"{label:<28}: {out.stat().st_size / 2**20:5.2f} MB, written in {secs:5.1f} s, "
+        f"{label:<30}: {out.stat().st_size / 2**20:5.2f} MB, written in {secs:5.1f} s, "
         f"embeds {len(drill['rows']):,} of {drill['total_rows']:,} rows "
-        f"({len(drill['embedded'])} of {len(drill['month_rows'])} months), "
-        f"time to interactive median {statistics.median(ms):,.0f} ms (runs: {ms})",
+        f"({len(drill['embedded'])} of {len(drill['month_rows'])} months); median of {runs}: "
+        f"ready {med('ready')} ms (table {med('table')}, charts {med('charts')}), "
+        f"Chromium CPU {med('cpu')} ms; load average {os.getloadavg()[0]:.1f}",
         flush=True,
     )
 
