@@ -108,7 +108,12 @@ def test_the_rows_behind_a_difference_read_as_fields_in_currency_units() -> None
     assert fields["concept"]["local"] == "<b>Café</b>" and not fields["concept"]["differs"]
     assert got[1]["kind"] == "only on the service"
     only = {f["field"]: f for f in got[1]["fields"]}
-    assert only["amount"] == {"field": "amount", "local": "(none)", "server": "0.05", "differs": True}
+    assert only["amount"] == {
+        "field": "amount",
+        "local": "(none)",
+        "server": "0.05",
+        "differs": True,
+    }
 
 
 def test_whole_months_within_the_budget_the_differing_first_then_the_newest() -> None:
