@@ -37,9 +37,10 @@ def default_path(warehouse: Path) -> Path:
     return warehouse.absolute().with_name(REPORT_NAME)
 
 
-# Bundled with the Vega runtime: draws each chart from the specs in the page.
+# Bundled with the Vega runtime: hands vegaEmbed to the page's own script (report_page.js.j2),
+# which draws each chart from the specs in the page once the transactions table is ready.
 RENDER_SNIPPET = """
-window.vegaEmbed = vegaEmbed;  // the page's own script (report_page.js.j2) draws the charts
+window.vegaEmbed = vegaEmbed;
 """
 
 

@@ -333,7 +333,10 @@ def test_a_chart_click_drills_and_rejected_rows_are_named(
     page.wait_for_function("document.getElementById('filter-list').textContent.includes('month')")
     assert corrupted.month in page.inner_text("#filter-list")
     rejected = page.inner_text("#rejected")
-    assert corrupted.rejected_id in rejected and "type" in rejected
+    assert corrupted.rejected_id in rejected and "type" in rejected  # named, with its reason
+    # and the differences it explains say so, and what to do
+    differences = page.inner_text("#differences")
+    assert "rejected by validation" in differences and "Rejected rows" in differences
     opened.offline()
     opened.close()
 
