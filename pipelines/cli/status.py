@@ -40,8 +40,9 @@ def status(as_json: bool) -> None:
 def report_command(out: Path | None, open_it: bool) -> None:
     """Write the reconciliation report: one HTML file that needs no network to view.
 
-    It shows the latest reconciliation's verdict, the differences and the rows behind them,
-    charts of spending, net worth and cash flow, and a per-month table.
+    It shows the latest reconciliation's verdict, each difference with its cause and the command
+    that resolves it, the rows behind them, rejected rows, write-back, charts and a per-month
+    table; any month, category or merchant drills into its transactions (searchable).
 
     Example: centsync report --out /tmp/report.html
     """

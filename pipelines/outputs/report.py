@@ -1,15 +1,17 @@
 """The reconciliation report: one self-contained HTML page (no network needed to view it).
 
 The page is rendered from a Jinja2 template with autoescaping (every string from the service is
-escaped) and charts as Vega-Lite specs built with Altair, drawn by the Vega runtime that
-vl-convert ships, inlined. Data is aggregated before charting, so the page stays small for a
-1,000,000-row warehouse.
+escaped) and charts as Vega-Lite specs built with Altair (`report_charts.py`), drawn by the Vega
+runtime that vl-convert ships, inlined. Its tables of transactions are DataTables, from the
+offline bundle itables ships, inlined too; what they hold is in `report_data.py` (aggregates of
+every month, the rows of a bounded set of months), so a 1,000,000-row warehouse's page stays small.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -19,13 +21,15 @@ import altair as alt
 import jinja2
 import polars as pl
 
+from centsync.pipelines.outputs import report_data
+from centsync.pipelines.outputs.report_charts import charts
 from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
 from centsync.transform.money import cents_text
-from centsync.warehouse import connect_readonly, reads
+from centsync.warehouse import connect_readonly, reads, report_reads
 
 REPORT_NAME = "centsync-report.html"
+_SCRIPT_END = re.compile("</(script)", re.I)
 MAX_DIFFERENCES = 200
-MAX_ROWS = 100
 
 
 def default_path(warehouse: Path) -> Path:
@@ -33,12 +37,10 @@ def default_path(warehouse: Path) -> Path:
     return warehouse.absolute().with_name(REPORT_NAME)
 
 
-# Bundled with the Vega runtime: draws each chart from the specs in the page.
+# Bundled with the Vega runtime: hands vegaEmbed to the page's own script (report_page.js.j2),
+# which draws each chart from the specs in the page once the transactions table is ready.
 RENDER_SNIPPET = """
-const specs = JSON.parse(document.getElementById("chart-specs").textContent);
-for (const [id, spec] of Object.entries(specs)) {
-  vegaEmbed("#" + id, spec, {actions: false, renderer: "svg"}).catch((e) => console.error(e));
-}
+window.vegaEmbed = vegaEmbed;
 """
 
 
@@ -51,15 +53,30 @@ def _runtime() -> str:
     )
 
 
+def _asset(name: str) -> str:
+    """A file of templates/ as text."""
+    return resources.files("centsync.pipelines.outputs").joinpath(f"templates/{name}").read_text()
+
+
+@cache
+def _tables_runtime() -> tuple[str, str]:
+    """DataTables (JavaScript module, CSS) from itables' offline bundle (`connected=False`)."""
+    from itables import options
+
+    bundle = Path(str(options.dt_bundle))
+    return bundle.read_text(encoding="utf-8"), bundle.with_suffix(".css").read_text("utf-8")
+
+
 @cache
 def _template() -> jinja2.Template:
-    text = (
-        resources.files("centsync.pipelines.outputs")
-        .joinpath("templates/report.html.j2")
-        .read_text()
-    )
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(text)
+    return env.from_string(_asset("report.html.j2"))
+
+
+def _script_text(text: str) -> str:
+    """Text safe inside a <script> element: no `</script` can end it early (in JSON and in the
+    runtimes' strings `<\\/` reads as `</`), nor can `<!--` start the parser's escaped mode."""
+    return _SCRIPT_END.sub(r"<\\/\1", text).replace("<!--", "<\\u0021--")
 
 
 def gather(warehouse: Path) -> dict[str, Any]:
@@ -75,108 +92,56 @@ def gather(warehouse: Path) -> dict[str, Any]:
             "refresh": reads.refresh_outcome(con, run["refresh_id"]) or ("unknown", "unknown"),
             "span": reads.synced_range(con),
             "results": reads.reconciliation_results(con, run["recon_id"]),
-            "rows": reads.reconciliation_rows(con, run["recon_id"], MAX_ROWS),
             "categories": reads.spending_by_category_last_year(con),
             "worth": reads.net_worth_by_day(con),
             "snapshots": reads.net_worth_snapshot_points(con),
             "flow": reads.cash_flow_months(con),
+            **_workbench(con, run),
         }
     finally:
         con.close()
 
 
-def _spending_chart(results: pl.DataFrame) -> dict[str, Any]:
-    """Monthly spending, local against the service's; months that differ as red points."""
-    months = results.filter(pl.col("check") == "spending.month")
-    spend = months.select(
-        pl.col("scope").alias("month"),
-        (pl.col("local_cents") / -100).alias("local"),
-        (pl.col("server_cents") / -100).alias("service"),
-        (pl.col("difference_cents") != 0).alias("differs"),
-    ).sort("month")
-    long = spend.unpivot(index=["month", "differs"], on=["local", "service"], variable_name="side")
-    base = alt.Chart(alt.Data(values=long.to_dicts())).encode(
-        x=alt.X("month:O", title=None), y=alt.Y("value:Q", title="spent")
+def _workbench(con: Any, run: dict[str, Any]) -> dict[str, Any]:
+    """What the workbench adds: the rows behind the differences, rejected rows, the outbox,
+    merchants and the drill-down's rows."""
+    results = reads.reconciliation_results(con, run["recon_id"])
+    # months that differ: single-month scopes that do not agree, and the months of the rows
+    # behind the differences (a whole-history scope names no month of its own)
+    single = results.filter(
+        (pl.col("status") != "agree")
+        & (pl.col("from_date").dt.strftime("%Y-%m") == pl.col("to_date").dt.strftime("%Y-%m"))
     )
-    chart = alt.layer(
-        base.mark_line().encode(color=alt.Color("side:N", title=None)),
-        base.transform_filter("datum.differs").mark_point(size=90, filled=True, color="#c53030"),
-    ).properties(width=880, height=240)
-    return chart.to_dict()
-
-
-def _categories_chart(categories: pl.DataFrame) -> dict[str, Any]:
-    """Spending by category over the last 12 months, most spent on top."""
-    values = categories.select("category_name", (pl.col("amount_cents") / -100).alias("spent"))
-    chart = (
-        alt.Chart(alt.Data(values=values.to_dicts()))
-        .mark_bar()
-        .encode(
-            y=alt.Y("category_name:N", sort="-x", title=None), x=alt.X("spent:Q", title="spent")
-        )
-        .properties(width=880, height=alt.Step(18))
-    )
-    return chart.to_dict()
-
-
-def _net_worth_chart(daily: pl.DataFrame, snapshots: pl.DataFrame) -> dict[str, Any]:
-    """The reconstructed net-worth curve, with each refresh's snapshot as a point."""
-    # the daily curve at month ends keeps a 10-year history to ~120 points per series
-    worth = (
-        daily.group_by_dynamic("date", every="1mo")
-        .agg(pl.col("net_worth_cents").last())
-        .select(
-            pl.col("date").cast(pl.String), (pl.col("net_worth_cents") / 100).alias("net worth")
-        )
-    )
-    snaps = snapshots.select(
-        pl.col("snapshot_at").dt.date().cast(pl.String).alias("date"),
-        (pl.col("net_worth_cents") / 100).alias("net worth"),
-    )
-    chart = alt.layer(
-        alt.Chart(alt.Data(values=worth.to_dicts()))
-        .mark_line()
-        .encode(x=alt.X("date:T", title=None), y=alt.Y("net worth:Q")),
-        alt.Chart(alt.Data(values=snaps.to_dicts()))
-        .mark_point(size=80, filled=True, color="#1f8a4c")
-        .encode(x="date:T", y="net worth:Q", tooltip=["date:T", "net worth:Q"]),
-    ).properties(width=880, height=240)
-    return chart.to_dict()
-
-
-def _cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
-    """Income, spending and net per month, side by side."""
-    long = flow.select(
-        pl.col("month").cast(pl.String).str.slice(0, 7).alias("month"),
-        (pl.col("income_cents") / 100).alias("income"),
-        (pl.col("spending_cents") / 100).alias("spending"),
-        (pl.col("net_cents") / 100).alias("net"),
-    ).unpivot(index="month", variable_name="kind")
-    chart = (
-        alt.Chart(alt.Data(values=long.to_dicts()))
-        .mark_bar()
-        .encode(
-            x=alt.X("month:O", title=None),
-            y=alt.Y("value:Q", title=None),
-            color=alt.Color("kind:N", title=None),
-            xOffset="kind:N",
-        )
-        .properties(width=880, height=240)
-    )
-    return chart.to_dict()
-
-
-def _charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    """The four charts as Vega-Lite specs (aggregated data inline)."""
-    specs = {
-        "chart-spending-month": _spending_chart(data["results"]),
-        "chart-categories": _categories_chart(data["categories"]),
-        "chart-net-worth": _net_worth_chart(data["worth"], data["snapshots"]),
-        "chart-cash-flow": _cash_flow_chart(data["flow"]),
+    row_diffs = report_reads.row_differences(con, run["recon_id"], report_data.MAX_ROW_DIFFERENCES)
+    differing = set(single["from_date"].dt.strftime("%Y-%m").to_list()) | {
+        m for m in row_diffs["month"].to_list() if m
     }
-    for spec in specs.values():
-        spec.pop("$schema", None)  # a URL the page never fetches: left out
-    return specs
+    names = {**report_reads.category_names(con), **report_reads.account_names(con)}
+    return {
+        "row_diffs": report_data.readable_row_differences(row_diffs, names),
+        "rejected": report_data.readable_rejected(
+            report_reads.rejected_rows(con, run["refresh_id"], report_data.MAX_REJECTED)
+        ),
+        "outbox": report_reads.outbox_rows(con),
+        "merchants": report_reads.merchants_last_year(con, 30),
+        "drill": report_data.drill_block(con, run["recon_id"], differing),
+    }
+
+
+def _writeback(outbox: pl.DataFrame) -> dict[str, Any]:
+    """The write-back section: requests by state, and the ones a person should look at."""
+    if outbox.is_empty():
+        return {"states": [], "attention": [], "total": 0}
+    states = outbox.group_by("state").len().sort("state")
+    attention = outbox.filter(pl.col("state").is_in(["rejected", "needs_attention", "pending"]))
+    return {
+        "states": states.rows(),
+        "attention": [
+            {**r, "money": cents_text(r["amount"])}
+            for r in attention.sort("state", "id").head(500).to_dicts()
+        ],
+        "total": outbox.height,
+    }
 
 
 def _money_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -189,19 +154,55 @@ def _money_row(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render(warehouse: Path) -> str:
-    """The page for the warehouse's latest reconciliation."""
+def _tables(data: dict[str, Any]) -> dict[str, Any]:
+    """The page's tables: differences (cause, command), months, categories, merchants."""
     from centsync.transform.reconcile import narrowest_first
 
-    data = gather(warehouse)
-    run, meta, span, results = data["run"], data["meta"], data["span"], data["results"]
+    results, drill = data["results"], data["drill"]
     diffs = narrowest_first(results)
     months = (
         results.filter(pl.col("check") == "spending.month")
         .sort("scope")
         .with_columns(pl.col("scope").alias("month"))
     )
-    specs = json.dumps(_charts(data), default=str).replace("</", "<\\/")
+    embedded = set(drill["embedded"])
+    return {
+        "differences": report_data.difference_rows(
+            diffs.head(MAX_DIFFERENCES).to_dicts(),
+            sorted(
+                {
+                    r["month"]
+                    for r in data["row_diffs"]
+                    if r["entity"] == "transactions" and r["month"]
+                }
+            ),
+        ),
+        "more_differences": max(0, diffs.height - MAX_DIFFERENCES),
+        "months": [
+            {**_money_row(m), "embedded": m["month"] in embedded} for m in months.to_dicts()
+        ],
+        "categories": [
+            {"name": c["category_name"], "spent": cents_text(-c["amount_cents"])}
+            for c in data["categories"].to_dicts()
+        ],
+        "merchants": [
+            {"name": m["merchant"], "spent": cents_text(-m["amount_cents"]), "n": m["transactions"]}
+            for m in data["merchants"].to_dicts()
+        ],
+        "row_diffs": data["row_diffs"],
+        "rejected": data["rejected"],
+        "writeback": _writeback(data["outbox"]),
+        "embedded_rows": f"{len(drill['rows']):,}",
+        "embedded_months": len(drill["embedded"]),
+        "all_months": len(drill["month_rows"]),
+    }
+
+
+def render(warehouse: Path) -> str:
+    """The page for the warehouse's latest reconciliation."""
+    data = gather(warehouse)
+    run, meta, span = data["run"], data["meta"], data["span"]
+    dt_js, dt_css = _tables_runtime()
     return _template().render(
         verdict=run["verdict"],
         verdict_words=VERDICT_WORDS[run["verdict"]],
@@ -220,14 +221,16 @@ def render(warehouse: Path) -> str:
         first_day=span["first"],
         last_day=span["last"],
         transactions=f"{span['transactions']:,}",
-        differences=[_money_row(d) for d in diffs.head(MAX_DIFFERENCES).to_dicts()],
-        more_differences=max(0, diffs.height - MAX_DIFFERENCES),
-        rows=data["rows"].to_dicts(),
-        months=[_money_row(m) for m in months.to_dicts()],
         warehouse=str(warehouse.absolute()),
         generated_at=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S UTC}",
-        specs_json=specs,
-        runtime=_runtime(),
+        specs_json=_script_text(json.dumps(charts(data), default=str)),
+        drill_json=_script_text(json.dumps(data["drill"], default=str, separators=(",", ":"))),
+        runtime=_script_text(_runtime()),
+        tables_js=_script_text(dt_js),
+        tables_css=re.sub("</(style)", r"<\\/\1", dt_css, flags=re.I),
+        style=_asset("report_style.css.j2"),
+        page_js=_asset("report_page.js.j2"),
+        **_tables(data),
     )
 
 

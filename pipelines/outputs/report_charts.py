@@ -1,0 +1,157 @@
+"""The report's charts as Vega-Lite specs (built with Altair), aggregated data inline.
+
+Month axes are temporal and labelled with the year ("Jun 2025"); every mark a person can click
+carries `ym` (the month as `YYYY-MM`) or `category_name`, which the page's click listener turns
+into a drill-down. Widths follow the container, so the charts fit a phone.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import altair as alt
+import polars as pl
+
+MONTH_AXIS = alt.Axis(format="%b %Y", labelAngle=-40, labelOverlap=True, title=None)
+RED = "#c53030"
+
+
+def _month_x(field: str = "month") -> alt.X:
+    # UTC: a date-only string is midnight UTC, so a local time unit would show the month
+    # before it west of Greenwich
+    return alt.X(f"{field}:T", timeUnit="utcyearmonth", axis=MONTH_AXIS)
+
+
+def spending_chart(results: pl.DataFrame) -> dict[str, Any]:
+    """Monthly spending, local against the service's; months that differ as red points."""
+    months = results.filter(pl.col("check") == "spending.month")
+    spend = months.select(
+        pl.col("scope").alias("ym"),
+        (pl.col("scope") + "-01").alias("month"),
+        (pl.col("local_cents") / -100).alias("local"),
+        (pl.col("server_cents") / -100).alias("service"),
+        (pl.col("difference_cents") != 0).alias("differs"),
+    ).sort("month")
+    long = spend.unpivot(
+        index=["ym", "month", "differs"], on=["local", "service"], variable_name="side"
+    )
+    base = alt.Chart(alt.Data(values=long.to_dicts())).encode(
+        x=_month_x(), y=alt.Y("value:Q", title="spent")
+    )
+    tip = [alt.Tooltip("ym:N", title="month"), "side:N", alt.Tooltip("value:Q", format=",.2f")]
+    layers = [
+        base.mark_line(point=True, cursor="pointer").encode(
+            color=alt.Color("side:N", title=None), tooltip=tip
+        )
+    ]
+    if spend["differs"].any():  # (an empty layer makes Vega warn of an infinite extent)
+        layers.append(
+            base.transform_filter("datum.differs")
+            .mark_point(size=140, filled=True, color=RED, cursor="pointer")
+            .encode(tooltip=tip)
+        )
+    chart = alt.layer(*layers).properties(width="container", height=240)
+    return chart.to_dict()
+
+
+def categories_chart(categories: pl.DataFrame) -> dict[str, Any]:
+    """Spending by category over the last 12 months, most spent on top (click: its rows)."""
+    values = categories.select("category_name", (pl.col("amount_cents") / -100).alias("spent"))
+    chart = (
+        alt.Chart(alt.Data(values=values.to_dicts()))
+        .mark_bar(cursor="pointer")
+        .encode(
+            y=alt.Y("category_name:N", sort="-x", title=None),
+            x=alt.X("spent:Q", title="spent"),
+            tooltip=["category_name:N", alt.Tooltip("spent:Q", format=",.2f")],
+        )
+        .properties(width="container", height=alt.Step(18))
+        .properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
+    )
+    return chart.to_dict()
+
+
+def net_worth_chart(daily: pl.DataFrame, snapshots: pl.DataFrame) -> dict[str, Any]:
+    """The reconstructed net-worth curve, with each refresh's snapshot as a point."""
+    # the daily curve at month ends keeps a 10-year history to ~120 points per series
+    worth = (
+        daily.group_by_dynamic("date", every="1mo")
+        .agg(pl.col("net_worth_cents").last())
+        .select(
+            pl.col("date").cast(pl.String), (pl.col("net_worth_cents") / 100).alias("net worth")
+        )
+    )
+    snaps = snapshots.select(
+        pl.col("snapshot_at").dt.date().cast(pl.String).alias("date"),
+        (pl.col("net_worth_cents") / 100).alias("net worth"),
+    )
+    x = alt.X("date:T", axis=MONTH_AXIS, scale=alt.Scale(type="utc"))
+    chart = alt.layer(
+        alt.Chart(alt.Data(values=worth.to_dicts())).mark_line().encode(x=x, y="net worth:Q"),
+        alt.Chart(alt.Data(values=snaps.to_dicts()))
+        .mark_point(size=80, filled=True, color="#1f8a4c")
+        .encode(x=x, y="net worth:Q", tooltip=["date:T", "net worth:Q"]),
+    ).properties(width="container", height=240)
+    return chart.to_dict()
+
+
+def cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
+    """Income, spending and net per month, side by side (click: the month's rows)."""
+    long = flow.select(
+        pl.col("month").cast(pl.String).str.slice(0, 7).alias("ym"),
+        pl.col("month").cast(pl.String).alias("month"),
+        (pl.col("income_cents") / 100).alias("income"),
+        (pl.col("spending_cents") / 100).alias("spending"),
+        (pl.col("net_cents") / 100).alias("net"),
+    ).unpivot(index=["ym", "month"], variable_name="kind")
+    chart = (
+        alt.Chart(alt.Data(values=long.to_dicts()))
+        .mark_bar(cursor="pointer")
+        .encode(
+            x=alt.X(
+                "ym:O",
+                axis=alt.Axis(
+                    labelExpr="utcFormat(toDate(datum.value + '-01'), '%b %Y')",
+                    labelAngle=-40,
+                    labelOverlap=True,
+                    title=None,
+                ),
+            ),
+            y=alt.Y("value:Q", title=None),
+            color=alt.Color("kind:N", title=None),
+            xOffset="kind:N",
+            tooltip=[
+                alt.Tooltip("ym:N", title="month"),
+                "kind:N",
+                alt.Tooltip("value:Q", format=",.2f"),
+            ],
+        )
+        .properties(width="container", height=240)
+    )
+    return chart.to_dict()
+
+
+def charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The four charts as Vega specs (aggregated data inline), compiled from Vega-Lite here so
+    the page does not compile them on every open (a quarter of its time to interactive)."""
+    import vl_convert
+
+    specs = {
+        "chart-spending-month": spending_chart(data["results"]),
+        "chart-categories": categories_chart(data["categories"]),
+        "chart-net-worth": net_worth_chart(data["worth"], data["snapshots"]),
+        "chart-cash-flow": cash_flow_chart(data["flow"]),
+    }
+    version = alt.SCHEMA_VERSION.lstrip("v")[:3]
+    compiled = {}
+    for name, spec in specs.items():
+        plain = json.loads(json.dumps(spec, default=float))  # (DuckDB sums come as Decimal)
+        vega = vl_convert.vegalite_to_vega(plain, vl_version=version)
+        vega.pop("$schema", None)  # a URL the page never fetches: left out
+        # the card behind the chart shows through, light or dark (the page's dark theme
+        # cannot override a background written into the spec)
+        vega.pop("background", None)
+        vega["padding"] = 10  # inside the card: its CSS padding would widen a "container" width
+        compiled[name] = vega
+    return compiled
