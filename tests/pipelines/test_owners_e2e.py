@@ -118,8 +118,11 @@ def test_refresh_all_refreshes_every_owner_into_its_own_warehouse(household: Hou
         con = duckdb.connect(str(path), read_only=True)
         try:
             assert con.execute("SELECT count(*) FROM core.transactions").fetchone() == (expected,)
+            block = con.execute("SELECT block_size FROM pragma_database_size()").fetchone()
         finally:
             con.close()
+        # a household's warehouse sized to its data: 16 KiB blocks, not DuckDB's 256 KiB
+        assert block == (16_384,) and path.stat().st_size <= 2_000_000
         assert result["rows"] == expected and result["lake"]["rows"] > expected
 
 
