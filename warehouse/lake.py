@@ -59,7 +59,7 @@ def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> P
         con.execute("SET TimeZone = 'UTC'")  # Delta keeps timestamps in UTC
         tables = _tables(con)
         for schema, name in tables:
-            data = con.execute(_select(con, schema, name, owner)).to_arrow_table()
+            data = con.sql(_select(con, schema, name, owner)).to_arrow_table()
             rows += data.num_rows
             target = lake / schema / name
             for attempt in range(attempts):
