@@ -153,7 +153,7 @@ def query_times(lake: Path, one_owner: str, reps: int = 5) -> dict[str, float]:
     """Spending by owner and month over every owner (and one owner): Polars, DuckDB."""
     import polars as pl
 
-    from centsync.warehouse.lake import open_lake
+    from centsync.warehouse.lake import open_lake, referenced
 
     table = str(lake / "core" / "transactions")
 
@@ -178,13 +178,14 @@ def query_times(lake: Path, one_owner: str, reps: int = 5) -> dict[str, float]:
         )  # fmt: skip
 
     def duck_all() -> None:
-        con = open_lake(lake)
+        con = open_lake(lake, only=referenced(SPENDING))  # as `centsync sql --all` does
         con.execute(SPENDING).fetchall()
         con.close()
 
     def household() -> None:
-        con = open_lake(lake)
-        con.execute("SELECT * FROM household.cash_flow_by_month").fetchall()
+        query = "SELECT * FROM household.cash_flow_by_month"
+        con = open_lake(lake, only=referenced(query))
+        con.execute(query).fetchall()
         con.close()
 
     return {

@@ -64,13 +64,12 @@ def sandbox() -> None:
 @click.option(
     "--owners-file",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --owners: write an owners file (CENTSYNC_OWNERS_FILE) naming them, keys from "
-    "variables.",
+    help="Write an owners file (CENTSYNC_OWNERS_FILE) naming the owners, keys from variables.",
 )
 @click.option(
     "--env-out",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="With --owners: write `export CENTSYNC_KEY_OWNER_001=...` lines (mode 0600) to source.",
+    help="Write `export CENTSYNC_KEY_OWNER_001=...` lines (mode 0600) for a shell to source.",
 )
 def sandbox_serve(
     host: str,
@@ -92,10 +91,11 @@ def sandbox_serve(
     from centsync.sandbox.server import serve
     from centsync.sandbox.state import load, save
 
-    if owners == 1 and (owners_file or env_out):
-        raise click.UsageError("--owners-file and --env-out go with --owners N (N > 1).")
-    if owners > 1 and state:
-        raise click.UsageError("--state keeps one household: it does not go with --owners.")
+    many = owners > 1 or owners_file is not None or env_out is not None
+    if many and state:
+        raise click.UsageError(
+            "--state keeps one household: it does not go with --owners, --owners-file or --env-out."
+        )
     config = SandboxConfig(
         seed=seed,
         years=years,
@@ -104,7 +104,7 @@ def sandbox_serve(
         minute_limit=minute_limit,
         hour_limit=hour_limit,
     )
-    if owners > 1:
+    if many:  # an owners file names owners, even one: the keys file lists them by name
         _serve_fleet(config, owners, host, port, keys_out, owners_file, env_out)
         return
     service = load(state.absolute(), config) if state else None

@@ -83,7 +83,8 @@ def sql(query: str | None, fmt: str | None, out: Path | None, all_owners: bool) 
     if out is not None and not out.parent.is_dir():
         raise click.UsageError(f"--out {out}: the folder {out.parent} does not exist")
     try:
-        run(warehouse, text or "", fmt, out, _lake_connection if all_owners else None)
+        lake = (lambda: _lake_connection(text or "")) if all_owners else None
+        run(warehouse, text or "", fmt, out, lake)
     except KeyboardInterrupt:
         raise SystemExit(errors.INTERRUPTED) from None
 
@@ -94,10 +95,11 @@ def _check_all(query: str | None, fmt: str | None, out: Path | None) -> None:
         raise click.UsageError("--all runs a QUERY over every owner: give one (or `-`)")
 
 
-def _lake_connection() -> duckdb.DuckDBPyConnection:
-    """The lake (every owner's published tables) and the household views, in memory."""
+def _lake_connection(query: str) -> duckdb.DuckDBPyConnection:
+    """The lake (every owner's published tables the query names) and the household views,
+    in memory."""
     from centsync.pipelines import owners
-    from centsync.warehouse.lake import open_lake
+    from centsync.warehouse.lake import open_lake, referenced
 
     config = settings()
     members: tuple[str, ...] = ()
@@ -106,7 +108,7 @@ def _lake_connection() -> duckdb.DuckDBPyConnection:
         household = owners.load(config.owners_file).household
         members, accounts = household.owners, household.accounts
     try:
-        return open_lake(config.lake, members, accounts)
+        return open_lake(config.lake, members, accounts, referenced(query))
     except FileNotFoundError as e:
         from centsync.warehouse import NoWarehouseError
 

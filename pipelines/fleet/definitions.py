@@ -96,7 +96,10 @@ def shard_requests(
         )
 
 
-@dg.sensor(job=owners_job, minimum_interval_seconds=60)
+# on as soon as the fleet's code location loads: it only adds the owners the file names
+@dg.sensor(
+    job=owners_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING
+)
 def owners_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """Keeps one partition per owner of the owners file, and first-syncs the new ones."""
     from centsync.pipelines import owners
