@@ -18,9 +18,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 import orjson
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PUBLISHED_SCHEMAS = ("core", "marts")
 _OWNER = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
@@ -49,7 +53,6 @@ class Published:
 
 def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> Published:
     """Publish the owner's core tables and marts into the lake, replacing its partition."""
-    from deltalake import write_deltalake
     from deltalake.exceptions import CommitFailedError
 
     if not _OWNER.match(owner):
@@ -73,7 +76,7 @@ def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> P
             written += 1
             for attempt in range(attempts):
                 try:
-                    _write(write_deltalake, target, data, owner)
+                    _write(target, data, owner)
                     break
                 except CommitFailedError:
                     # another owner committed first: read the new version and try again
@@ -127,13 +130,13 @@ def _save_marks(lake: Path, owner: str, marks: dict[str, str]) -> None:
     tmp.replace(path)  # one owner publishes at a time (its refresh holds its warehouse's lock)
 
 
-def _write(write_deltalake: object, target: Path, data: object, owner: str) -> None:
-    from deltalake import write_deltalake as write
+def _write(target: Path, data: pa.Table, owner: str) -> None:
+    from deltalake import write_deltalake
 
     if (target / "_delta_log").is_dir():
-        write(
+        write_deltalake(
             target,
-            data,  # type: ignore[arg-type]
+            data,
             mode="overwrite",
             predicate=f"owner = '{owner}'",
             partition_by=["owner"],
@@ -141,7 +144,7 @@ def _write(write_deltalake: object, target: Path, data: object, owner: str) -> N
         )
     else:  # the first owner creates it (a racing second one retries as an overwrite)
         target.mkdir(parents=True, exist_ok=True)
-        write(target, data, mode="append", partition_by=["owner"])  # type: ignore[arg-type]
+        write_deltalake(target, data, mode="append", partition_by=["owner"])
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:

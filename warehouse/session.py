@@ -34,7 +34,7 @@ log = logging.getLogger("centsync.warehouse.store")
 # empty. 16 KiB (DuckDB's least) stores the same warehouse in about 1.5 MB (docs/scale.md). A
 # file keeps the block size it was made with: older warehouses keep 256 KiB.
 BLOCK_SIZE = 16_384
-NEW_FILE = {"default_block_size": str(BLOCK_SIZE)}
+NEW_FILE: dict[str, str | bool | int | float | list[str]] = {"default_block_size": str(BLOCK_SIZE)}
 
 
 class Session:

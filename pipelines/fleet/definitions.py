@@ -13,6 +13,7 @@ per-key pacing does the rest (docs/scale.md).
 
 import urllib.parse
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 import dagster as dg
 
@@ -20,7 +21,8 @@ from centsync.pipelines.defs.resources import settings_resource
 from centsync.pipelines.fleet.shard import refresh_shard
 from centsync.pipelines.settings import Settings
 
-OWNERS = dg.DynamicPartitionsDefinition(name="owners")
+OWNERS_NAME = "owners"
+OWNERS = dg.DynamicPartitionsDefinition(name=OWNERS_NAME)
 # owners per run: one process per household costs more than its refresh (docs/scale.md)
 SHARD = 25
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
@@ -46,7 +48,7 @@ def owner_warehouse(context: dg.AssetExecutionContext, config: ShardConfig) -> d
     owners = list(context.partition_keys)
     results = refresh_shard(settings, owners, config.concurrency, config.mode)  # type: ignore[arg-type]
     failed = {r.owner: r.error or r.verdict for r in results if r.error or r.verdict == "differ"}
-    metadata = {
+    metadata: dict[str, Any] = {
         "owners": len(results),
         "agree": sum(1 for r in results if r.verdict == "agree"),
         "requests": sum(r.requests for r in results),
@@ -106,7 +108,7 @@ def owners_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
 
     settings = Settings.from_env()  # the edge: a sensor's tick reads its settings
     configured = list(owners.load(settings.owners_file).owners)
-    known = set(context.instance.get_dynamic_partitions(OWNERS.name))
+    known = set(context.instance.get_dynamic_partitions(OWNERS_NAME))
     new = [o for o in configured if o not in known]
     gone = sorted(known - set(configured))
     requests: list[dg.RunRequest] = []
@@ -126,7 +128,7 @@ def owners_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
 def owners_daily(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunRequest]:
     """Every owner's daily refresh, in shards."""
     settings = Settings.from_env()
-    keys = context.instance.get_dynamic_partitions(OWNERS.name)
+    keys = context.instance.get_dynamic_partitions(OWNERS_NAME)
     stamp = (
         context.scheduled_execution_time.strftime("%Y-%m-%d")
         if context.scheduled_execution_time
