@@ -222,6 +222,12 @@ def synthetic_lake(folder: Path, owners: int, rows_per_owner: int) -> Path:
     return lake
 
 
+def save(report: dict[str, Any]) -> None:
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "owners.json").write_text(json.dumps(report, indent=2, default=str))
+
+
 def main() -> None:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -265,6 +271,7 @@ def main() -> None:
             entry["disk"] = disk(folder, names)
             entry["query"] = query_times(folder / "lake", names[0])
             report["runs"][n] = entry
+            save(report)  # what is measured so far, whatever comes after
             print(f"  {n} owners: disk {entry['disk']} query {entry['query']}", flush=True)
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -287,9 +294,7 @@ def main() -> None:
         finally:
             shutil.rmtree(folder, ignore_errors=True)
     report["load_after"] = os.getloadavg()
-    out = Path(__file__).resolve().parent / "results"
-    out.mkdir(exist_ok=True)
-    (out / "owners.json").write_text(json.dumps(report, indent=2, default=str))
+    save(report)
     print(json.dumps(report, indent=2, default=str))
 
 

@@ -219,8 +219,8 @@ def open_lake(
         con.register(handle, dataset)
         con.execute(f'CREATE VIEW "{schema}"."{name}" AS SELECT * FROM "{handle}"')
     present = {(s, t) for s, t, _ in tables if only is None or (s, t) in only}
-    if present >= _HOUSEHOLD_NEEDS:
-        _household_views(con, list(household), list(accounts))
+    if ("core", "transactions") in present:
+        _household_views(con, list(household), list(accounts), present)
     return con
 
 
@@ -229,7 +229,10 @@ def _in_list(values: Sequence[str]) -> str:
 
 
 def _household_views(
-    con: duckdb.DuckDBPyConnection, owners: list[str], accounts: list[str]
+    con: duckdb.DuckDBPyConnection,
+    owners: list[str],
+    accounts: list[str],
+    present: set[tuple[str, str]],
 ) -> None:
     """household.transactions (each row flagged `between_owners`), and the household's cash
     flow, spending and net worth with the money moved between its own owners netted out.
@@ -278,6 +281,13 @@ def _household_views(
                CAST(coalesce(sum(amount) FILTER (between_owners AND amount < 0), 0) AS BIGINT) AS between_owners_cents
         FROM household.transactions GROUP BY month ORDER BY month
     """)  # fmt: skip
+    if ("core", "categories") in present:
+        _spending_by_category(con)
+    if ("marts", "net_worth_daily") in present:
+        _net_worth(con, members)
+
+
+def _spending_by_category(con: duckdb.DuckDBPyConnection) -> None:
     con.execute("""
         CREATE VIEW household.spending_by_month_category AS
         SELECT t.month, coalesce(c.name, 'Uncategorized') AS category_name,
@@ -287,6 +297,9 @@ def _household_views(
         WHERE t.type = 'expense' AND NOT t.between_owners
         GROUP BY ALL ORDER BY 1, 3
     """)
+
+
+def _net_worth(con: duckdb.DuckDBPyConnection, members: str) -> None:
     con.execute(f"""
         CREATE VIEW household.net_worth_daily AS
         SELECT date, CAST(sum(net_worth_cents) AS BIGINT) AS net_worth_cents, count(*) AS owners
