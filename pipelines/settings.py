@@ -218,6 +218,33 @@ class Settings:
         "such rows are rejected with their reason (`centsync writeback --allow-future`).",
         False,
     )
+    config_home: Path = _setting(
+        "XDG_CONFIG_HOME",
+        "Where centsync looks for its configuration files: `$XDG_CONFIG_HOME/centsync`.",
+        None,
+        shown="`~/.config/centsync`",
+    )
+    owners_file: Path = _setting(
+        "CENTSYNC_OWNERS_FILE",
+        "The owners file (TOML): each owner's name, base URL, and where its key is (`key_env`, "
+        "an environment variable, or `keyring`); never the key itself. See docs/scale.md.",
+        None,
+        shown="`<config home>/owners.toml`",
+    )
+    owner: str = _setting(
+        "CENTSYNC_OWNER",
+        "Run as this owner of the owners file (as `centsync --owner NAME`): its service, its key, "
+        "its own warehouse and Dagster home under `<data home>/owners/NAME/`.",
+        "",
+        shown="none (the single-owner settings above)",
+    )
+    lake: Path = _setting(
+        "CENTSYNC_LAKE",
+        "The shared lake: each owner's core tables and marts published as Delta tables "
+        "partitioned by owner, for `centsync sql --all` and the household view.",
+        None,
+        shown="`<data home>/lake`",
+    )
 
     def __post_init__(self) -> None:
         # The paths that default to a place under another one, resolved once.
@@ -229,6 +256,10 @@ class Settings:
         dagster = self.dagster_home or warehouse.with_name(warehouse.stem + ".dagster")
         set_(self, "dagster_home", Path(dagster).absolute())
         set_(self, "inbox", Path(self.inbox or warehouse.parent / "inbox").absolute())
+        config = Path(self.config_home or Path.home() / ".config" / "centsync").absolute()
+        set_(self, "config_home", config)
+        set_(self, "owners_file", Path(self.owners_file or config / "owners.toml").absolute())
+        set_(self, "lake", Path(self.lake or home / "lake").absolute())
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -239,9 +270,9 @@ class Settings:
             raw = env.get(f.metadata["env"], "").strip()
             if not raw:
                 continue
-            if f.name == "data_home":
+            if f.name in ("data_home", "config_home"):
                 values[f.name] = Path(raw) / "centsync"
-            elif f.name in ("warehouse", "dagster_home", "inbox"):
+            elif f.name in ("warehouse", "dagster_home", "inbox", "owners_file", "lake"):
                 values[f.name] = Path(raw)
             elif f.name == "max_wait":
                 values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")
@@ -280,7 +311,41 @@ class Settings:
                 "sandbox would be used instead of your service: export CENTSYNC_API_BASE_URL "
                 "too (or unset CENTSYNC_API_KEY to use the sandbox)."
             )
-        return cls(**values)
+        built = cls(**values)
+        return built.for_owner(built.owner, env) if built.owner else built
+
+    def for_owner(self, name: str, environ: Mapping[str, str] | None = None) -> Settings:
+        """These settings as the owner `name` of the owners file: its service and key, and its
+        own warehouse, Dagster home and inbox under `<data home>/owners/<name>/`.
+
+        The key comes from the variable the file names (read here, the one module that reads the
+        environment) or the system keyring; a missing one is a ConfigurationError (exit 2).
+        """
+        from centsync.pipelines import owners
+
+        env = os.environ if environ is None else environ
+        owner = owners.load(self.owners_file).owner(name)
+        if owner.key_env:
+            key = env.get(owner.key_env, "").strip()
+            if not key:
+                raise ConfigurationError(
+                    f"owner {name}'s key is read from {owner.key_env}, which is not set: "
+                    f"export {owner.key_env}=<the API key>"
+                )
+        else:
+            key = owners.keyring_key(owner)
+        home = owners.owner_home(self.data_home, name)
+        return dataclasses.replace(
+            self,
+            api_base_url=_base_url(owner.base_url),
+            api_key=key,
+            warehouse=home / WAREHOUSE_NAME,
+            dagster_home=home / "centsync.dagster",
+            inbox=home / "inbox",
+            sandbox_state="",
+            source="",
+            owner=name,
+        )
 
     @property
     def sandbox_state_file(self) -> Path:
@@ -301,8 +366,8 @@ class Settings:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             name = f.metadata["env"]
-            if f.name == "data_home":
-                continue  # every path under it is written resolved
+            if f.name in ("data_home", "config_home"):
+                continue  # every path under them is written resolved
             if isinstance(value, bool):
                 if value:
                     env[name] = "1"

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -21,9 +21,10 @@ import uvicorn
 import uvloop
 
 from centsync.sandbox import Sandbox
+from centsync.sandbox.fleet import Fleet, keys_document
 
 
-def _config(sb: Sandbox, host: str, port: int) -> uvicorn.Config:
+def _config(sb: Sandbox | Fleet, host: str, port: int) -> uvicorn.Config:
     return uvicorn.Config(
         sb.app,
         host=host,
@@ -38,13 +39,20 @@ def _config(sb: Sandbox, host: str, port: int) -> uvicorn.Config:
     )
 
 
-def write_keys_file(path: Path, sb: Sandbox, base_url: str) -> None:
-    """The keys file of contract section 1, mode 0600, written atomically."""
-    data = {"base_url": base_url, **sb.keys}
+def write_keys_file(path: Path, sb: Sandbox | Fleet, base_url: str) -> None:
+    """The keys file of contract section 1 (for a fleet: per owner), mode 0600, atomically."""
+    data = (
+        keys_document(sb, base_url) if isinstance(sb, Fleet) else {"base_url": base_url, **sb.keys}
+    )
+    write_private(path, json.dumps(data, indent=2))
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner may read (it holds keys), atomically."""
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=2)
+        fh.write(text)
     os.replace(tmp, path)
 
 
@@ -73,7 +81,7 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def run_in_thread(sb: Sandbox, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
+def run_in_thread(sb: Sandbox | Fleet, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
     """Serve `sb` on loopback in a background thread; yields the base URL."""
     port = port or free_port(host)
     server = _Server(_config(sb, host, port))
@@ -92,7 +100,12 @@ def run_in_thread(sb: Sandbox, host: str = "127.0.0.1", port: int = 0) -> Iterat
 
 
 def serve(
-    sb: Sandbox, host: str, port: int, keys_out: Path | None, on_ready: str | None = None
+    sb: Sandbox | Fleet,
+    host: str,
+    port: int,
+    keys_out: Path | None,
+    on_ready: str | None = None,
+    on_serving: Callable[[str], None] | None = None,
 ) -> None:
     """Serve until SIGTERM or Ctrl-C; the keys file appears once connections are accepted."""
     # The ledger is millions of long-lived objects: keep them out of every GC pass.
@@ -106,6 +119,8 @@ def serve(
             if server.should_exit:
                 return
             await asyncio.sleep(0.01)
+        if on_serving is not None:
+            on_serving(base_url)  # files naming the URL, before the keys file says "serving"
         if keys_out is not None:
             write_keys_file(keys_out, sb, base_url)
         if on_ready:

@@ -37,8 +37,30 @@ def settings() -> Settings:
 
     root = click.get_current_context().find_root()
     if not isinstance(root.obj, Settings):
-        root.obj = Settings.from_env()
+        config = Settings.from_env()
+        owner = root.meta.get(OWNER_META)
+        # `centsync --owner NAME`: that owner's service, key, warehouse and Dagster home
+        root.obj = config.for_owner(owner) if owner else config
     return root.obj
+
+
+OWNER_META = "centsync.owner"
+
+
+def _remember_owner(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
+    if value:
+        ctx.find_root().meta[OWNER_META] = value
+
+
+OWNER_OPTION = click.Option(
+    ["--owner"],
+    metavar="NAME",
+    expose_value=False,
+    is_eager=True,
+    callback=_remember_owner,
+    help="Run the command as this owner of the owners file (CENTSYNC_OWNERS_FILE): its key, "
+    "its own warehouse and Dagster home. Default: CENTSYNC_OWNER, else the single-owner settings.",
+)
 
 
 def command_name() -> str:
@@ -85,7 +107,12 @@ class Failed(click.ClickException):
 
 
 class CentsyncGroup(click.Group):
-    """Expected failures raised outside a run print like those of a run (`Failed`)."""
+    """Expected failures raised outside a run print like those of a run (`Failed`); the
+    root group takes `--owner NAME` for every command (`centsync --owner alice refresh`)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params.append(OWNER_OPTION)
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]

@@ -83,6 +83,19 @@ def run_refresh_job(
     help="Print what the refresh would read and prove and its request estimate; write nothing.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
+@click.option(
+    "--all",
+    "all_owners",
+    is_flag=True,
+    help="Refresh every owner of the owners file (each its own process); one JSON object.",
+)
+@click.option(
+    "--concurrency",
+    default=4,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="With --all: how many owners refresh at once.",
+)
 def refresh(
     full: bool,
     hot: bool,
@@ -91,6 +104,8 @@ def refresh(
     with_report: bool,
     dry_run: bool,
     as_json: bool,
+    all_owners: bool,
+    concurrency: int,
 ) -> None:
     """Bring the warehouse exactly in step with the service, spending the fewest requests.
 
@@ -100,6 +115,9 @@ def refresh(
     """
     JSON_OUTPUT.set(as_json)
     mode, months = _mode(full, hot, months)
+    if all_owners:
+        _refresh_all(mode, months, with_report, dry_run, rebind, concurrency)
+        return
     config = settings()
     if dry_run:
         _plan(config, mode, months, as_json)
@@ -109,6 +127,10 @@ def refresh(
         run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
     run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
     report = _report(run, config.warehouse)
+    if config.owner:  # an owner of the owners file: its tables into the shared lake too
+        from centsync.pipelines.cli.owners import publish_owner
+
+        report["lake"] = publish_owner(config)
     if as_json:
         click.echo(json.dumps(report, default=str))
     else:
@@ -117,6 +139,29 @@ def refresh(
             click.echo(f"Report: {run.refresh.report_path}")
     if report["exit_code"]:
         raise SystemExit(report["exit_code"])
+
+
+def _refresh_all(
+    mode: str, months: str, with_report: bool, dry_run: bool, rebind: bool, concurrency: int
+) -> None:
+    """`refresh --all`: every owner of the owners file, `concurrency` at a time; one object."""
+    from centsync.pipelines.cli.group import OWNER_META
+    from centsync.pipelines.cli.owners import refresh_all
+
+    if dry_run or rebind or click.get_current_context().find_root().meta.get(OWNER_META):
+        raise click.UsageError(
+            "--all refreshes every owner: it does not go with --owner, --plan or --rebind."
+        )
+    flags = {"full": ["--full"], "hot": ["--hot"]}.get(mode, [])
+    flags += ["--months", months] if months else []
+    flags += ["--report"] if with_report else []
+    config = settings()
+    if config.owner:
+        raise click.UsageError("--all refreshes every owner: unset CENTSYNC_OWNER.")
+    result = refresh_all(config, flags, concurrency)
+    click.echo(json.dumps(result, default=str))
+    if result["exit_code"]:
+        raise SystemExit(result["exit_code"])
 
 
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:

@@ -54,6 +54,23 @@ def sandbox() -> None:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Keep the sandbox's state in this file: loaded if there, saved when it stops.",
 )
+@click.option(
+    "--owners",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 10_000),
+    help="Serve this many owners, one household each (seeds SEED, SEED+1, ...), routed by key.",
+)
+@click.option(
+    "--owners-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write an owners file (CENTSYNC_OWNERS_FILE) naming the owners, keys from variables.",
+)
+@click.option(
+    "--env-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write `export CENTSYNC_KEY_OWNER_001=...` lines (mode 0600) for a shell to source.",
+)
 def sandbox_serve(
     host: str,
     port: int,
@@ -65,12 +82,20 @@ def sandbox_serve(
     transactions: int | None,
     years: int,
     state: Path | None,
+    owners: int,
+    owners_file: Path | None,
+    env_out: Path | None,
 ) -> None:
     """Serve the sandbox until stopped (SIGTERM or Ctrl-C)."""
     from centsync.sandbox import Sandbox, SandboxConfig
     from centsync.sandbox.server import serve
     from centsync.sandbox.state import load, save
 
+    many = owners > 1 or owners_file is not None or env_out is not None
+    if many and state:
+        raise click.UsageError(
+            "--state keeps one household: it does not go with --owners, --owners-file or --env-out."
+        )
     config = SandboxConfig(
         seed=seed,
         years=years,
@@ -79,6 +104,9 @@ def sandbox_serve(
         minute_limit=minute_limit,
         hour_limit=hour_limit,
     )
+    if many:  # an owners file names owners, even one: the keys file lists them by name
+        _serve_fleet(config, owners, host, port, keys_out, owners_file, env_out)
+        return
     service = load(state.absolute(), config) if state else None
     if service is None:
         click.echo(f"Generating the household (seed {seed}, {years} years)...", err=True)
@@ -97,6 +125,49 @@ def sandbox_serve(
     if state:
         save(sb.service, state.absolute())
         click.echo(f"Sandbox state saved to {state}.", err=True)
+
+
+def _serve_fleet(
+    config: SandboxConfig,
+    owners: int,
+    host: str,
+    port: int,
+    keys_out: Path | None,
+    owners_file: Path | None,
+    env_out: Path | None,
+) -> None:
+    """`serve --owners N`: N households behind one server, each request routed by its key."""
+    from centsync.sandbox.fleet import Fleet, key_variable, owners_toml
+    from centsync.sandbox.server import serve, write_private
+
+    click.echo(
+        f"Generating {owners} households (seeds {config.seed}..{config.seed + owners - 1})...",
+        err=True,
+    )
+    fleet = Fleet.build(owners, config)
+    rows = sum(len(sb.service.ledger.rows) for sb in fleet.owners.values())
+
+    def files(base_url: str) -> None:
+        if owners_file is not None:
+            owners_file.parent.mkdir(parents=True, exist_ok=True)
+            owners_file.write_text(owners_toml(fleet.owners, base_url), "utf-8")
+        if env_out is not None:
+            lines = [
+                f"export {key_variable(name)}={keys['read_write']}"
+                for name, keys in fleet.keys.items()
+            ]
+            write_private(env_out, "\n".join(lines) + "\n")
+
+    where = f"; keys in {keys_out}" if keys_out else ""
+    serve(
+        fleet,
+        host,
+        port,
+        keys_out,
+        on_ready=f"Sandbox serving {owners} owners ({rows} transactions) at {{base_url}}{where}. "
+        "Ctrl-C stops it.",
+        on_serving=files,
+    )
 
 
 @sandbox.command("reset")

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -48,7 +49,13 @@ class WorkbenchError(Exception):
     type=click.Path(dir_okay=False, path_type=Path),
     help="Write the result to this file instead of stdout.",
 )
-def sql(query: str | None, fmt: str | None, out: Path | None) -> None:
+@click.option(
+    "--all",
+    "all_owners",
+    is_flag=True,
+    help="Query every owner's published tables (the shared lake) and the household views.",
+)
+def sql(query: str | None, fmt: str | None, out: Path | None, all_owners: bool) -> None:
     """Query the warehouse, read only: a SQL workbench, or one query's result for scripts.
 
     Without QUERY, on a terminal: Harlequin, a SQL IDE (schemas, tables and their comments,
@@ -61,7 +68,9 @@ def sql(query: str | None, fmt: str | None, out: Path | None) -> None:
     from centsync.warehouse import NoWarehouseError
 
     warehouse = settings().warehouse
-    if not warehouse.exists():
+    if all_owners:
+        _check_all(query, fmt, out)
+    elif not warehouse.exists():
         raise NoWarehouseError(f"no warehouse at {warehouse} (`make demo` makes one)")
     if query is None and sys.stdin.isatty():
         if fmt or out:
@@ -74,12 +83,45 @@ def sql(query: str | None, fmt: str | None, out: Path | None) -> None:
     if out is not None and not out.parent.is_dir():
         raise click.UsageError(f"--out {out}: the folder {out.parent} does not exist")
     try:
-        run(warehouse, text or "", fmt, out)
+        lake = (lambda: _lake_connection(text or "")) if all_owners else None
+        run(warehouse, text or "", fmt, out, lake)
     except KeyboardInterrupt:
         raise SystemExit(errors.INTERRUPTED) from None
 
 
-def run(warehouse: Path, text: str, fmt: str, out: Path | None) -> None:
+def _check_all(query: str | None, fmt: str | None, out: Path | None) -> None:
+    """`sql --all` prints a query's result: the workbench opens one warehouse file."""
+    if query is None and sys.stdin.isatty():
+        raise click.UsageError("--all runs a QUERY over every owner: give one (or `-`)")
+
+
+def _lake_connection(query: str) -> duckdb.DuckDBPyConnection:
+    """The lake (every owner's published tables the query names) and the household views,
+    in memory."""
+    from centsync.pipelines import owners
+    from centsync.warehouse.lake import open_lake, referenced
+
+    config = settings()
+    members: tuple[str, ...] = ()
+    accounts: tuple[str, ...] = ()
+    if config.owners_file.exists():  # the household's owners and accounts, if it names them
+        household = owners.load(config.owners_file).household
+        members, accounts = household.owners, household.accounts
+    try:
+        return open_lake(config.lake, members, accounts, referenced(query))
+    except FileNotFoundError as e:
+        from centsync.warehouse import NoWarehouseError
+
+        raise NoWarehouseError(str(e)) from None
+
+
+def run(
+    warehouse: Path,
+    text: str,
+    fmt: str,
+    out: Path | None,
+    connect: Callable[[], duckdb.DuckDBPyConnection] | None = None,
+) -> None:
     """Run the query on a read-only connection and print (or write) its result as `fmt`."""
     import duckdb
 
@@ -88,7 +130,7 @@ def run(warehouse: Path, text: str, fmt: str, out: Path | None) -> None:
 
     if not text.strip():
         raise QueryError("no query: give one as an argument, or on stdin with `-`")
-    con = connect_readonly(warehouse)
+    con = connect() if connect is not None else connect_readonly(warehouse)
     # Ctrl-C: DuckDB is told to stop the query (its default handling surfaces as a plain
     # RuntimeError), and the command exits 130 whatever the query became
     interrupted: list[int] = []

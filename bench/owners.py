@@ -1,0 +1,302 @@
+"""Many owners: owners an hour (first sync and daily refresh), requests and disk per owner, peak
+memory, and the cross-owner spending query over the shared lake (issue 30).
+
+    uv run --frozen python bench/owners.py                       # 50 and 200 owners, shards
+    uv run --frozen python bench/owners.py --owners 50 --launch cli     # a process per owner
+    uv run --frozen python bench/owners.py --owners 20 --no-rate-limit  # allowance not binding
+    uv run --frozen python bench/owners.py --owners 0 --synthetic 2000  # only the 10M-row query
+
+One sandbox server serves every owner (`centsync sandbox serve --owners N`, its own process,
+rate limits on: 300 a minute and 10,000 an hour per key, unless --no-rate-limit). Each owner is
+a 3-year household (~1,700 rows). `--launch shard` refreshes the owners in this one process,
+`--concurrency` at a time (`pipelines/fleet/shard.py`: what a Dagster shard run does);
+`--launch cli` runs `centsync refresh --all` (a process per owner). The daily refresh advances
+every owner's clock one day first. CPU is this process and its children (the sandbox server
+excluded: it is measured apart). Figures move with the machine's load: `uptime` is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psutil
+
+from centsync.sandbox.fleet import key_variable
+from centsync.sandbox.server import free_port, spawn_serve
+
+
+def cpu_seconds() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def serve(n: int, folder: Path, rate_limit: bool) -> tuple[subprocess.Popen[bytes], dict[str, Any]]:
+    keys = folder / "keys.json"
+    options = ["--owners", str(n), "--port", str(free_port())]
+    options += ["--owners-file", str(folder / "owners.toml")]
+    options += [] if rate_limit else ["--no-rate-limit"]
+    started = time.monotonic()
+    proc = spawn_serve(keys, *options, timeout=1800)
+    doc = json.loads(keys.read_text())
+    print(f"  sandbox: {n} owners served in {time.monotonic() - started:.1f} s", flush=True)
+    for name, k in doc["owners"].items():
+        os.environ[key_variable(name)] = k["read_only"]
+    return proc, doc
+
+
+def advance_clocks(doc: dict[str, Any], days: int = 1) -> None:
+    with httpx.Client(base_url=doc["base_url"], timeout=30) as c:
+        for k in doc["owners"].values():
+            r = c.post(
+                "/_sandbox/clock/advance",
+                json={"days": days},
+                headers={"Authorization": f"Bearer {k['admin_token']}"},
+            )
+            r.raise_for_status()
+
+
+def run_round(
+    args: argparse.Namespace, folder: Path, names: list[str], mode: str
+) -> dict[str, Any]:
+    """One refresh of every owner; its figures."""
+    from centsync.pipelines.fleet.shard import refresh_shard
+    from centsync.pipelines.settings import Settings
+
+    base = Settings(
+        data_home=folder / "data",
+        owners_file=folder / "owners.toml",
+        lake=folder / "lake",
+        verify_pages=args.verify_pages,
+    )
+    cpu, started = cpu_seconds(), time.monotonic()
+    if args.launch == "shard":
+        results = [r.to_json() for r in refresh_shard(base, names, args.concurrency, mode)]  # type: ignore[arg-type]
+    else:
+        env = {**os.environ, "XDG_DATA_HOME": str(folder / "xdg")}
+        env |= {
+            "CENTSYNC_OWNERS_FILE": str(folder / "owners.toml"),
+            "CENTSYNC_LAKE": str(folder / "lake"),
+        }
+        flags = ["--full"] if mode == "full" else []
+        out = subprocess.run(
+            [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--all", "--concurrency", str(args.concurrency), *flags],
+            capture_output=True, text=True, env=env, check=False,
+        )  # fmt: skip
+        doc = json.loads(out.stdout.strip().splitlines()[-1])
+        results = [{"owner": n, **r} for n, r in doc["owners"].items()]
+    wall = time.monotonic() - started
+    cpu = cpu_seconds() - cpu
+    ok = [r for r in results if r.get("verdict") == "agree"]
+    seconds = sorted(r.get("seconds", 0.0) for r in results)
+    lake = sorted((r.get("lake") or {}).get("seconds", 0.0) for r in results)
+    return {
+        "owners": len(results),
+        "agree": len(ok),
+        "errors": [r.get("error") for r in results if r.get("error")][:3],
+        "wall_s": round(wall, 1),
+        "owners_per_hour": round(len(results) * 3600 / wall),
+        "cpu_s_per_owner": round(cpu / max(1, len(results)), 2),
+        "requests_per_owner": statistics.median(r.get("requests") or 0 for r in results),
+        "requests_max": max(r.get("requests") or 0 for r in results),
+        "refresh_p50_p95_s": (_pct(seconds, 50), _pct(seconds, 95)),
+        "publish_p50_p95_s": (_pct(lake, 50), _pct(lake, 95)),
+        "lake_retries": sum((r.get("lake") or {}).get("retries", 0) for r in results),
+    }
+
+
+def _pct(values: list[float], p: int) -> float:
+    return round(values[min(len(values) - 1, len(values) * p // 100)], 2) if values else 0.0
+
+
+def disk(folder: Path, names: list[str]) -> dict[str, Any]:
+    def size(p: Path) -> int:
+        return (
+            sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+            if p.is_dir()
+            else p.stat().st_size
+        )
+
+    owners = folder / "data" / "owners"  # Settings(data_home=folder / "data") in run_round
+    wh = [size(owners / n / "centsync.duckdb") for n in names]
+    dagster = [
+        size(owners / n / "centsync.dagster")
+        for n in names
+        if (owners / n / "centsync.dagster").exists()
+    ]
+    return {
+        "warehouse_mb_median": round(statistics.median(wh) / 1e6, 2),
+        "warehouse_mb_max": round(max(wh) / 1e6, 2),
+        "dagster_home_mb_median": round(statistics.median(dagster) / 1e6, 2) if dagster else 0,
+        "lake_mb": round(size(folder / "lake") / 1e6, 1),
+    }
+
+
+SPENDING = """SELECT owner, month, sum(amount) AS cents, count(*) AS n FROM core.transactions
+              WHERE type = 'expense' GROUP BY ALL"""
+
+
+def query_times(lake: Path, one_owner: str, reps: int = 5) -> dict[str, float]:
+    """Spending by owner and month over every owner (and one owner): Polars, DuckDB."""
+    import polars as pl
+
+    from centsync.warehouse.lake import open_lake, referenced
+
+    table = str(lake / "core" / "transactions")
+
+    def best(fn: Any) -> float:
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - t)
+        return round(min(times) * 1000, 1)
+
+    def polars_all() -> None:
+        (
+            pl.scan_delta(table).filter(pl.col("type") == "expense")
+            .group_by("owner", "month").agg(pl.col("amount").sum(), pl.len()).collect()
+        )  # fmt: skip
+
+    def polars_one() -> None:
+        (
+            pl.scan_delta(table).filter((pl.col("owner") == one_owner) & (pl.col("type") == "expense"))
+            .group_by("month").agg(pl.col("amount").sum()).collect()
+        )  # fmt: skip
+
+    def duck_all() -> None:
+        con = open_lake(lake, only=referenced(SPENDING))  # as `centsync sql --all` does
+        con.execute(SPENDING).fetchall()
+        con.close()
+
+    def household() -> None:
+        query = "SELECT * FROM household.cash_flow_by_month"
+        con = open_lake(lake, only=referenced(query))
+        con.execute(query).fetchall()
+        con.close()
+
+    return {
+        "polars_all_ms": best(polars_all),
+        "polars_one_owner_ms": best(polars_one),
+        "duckdb_sql_all_ms": best(duck_all),
+        "household_view_ms": best(household),
+    }
+
+
+def synthetic_lake(folder: Path, owners: int, rows_per_owner: int) -> Path:
+    """A lake of `owners` x `rows_per_owner` transactions, published in shards of 100 owners."""
+    import duckdb
+    from deltalake import write_deltalake
+
+    lake = folder / "synthetic"
+    table = lake / "core" / "transactions"
+    started = time.monotonic()
+    for first in range(0, owners, 100):
+        last = min(owners, first + 100)
+        data = duckdb.sql(f"""
+            SELECT printf('owner-%05d', o) AS owner, printf('%d-%d', o, r) AS id,
+                   printf('acc-%d', r % 3) AS account_id, -(hash(o, r) % 20000)::BIGINT AS amount,
+                   DATE '2023-12-01' + (hash(r, o) % 1095)::INT AS booked_at,
+                   date_trunc('month', booked_at)::DATE AS month,
+                   CASE WHEN r % 10 = 0 THEN 'income' WHEN r % 10 = 1 THEN 'transfer' ELSE 'expense' END AS type
+            FROM range({first + 1}, {last + 1}) o(o), range({rows_per_owner}) r(r)
+        """).to_arrow_table()  # fmt: skip
+        write_deltalake(table, data, mode="append", partition_by=["owner"])
+    print(
+        f"  synthetic lake: {owners} owners, {owners * rows_per_owner:,} rows in {time.monotonic() - started:.0f} s",
+        flush=True,
+    )
+    return lake
+
+
+def save(report: dict[str, Any]) -> None:
+    out = Path(__file__).resolve().parent / "results"
+    out.mkdir(exist_ok=True)
+    (out / "owners.json").write_text(json.dumps(report, indent=2, default=str))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument("--owners", type=int, nargs="+", default=[50, 200])
+    p.add_argument("--launch", choices=("shard", "cli"), default="shard")
+    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--no-rate-limit", action="store_true")
+    p.add_argument("--verify-pages", type=int, default=4)
+    p.add_argument(
+        "--synthetic", type=int, default=2000, help="owners in the synthetic lake (0: none)"
+    )
+    p.add_argument("--rows-per-owner", type=int, default=5000)
+    p.add_argument("--keep", action="store_true", help="keep the temporary folder")
+    args = p.parse_args()
+    print(
+        f"load: {os.getloadavg()}  cores: {os.cpu_count()}  launch: {args.launch} x{args.concurrency}",
+        flush=True,
+    )
+    report: dict[str, Any] = {"load_before": os.getloadavg(), "args": vars(args), "runs": {}}
+    for n in [x for x in args.owners if x > 0]:
+        folder = Path(tempfile.mkdtemp(prefix=f"owners-{n}-"))
+        proc, doc = serve(n, folder, not args.no_rate_limit)
+        server = psutil.Process(proc.pid)
+        names = list(doc["owners"])
+        try:
+            entry: dict[str, Any] = {}
+            s_cpu = sum(server.cpu_times()[:2])
+            entry["first_sync"] = run_round(args, folder, names, "auto")
+            print(f"  {n} owners first sync: {json.dumps(entry['first_sync'])}", flush=True)
+            advance_clocks(doc)
+            entry["daily_refresh"] = run_round(args, folder, names, "auto")
+            print(f"  {n} owners daily refresh: {json.dumps(entry['daily_refresh'])}", flush=True)
+            entry["server_cpu_s_per_owner"] = round(
+                (sum(server.cpu_times()[:2]) - s_cpu) / n / 2, 2
+            )
+            entry["server_rss_mb"] = round(server.memory_info().rss / 1e6)
+            entry["peak_rss_mb_bench_process"] = round(
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+            )
+            entry["disk"] = disk(folder, names)
+            entry["query"] = query_times(folder / "lake", names[0])
+            report["runs"][n] = entry
+            save(report)  # what is measured so far, whatever comes after
+            print(f"  {n} owners: disk {entry['disk']} query {entry['query']}", flush=True)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait(timeout=60)
+            if not args.keep:
+                shutil.rmtree(folder, ignore_errors=True)
+    if args.synthetic:
+        folder = Path(tempfile.mkdtemp(prefix="owners-synthetic-"))
+        try:
+            lake = synthetic_lake(folder, args.synthetic, args.rows_per_owner)
+            report["synthetic"] = {
+                "owners": args.synthetic,
+                "rows": args.synthetic * args.rows_per_owner,
+                "lake_mb": round(
+                    sum(f.stat().st_size for f in lake.rglob("*") if f.is_file()) / 1e6, 1
+                ),
+                **query_times(lake, "owner-00001", reps=3),
+            }
+            print(f"  synthetic: {json.dumps(report['synthetic'])}", flush=True)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    report["load_after"] = os.getloadavg()
+    save(report)
+    print(json.dumps(report, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

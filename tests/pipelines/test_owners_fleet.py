@@ -1,0 +1,92 @@
+"""The fleet on Dagster: the sensor keeps one partition per owner and asks for shard runs; a
+shard run refreshes its owners (a real run, in process) into their warehouses and the lake."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from centsync.pipelines.defs.resources import settings_resource
+from centsync.pipelines.fleet import definitions as fleet_defs
+from centsync.pipelines.settings import Settings
+from centsync.sandbox import SandboxConfig
+from centsync.sandbox.fleet import Fleet, key_variable, owners_toml
+from centsync.sandbox.server import run_in_thread
+from helpers import START
+
+
+@pytest.fixture
+def fleet_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Fleet, Settings]]:
+    fleet = Fleet.build(3, SandboxConfig(seed=41, years=1, start=START))
+    with run_in_thread(fleet) as base_url:
+        owners_file = tmp_path / "owners.toml"
+        owners_file.write_text(owners_toml(fleet.owners, base_url), "utf-8")
+        monkeypatch.setenv("CENTSYNC_OWNERS_FILE", str(owners_file))
+        monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+        for name, keys in fleet.keys.items():
+            monkeypatch.setenv(key_variable(name), keys["read_only"])
+        yield fleet, Settings.from_env()
+
+
+def test_the_sensor_adds_a_partition_per_owner_and_asks_for_shard_runs(
+    fleet_env: tuple[Fleet, Settings],
+) -> None:
+    _fleet, settings = fleet_env
+    with dg.instance_for_test() as instance:
+        context = dg.build_sensor_context(instance=instance)
+        result = fleet_defs.owners_sensor(context)
+        assert isinstance(result, dg.SensorResult)
+        [add] = result.dynamic_partitions_requests or []
+        assert isinstance(add, dg.AddDynamicPartitionsRequest)
+        assert list(add.partition_keys) == ["owner-001", "owner-002", "owner-003"]
+        [run] = result.run_requests or []
+        assert run.tags[fleet_defs.RANGE_START] == "owner-001"
+        assert run.tags[fleet_defs.RANGE_END] == "owner-003"
+        assert run.tags["centsync/service"].startswith("127.0.0.1:")
+        # once known, nothing new: no run; an owner removed from the file: its partition goes
+        instance.add_dynamic_partitions("owners", ["owner-001", "owner-002", "owner-003", "old"])
+        again = fleet_defs.owners_sensor(dg.build_sensor_context(instance=instance, cursor="1"))
+        assert isinstance(again, dg.SensorResult) and not again.run_requests
+        [delete] = again.dynamic_partitions_requests or []
+        assert isinstance(delete, dg.DeleteDynamicPartitionsRequest)
+        assert list(delete.partition_keys) == ["old"]
+        # the daily schedule: shards of every known owner, one owner per run when SHARD is 1
+        one = list(fleet_defs.shard_requests(settings, ["owner-001", "owner-002"], "auto", "t", 1))
+        assert [r.partition_key for r in one] == ["owner-001", "owner-002"]
+
+
+def test_a_shard_run_refreshes_its_owners_into_their_warehouses_and_the_lake(
+    fleet_env: tuple[Fleet, Settings],
+) -> None:
+    fleet, settings = fleet_env
+    with dg.instance_for_test() as instance:
+        instance.add_dynamic_partitions("owners", list(fleet.owners))
+        result = dg.materialize(
+            [fleet_defs.owner_warehouse],
+            instance=instance,
+            resources={"settings": settings_resource(settings)},
+            tags={fleet_defs.RANGE_START: "owner-002", fleet_defs.RANGE_END: "owner-003"},
+        )
+        assert result.success
+        [mat] = result.asset_materializations_for_node("owner_warehouse")[:1]
+        assert mat.metadata["agree"].value == 2 and mat.metadata["owners"].value == 2
+        runs = instance.get_runs()
+        assert runs[0].tags[fleet_defs.RANGE_END] == "owner-003"
+    for name in ("owner-002", "owner-003"):
+        path = settings.data_home / "owners" / name / "centsync.duckdb"
+        con = duckdb.connect(str(path), read_only=True)
+        try:
+            n = con.execute("SELECT count(*) FROM core.transactions").fetchone()
+        finally:
+            con.close()
+        assert n == (len(fleet.owners[name].service.ledger.rows),)
+    assert not (settings.data_home / "owners" / "owner-001").exists()  # not in this shard
+    from centsync.warehouse.lake import open_lake
+
+    con = open_lake(settings.lake)
+    owners = con.execute("SELECT DISTINCT owner FROM core.transactions ORDER BY 1").fetchall()
+    assert owners == [("owner-002",), ("owner-003",)]
