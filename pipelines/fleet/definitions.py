@@ -63,9 +63,7 @@ def owner_warehouse(context: dg.AssetExecutionContext, config: ShardConfig) -> d
     return dg.MaterializeResult(metadata=metadata)
 
 
-owners_job = dg.define_asset_job(
-    "owners_refresh", selection=[owner_warehouse], partitions_def=OWNERS
-)
+owners_job = dg.define_asset_job("owners_refresh", selection=[owner_warehouse])
 
 
 def service_of(settings: Settings, owner: str) -> str:
