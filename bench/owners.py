@@ -73,18 +73,9 @@ def run_round(
     args: argparse.Namespace, folder: Path, names: list[str], mode: str
 ) -> dict[str, Any]:
     """One refresh of every owner; its figures."""
-    from centsync.pipelines.fleet.shard import refresh_shard
-    from centsync.pipelines.settings import Settings
-
-    base = Settings(
-        data_home=folder / "data",
-        owners_file=folder / "owners.toml",
-        lake=folder / "lake",
-        verify_pages=args.verify_pages,
-    )
     cpu, started = cpu_seconds(), time.monotonic()
     if args.launch == "shard":
-        results = [r.to_json() for r in refresh_shard(base, names, args.concurrency, mode)]  # type: ignore[arg-type]
+        results = shards_in_workers(args, folder, names, mode)
     else:
         env = {**os.environ, "XDG_DATA_HOME": str(folder / "xdg")}
         env |= {
@@ -116,6 +107,51 @@ def run_round(
         "publish_p50_p95_s": (_pct(lake, 50), _pct(lake, 95)),
         "lake_retries": sum((r.get("lake") or {}).get("retries", 0) for r in results),
     }
+
+
+def shards_in_workers(
+    args: argparse.Namespace, folder: Path, names: list[str], mode: str
+) -> list[dict[str, Any]]:
+    """`--processes` long-lived worker processes (as Celery workers, or the queued coordinator's
+    concurrent runs), each refreshing its shards of `--shard` owners one after the other; a
+    shard publishes into the lake in one commit per changed table."""
+    shards = [names[i : i + args.shard] for i in range(0, len(names), args.shard)]
+    procs = []
+    for w in range(args.processes):
+        job = {
+            "folder": str(folder),
+            "shards": shards[w :: args.processes],
+            "concurrency": args.concurrency,
+            "mode": mode,
+            "verify_pages": args.verify_pages,
+        }
+        cmd = [sys.executable, __file__, "--worker", json.dumps(job)]
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
+    results: list[dict[str, Any]] = []
+    for proc in procs:
+        out, _ = proc.communicate()
+        results += json.loads(out.strip().splitlines()[-1])
+    return results
+
+
+def worker(job: dict[str, Any]) -> None:
+    """One worker process: its shards, one after the other; the results as one JSON line."""
+    from centsync.pipelines.fleet.shard import refresh_shard
+    from centsync.pipelines.settings import Settings
+
+    folder = Path(job["folder"])
+    base = Settings(
+        data_home=folder / "data",
+        owners_file=folder / "owners.toml",
+        lake=folder / "lake",
+        verify_pages=job["verify_pages"],
+    )
+    results = []
+    for shard in job["shards"]:
+        results += [
+            r.to_json() for r in refresh_shard(base, shard, job["concurrency"], job["mode"])
+        ]
+    print(json.dumps(results))
 
 
 def _pct(values: list[float], p: int) -> float:
@@ -234,7 +270,10 @@ def main() -> None:
     )
     p.add_argument("--owners", type=int, nargs="+", default=[50, 200])
     p.add_argument("--launch", choices=("shard", "cli"), default="shard")
-    p.add_argument("--concurrency", type=int, default=8)
+    p.add_argument("--concurrency", type=int, default=1, help="owners at once in a shard")
+    p.add_argument("--processes", type=int, default=2, help="shard workers (--launch shard)")
+    p.add_argument("--shard", type=int, default=25, help="owners per shard (--launch shard)")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--no-rate-limit", action="store_true")
     p.add_argument("--verify-pages", type=int, default=4)
     p.add_argument(
@@ -243,8 +282,12 @@ def main() -> None:
     p.add_argument("--rows-per-owner", type=int, default=5000)
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
     args = p.parse_args()
+    if args.worker:
+        worker(json.loads(args.worker))
+        return
     print(
-        f"load: {os.getloadavg()}  cores: {os.cpu_count()}  launch: {args.launch} x{args.concurrency}",
+        f"load: {os.getloadavg()}  cores: {os.cpu_count()}  launch: {args.launch} "
+        f"processes {args.processes} x shard {args.shard} x {args.concurrency} at once",
         flush=True,
     )
     report: dict[str, Any] = {"load_before": os.getloadavg(), "args": vars(args), "runs": {}}

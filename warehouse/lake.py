@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -32,14 +32,16 @@ _OWNER = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 
 @dataclass(frozen=True)
 class Published:
-    """What one owner's publish wrote: tables committed (those that changed), their rows,
-    commit retries, seconds."""
+    """What one owner's publish wrote: tables committed (those that changed), their rows, the
+    lake shard its rows live in, and its batch's commit retries and seconds."""
 
     owner: str
     tables: int
     rows: int
     retries: int
     seconds: float
+    shard: str = ""
+    batch: int = 1
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -48,55 +50,125 @@ class Published:
             "rows": self.rows,
             "retries": self.retries,
             "seconds": self.seconds,
+            "shard": self.shard,
+            "batch": self.batch,
         }
 
 
-def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> Published:
-    """Publish the owner's core tables and marts into the lake, replacing its partition."""
-    from deltalake.exceptions import CommitFailedError
+class LakeLayoutError(ValueError):
+    """A lake table written by an earlier centsync, in a layout this one does not write."""
 
-    if not _OWNER.match(owner):
-        raise ValueError(f"owner name {owner!r} is not a plain name (a-z, 0-9, '-', '_')")
+
+def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> Published:
+    """Publish the owner's core tables and marts into the lake, replacing its rows."""
+    return publish_many([(owner, Path(warehouse))], lake, attempts=attempts)[0]
+
+
+def publish_many(
+    owners: Sequence[tuple[str, Path]], lake: Path, *, attempts: int = 20
+) -> list[Published]:
+    """Publish several owners (a shard run's) in one commit per changed table.
+
+    A table's rows of these owners are replaced, nobody else's. Each owner's rows live in its
+    lake shard (the `shard` partition): the batch's first owner names the shard of owners new
+    to the lake, an owner keeps the shard it has. A shard run that publishes the same owners
+    every day replaces whole files of one partition, and concurrent batches in other
+    partitions never conflict; a cross-owner query reads a file per shard, not per owner.
+    """
+    for owner, _ in owners:
+        if not _OWNER.match(owner):
+            raise ValueError(f"owner name {owner!r} is not a plain name (a-z, 0-9, '-', '_')")
     started = time.monotonic()
+    names = [o for o, _ in owners]
+    first = min(names) if names else ""
+    marks = {o: _marks(lake, o) for o in names}
+    shard = {o: str(marks[o].get(_SHARD) or first) for o in names}
+    pending: dict[tuple[str, str], list[tuple[str, pa.Table]]] = {}
+    tables = dict.fromkeys(names, 0)
+    rows = dict.fromkeys(names, 0)
+    for owner, path in owners:
+        for key, data, mark in _changed(path, lake, owner, shard[owner], marks[owner]):
+            pending.setdefault(key, []).append((owner, data))
+            marks[owner][f"{key[0]}.{key[1]}"] = mark
+            tables[owner] += 1
+            rows[owner] += data.num_rows
+    retries = 0
+    for (schema, name), parts in pending.items():
+        retries += _commit(lake / schema / name, parts, shard, marks, attempts)
+    seconds = round(time.monotonic() - started, 3)
+    out = []
+    for owner in names:
+        marks[owner][_SHARD] = shard[owner]
+        _save_marks(lake, owner, marks[owner])
+        out.append(
+            Published(owner, tables[owner], rows[owner], retries, seconds, shard[owner], len(names))
+        )
+    return out
+
+
+_SHARD = "_shard"  # the owner's lake shard, in its marks
+
+
+def _changed(
+    warehouse: Path, lake: Path, owner: str, shard: str, marks: dict[str, str]
+) -> Iterator[tuple[tuple[str, str], pa.Table, str]]:
+    """The owner's tables whose rows changed since it last published them, as Arrow tables
+    with its owner and shard columns, each with its new fingerprint."""
     con = duckdb.connect(str(warehouse), read_only=True)
-    rows = retries = written = 0
-    marks = _marks(lake, owner)
     try:
         con.execute("SET TimeZone = 'UTC'")  # Delta keeps timestamps in UTC
-        tables = _tables(con)
-        for schema, name in tables:
-            target = lake / schema / name
+        for (schema, name), columns in _columns(con).items():
             # a table whose rows did not change since this owner last published it is not
             # committed again (most of a daily refresh's tables): a commit costs ~15 ms of CPU
-            mark = _fingerprint(con, schema, name)
+            mark = _fingerprint(con, schema, name, columns)
+            target = lake / schema / name
             if marks.get(f"{schema}.{name}") == mark and (target / "_delta_log").is_dir():
                 continue
-            data = con.sql(_select(con, schema, name, owner)).to_arrow_table()
-            rows += data.num_rows
-            written += 1
-            for attempt in range(attempts):
-                try:
-                    _write(target, data, owner)
-                    break
-                except CommitFailedError:
-                    # another owner committed first: read the new version and try again
-                    if attempt == attempts - 1:
-                        raise
-                    retries += 1
-                    time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
-            marks[f"{schema}.{name}"] = mark
+            query = _select(schema, name, columns, owner, shard)
+            yield (schema, name), con.sql(query).to_arrow_table(), mark
     finally:
         con.close()
-    _save_marks(lake, owner, marks)
-    return Published(owner, written, rows, retries, round(time.monotonic() - started, 3))
 
 
-def _fingerprint(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str:
+def _commit(
+    target: Path,
+    parts: list[tuple[str, pa.Table]],
+    shard: dict[str, str],
+    marks: dict[str, dict[str, str]],
+    attempts: int,
+) -> int:
+    """One commit of the batch's rows of one table; the retries it took."""
+    import pyarrow as pa
+    from deltalake.exceptions import CommitFailedError
+
+    data = pa.concat_tables([d for _, d in parts], promote_options="default")
+    owners = sorted(o for o, _ in parts)
+    predicate = f"owner IN ({_in_list(owners)})"
+    if all(_SHARD in marks[o] for o in owners):
+        # where their rows are: so a commit conflicts only with commits in the same shards
+        shards = sorted({shard[o] for o in owners})
+        predicate = f"shard IN ({_in_list(shards)}) AND {predicate}"
+    for attempt in range(attempts):
+        try:
+            _write(target, data, predicate)
+            return attempt
+        except CommitFailedError:
+            # another batch committed first: read the new version and try again
+            if attempt == attempts - 1:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+    return attempts
+
+
+def _fingerprint(
+    con: duckdb.DuckDBPyConnection, schema: str, name: str, columns: list[tuple[str, str]]
+) -> str:
     """The table's published rows, order aside: their count and the sum of their hashes."""
-    cols = ", ".join(f'"{c}"' for c, _ in _columns(con, schema, name))
+    cols = ", ".join(f'"{c}"' for c, _ in columns)
     query = f'SELECT count(*), sum(hash(t)) FROM (SELECT {cols} FROM "{schema}"."{name}") t'
-    found = con.execute(query).fetchone() or (0, 0)
-    return f"{found[0]}:{found[1]}"
+    found = con.execute(query).fetchall()  # all of it: DuckDB 2 keeps a pending result open
+    count, total = found[0] if found else (0, 0)
+    return f"{count}:{total}"
 
 
 # which refresh last read a row: the owner's own bookkeeping, and it changes on every
@@ -104,9 +176,17 @@ def _fingerprint(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> str:
 _BOOKKEEPING = {"refresh_id", "first_seen_refresh", "last_seen_refresh"}
 
 
-def _columns(con: duckdb.DuckDBPyConnection, schema: str, name: str) -> list[tuple[str, str]]:
-    cols = con.execute(f'DESCRIBE "{schema}"."{name}"').fetchall()
-    return [(str(c), str(t)) for c, t, *_ in cols if c not in _BOOKKEEPING]
+def _columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """Every published table's columns and types (one query), in table and column order."""
+    found: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    for schema, name, column, kind in con.execute(
+        "SELECT c.table_schema, c.table_name, c.column_name, c.data_type "
+        "FROM information_schema.columns c "
+        "WHERE c.table_schema IN ('core', 'marts') ORDER BY 1, 2, c.ordinal_position"
+    ).fetchall():
+        if column not in _BOOKKEEPING:
+            found.setdefault((str(schema), str(name)), []).append((str(column), str(kind)))
+    return found
 
 
 def _marks_path(lake: Path, owner: str) -> Path:
@@ -130,39 +210,42 @@ def _save_marks(lake: Path, owner: str, marks: dict[str, str]) -> None:
     tmp.replace(path)  # one owner publishes at a time (its refresh holds its warehouse's lock)
 
 
-def _write(target: Path, data: pa.Table, owner: str) -> None:
-    from deltalake import write_deltalake
+def _write(target: Path, data: pa.Table, predicate: str) -> None:
+    from deltalake import DeltaTable, write_deltalake
 
     if (target / "_delta_log").is_dir():
+        table = DeltaTable(target)
+        layout = table.metadata().partition_columns
+        if layout != ["shard"]:
+            raise LakeLayoutError(
+                f"the lake table {target} is partitioned by {layout}, written by an earlier "
+                f"centsync; move the lake aside (`mv {target.parent.parent} "
+                f"{target.parent.parent}.old`) and publish every owner again "
+                "(`centsync refresh --all`): the owners' warehouses hold every row"
+            )
         write_deltalake(
-            target,
+            table,
             data,
             mode="overwrite",
-            predicate=f"owner = '{owner}'",
-            partition_by=["owner"],
+            predicate=predicate,
+            partition_by=["shard"],
             schema_mode="merge",
         )
-    else:  # the first owner creates it (a racing second one retries as an overwrite)
+    else:  # the first batch creates it (a racing second one retries as an overwrite)
         target.mkdir(parents=True, exist_ok=True)
-        write_deltalake(target, data, mode="append", partition_by=["owner"])
+        write_deltalake(target, data, mode="append", partition_by=["shard"])
 
 
-def _tables(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
-    found = con.execute(
-        "SELECT table_schema, table_name FROM information_schema.tables "
-        "WHERE table_schema IN ('core', 'marts') ORDER BY 1, 2"
-    ).fetchall()
-    return [(str(s), str(t)) for s, t in found]
-
-
-def _select(con: duckdb.DuckDBPyConnection, schema: str, name: str, owner: str) -> str:
-    """The table with its owner first, without the refresh bookkeeping; UUIDs as text (Delta
-    has no UUID type)."""
+def _select(schema: str, name: str, columns: list[tuple[str, str]], owner: str, shard: str) -> str:
+    """The table with its shard and owner first, without the refresh bookkeeping; UUIDs as
+    text (Delta has no UUID type)."""
     parts = [
-        f'CAST("{c}" AS VARCHAR) AS "{c}"' if t.upper() == "UUID" else f'"{c}"'
-        for c, t in _columns(con, schema, name)
+        f'CAST("{c}" AS VARCHAR) AS "{c}"' if t.upper() == "UUID" else f'"{c}"' for c, t in columns
     ]
-    return f'SELECT \'{owner}\' AS owner, {", ".join(parts)} FROM "{schema}"."{name}"'
+    return (
+        f"SELECT '{shard}' AS shard, '{owner}' AS owner, {', '.join(parts)} "
+        f'FROM "{schema}"."{name}"'
+    )
 
 
 def lake_tables(lake: Path) -> list[tuple[str, str, Path]]:
@@ -217,7 +300,10 @@ def open_lake(
         # a Polars scan, which DuckDB reads through Arrow: over 10 M rows 3.4 s against 8.9 s
         # over delta-rs' pyarrow dataset on the loaded machine (docs/scale.md)
         handle = f"lake_{schema}_{name}"
-        con.register(handle, pl.scan_delta(str(path)))
+        scan = pl.scan_delta(str(path))
+        # the lake's own partition column is not the owner's data
+        scan = scan.drop("shard") if "shard" in scan.collect_schema() else scan
+        con.register(handle, scan)
         con.execute(f'CREATE VIEW "{schema}"."{name}" AS SELECT * FROM "{handle}"')
     present = {(s, t) for s, t, _ in tables if only is None or (s, t) in only}
     if ("core", "transactions") in present:

@@ -41,10 +41,14 @@ def refresh_owner(
     base: Settings, owner: str, mode: Literal["auto", "full", "hot"] = "auto"
 ) -> OwnerResult:
     """Refresh one owner in this process, then publish it into the lake; never raises."""
+    return refresh_shard(base, [owner], 1, mode)[0]
+
+
+def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -> OwnerResult:
+    """Refresh one owner in this process (its lake publish comes after); never raises."""
     from centsync.pipelines.defs.resources import api_client
     from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
     from centsync.pipelines.refresh.summary import verification_settings
-    from centsync.warehouse.lake import publish
 
     result = OwnerResult(owner)
     started = time.monotonic()
@@ -60,9 +64,6 @@ def refresh_owner(
             summary = run_refresh(client, config.warehouse, options)
         result.verdict, result.mode = summary.verdict, summary.mode
         result.rows, result.requests = summary.transactions, summary.requests_total
-        result.seconds = round(time.monotonic() - started, 3)
-        published = publish(config.warehouse, config.lake, owner)
-        result.lake, result.publish_seconds = published.to_json(), published.seconds
     except Exception as exc:  # one owner's failure is its result, never the shard's
         # the class and message only: a key is never in them (extract's errors say so)
         result.error = f"{type(exc).__name__}: {exc}"
@@ -78,6 +79,27 @@ def refresh_shard(
     mode: Literal["auto", "full", "hot"] = "auto",
 ) -> list[OwnerResult]:
     """Refresh a shard of owners, `concurrency` at a time in this process (threads: the work is
-    the network, DuckDB and Polars, which run outside the GIL)."""
+    the network, DuckDB and Polars, which run outside the GIL), then publish the refreshed ones
+    into the lake together: one commit per changed table for the whole shard."""
+    from centsync.pipelines.owners import owner_home
+    from centsync.pipelines.settings import WAREHOUSE_NAME
+    from centsync.warehouse.lake import publish_many
+
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="owner") as pool:
-        return list(pool.map(lambda o: refresh_owner(base, o, mode), owners))
+        results = list(pool.map(lambda o: _refresh(base, o, mode), owners))
+    done = [r for r in results if not r.error]
+    if not done:
+        return results
+    try:
+        published = publish_many(
+            [(r.owner, owner_home(base.data_home, r.owner) / WAREHOUSE_NAME) for r in done],
+            base.lake,
+        )
+    except Exception as exc:  # the refreshes stand; the lake keeps their last publish
+        for r in done:
+            r.error = f"lake publish: {type(exc).__name__}: {exc}"
+        log.warning("shard publish: %s", exc)
+        return results
+    for r, p in zip(done, published, strict=True):
+        r.lake, r.publish_seconds = p.to_json(), p.seconds
+    return results
