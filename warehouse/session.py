@@ -115,9 +115,7 @@ class Session:
                 yield wh
                 if record and wh.refresh_status() == "running":
                     wh.finish_refresh()
-                wh.con.execute("CHECKPOINT")
-                wh.close()
-                paths.publish_file(work, published)
+                paths.publish_file(_finish_file(wh, work), published)
             except BaseException as exc:
                 # SIGINT or SIGTERM: keep what was read (every load is one transaction, so the
                 # working copy is consistent), say so, and let the next refresh resume
@@ -140,6 +138,7 @@ class Session:
                     with contextlib.suppress(Exception):
                         wh.close()
                 paths.remove(work)
+                paths.remove(_compact_path(work))
                 damaged = paths.damaged(published, exc)
                 if damaged is not None:
                     raise damaged from exc
@@ -438,3 +437,44 @@ def _record_failure(
     except Exception:  # the refresh's own error matters more than this record
         log.exception("could not record the failed refresh %s", refresh_id)
         paths.remove(tmp)
+
+
+# A warehouse up to this size is written anew, compact, at the end of each refresh (below)
+COMPACT_MAX_BYTES = 16 * 1024 * 1024
+
+
+def _compact_path(work: Path) -> Path:
+    return work.with_name(work.name + ".compact")
+
+
+def _finish_file(wh: Session, work: Path) -> Path:
+    """The file to publish: a small warehouse copied compact into a new file, else the working
+    copy checkpointed. Closes the working copy.
+
+    DuckDB writes a refresh's changed tables to new blocks and keeps the old ones free in the
+    file (reused later, never given back): a 3-year household's 1.5 MB grew to 2.7-3 MB at
+    steady state. `COPY FROM DATABASE` into a new file writes each table once (every table,
+    view, comment and constraint: tests/warehouse/test_compact.py), straight from the working
+    copy's state, so the working copy is closed without its own checkpoint. Measured on a
+    household: ~70 ms against ~35 ms for the checkpoint it replaces (docs/scale.md).
+    """
+    wal = work.with_name(work.name + ".wal")
+    size = sum(p.stat().st_size for p in (work, wal) if p.exists())
+    block = wh.con.execute("SELECT block_size FROM pragma_database_size()").fetchall()[0][0]
+    if size > COMPACT_MAX_BYTES or block != BLOCK_SIZE:
+        # a big warehouse's refresh rewrites a small share of it; an old file keeps its blocks
+        wh.con.execute("CHECKPOINT")
+        wh.close()
+        return work
+    target = _compact_path(work)
+    paths.remove(target)
+    quoted = str(target).replace("'", "''")
+    wh.con.execute(f"ATTACH '{quoted}' AS compact (BLOCK_SIZE {BLOCK_SIZE})")
+    source = wh.con.execute("SELECT current_database()").fetchall()[0][0]
+    wh.con.execute(f'COPY FROM DATABASE "{source}" TO compact')
+    wh.con.execute("DETACH compact")
+    # the working copy's state is in the compact file: its own checkpoint would be wasted
+    wh.con.execute("PRAGMA disable_checkpoint_on_shutdown")
+    wh.close()
+    paths.remove(work)
+    return target
