@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 import duckdb
 import orjson
 
+from centsync.warehouse.errors import WarehouseError
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -55,8 +57,18 @@ class Published:
         }
 
 
-class LakeLayoutError(ValueError):
+class LakeLayoutError(WarehouseError, ValueError):
     """A lake table written by an earlier centsync, in a layout this one does not write."""
+
+    headline = "the shared lake was written by an earlier centsync"
+    what_to_do = "move the lake aside and run `centsync refresh --all` (it publishes everyone)."
+
+
+class NoLakeError(WarehouseError, FileNotFoundError):
+    """The lake holds no table yet."""
+
+    headline = "there is no shared lake yet"
+    what_to_do = "run `centsync refresh --all` (or `centsync --owner NAME refresh`) first."
 
 
 def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> Published:
@@ -287,7 +299,7 @@ def open_lake(
 
     tables = lake_tables(lake)
     if not tables:
-        raise FileNotFoundError(
+        raise NoLakeError(
             f"the lake {lake} holds no tables yet: run `centsync refresh --all` (or "
             "`centsync --owner NAME refresh`) first"
         )
@@ -394,3 +406,60 @@ def _net_worth(con: duckdb.DuckDBPyConnection, members: str) -> None:
         GROUP BY date HAVING count(*) = (SELECT count(DISTINCT owner) FROM marts.net_worth_daily WHERE {members})
         ORDER BY date
     """)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Maintained:
+    """What `maintain` did to one lake table."""
+
+    table: str
+    files_before: int
+    files_after: int
+    removed: int
+    seconds: float
+
+    def to_json(self) -> dict[str, object]:
+        return dict(self.__dict__)
+
+
+def maintain(lake: Path, *, retain_hours: int = 24, attempts: int = 10) -> list[Maintained]:
+    """Keep the lake fast to read and small: in each table, compact every shard's files into
+    one (a shard gets a file per batch that published into it), write a checkpoint of the log
+    (a reader then reads one file, not every commit), and delete the data and log files that
+    no version younger than `retain_hours` refers to (readers of an older version fail).
+
+    Safe while owners publish: a compaction that lost a race to a publish is retried.
+    """
+    from deltalake import DeltaTable
+    from deltalake.exceptions import CommitFailedError
+
+    done = []
+    for schema, name, path in lake_tables(lake):
+        started = time.monotonic()
+        table = DeltaTable(path)
+        before = len(table.file_uris())
+        for attempt in range(attempts):
+            try:
+                table.optimize.compact()
+                break
+            except CommitFailedError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
+                table = DeltaTable(path)
+        table = DeltaTable(path)
+        table.create_checkpoint()
+        removed = table.vacuum(
+            retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
+        )
+        table.cleanup_metadata()
+        done.append(
+            Maintained(
+                f"{schema}.{name}",
+                before,
+                len(DeltaTable(path).file_uris()),
+                len(removed),
+                round(time.monotonic() - started, 3),
+            )
+        )
+    return done

@@ -19,6 +19,7 @@ from centsync.pipelines.cli.bank_import import import_command
 from centsync.pipelines.cli.doctor import doctor
 from centsync.pipelines.cli.export import export_command
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
+from centsync.pipelines.cli.owners import lake_command
 from centsync.pipelines.cli.reconcile import reconcile_command
 from centsync.pipelines.cli.refresh import demo, refresh
 from centsync.pipelines.cli.rules import rules_command
@@ -74,6 +75,7 @@ for command in (
     export_command,
     rules_command,
     import_command,
+    lake_command,
 ):
     main.add_command(command)
 

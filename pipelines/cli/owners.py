@@ -10,7 +10,10 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
+import click
+
 from centsync.pipelines.cli import failures as errors
+from centsync.pipelines.cli.group import settings
 
 if TYPE_CHECKING:
     from centsync.pipelines.settings import Settings
@@ -83,3 +86,34 @@ def _one(name: str, flags: list[str], config: Settings) -> dict[str, Any]:
         error = found.get("error")
         out["error"] = error.get("message") if isinstance(error, dict) else " ".join(tail)
     return out
+
+
+@click.command("lake")
+@click.option(
+    "--retain-hours",
+    type=click.IntRange(min=0),
+    default=24,
+    show_default=True,
+    help="Keep the files of every lake version younger than this (readers of older fail).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def lake_command(retain_hours: int, as_json: bool) -> None:
+    """Maintain the shared lake: compact each shard's files, checkpoint, delete old files.
+
+    Run it after the owners' daily refreshes (the fleet's `lake_maintenance` schedule does):
+    a cross-owner query then reads one file per shard, and the lake keeps one day of versions.
+    """
+    from centsync.warehouse.lake import NoLakeError, lake_tables, maintain
+
+    lake = settings().lake
+    if not lake_tables(lake):
+        raise NoLakeError(f"the lake {lake} holds no tables yet")
+    done = maintain(lake, retain_hours=retain_hours)
+    if as_json:
+        click.echo(json.dumps({"lake": str(lake), "tables": [d.to_json() for d in done]}))
+        return
+    for d in done:
+        click.echo(
+            f"{d.table:<40} files {d.files_before:>5} -> {d.files_after:<5} "
+            f"removed {d.removed:>5}  {d.seconds:.2f} s"
+        )

@@ -107,12 +107,7 @@ def _lake_connection(query: str) -> duckdb.DuckDBPyConnection:
     if config.owners_file.exists():  # the household's owners and accounts, if it names them
         household = owners.load(config.owners_file).household
         members, accounts = household.owners, household.accounts
-    try:
-        return open_lake(config.lake, members, accounts, referenced(query))
-    except FileNotFoundError as e:
-        from centsync.warehouse import NoWarehouseError
-
-        raise NoWarehouseError(str(e)) from None
+    return open_lake(config.lake, members, accounts, referenced(query))
 
 
 def run(

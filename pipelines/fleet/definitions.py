@@ -135,13 +135,50 @@ def owners_daily(context: dg.ScheduleEvaluationContext) -> Iterator[dg.RunReques
     yield from shard_requests(settings, keys, "auto", f"daily:{stamp}")
 
 
+class LakeConfig(dg.Config):
+    """How the lake's maintenance runs."""
+
+    retain_hours: int = 24  # versions younger than this keep their files
+
+
+@dg.op(required_resource_keys={"settings"})
+def maintain_lake(context: dg.OpExecutionContext, config: LakeConfig) -> None:
+    """Compact each lake table's shards, checkpoint its log, delete files past the retention."""
+    from centsync.warehouse.lake import lake_tables, maintain
+
+    settings: Settings = context.resources.settings
+    if not lake_tables(settings.lake):
+        context.log.info(f"the lake {settings.lake} holds no tables yet: nothing to maintain")
+        return
+    done = maintain(settings.lake, retain_hours=config.retain_hours)
+    for d in done:
+        context.log.info(
+            f"{d.table}: files {d.files_before} -> {d.files_after}, removed {d.removed}"
+        )
+
+
+@dg.job(tags={"centsync/lake": "maintenance"})
+def lake_maintenance_job() -> None:
+    """The shared lake's daily maintenance (`centsync lake`)."""
+    maintain_lake()
+
+
+# after the daily refreshes have had their hours (owners_daily starts at 05:00 UTC)
+lake_maintenance = dg.ScheduleDefinition(
+    name="lake_maintenance",
+    job=lake_maintenance_job,
+    cron_schedule="0 3 * * *",
+    execution_timezone="UTC",
+)
+
+
 def build(settings: Settings | None = None) -> dg.Definitions:
     """The fleet's definitions; `settings` given (tests, the CLI) or read when a run starts."""
     return dg.Definitions(
         assets=[owner_warehouse],
-        jobs=[owners_job],
+        jobs=[owners_job, lake_maintenance_job],
         sensors=[owners_sensor],
-        schedules=[owners_daily],
+        schedules=[owners_daily, lake_maintenance],
         resources={"settings": settings_resource(settings)},
         executor=dg.in_process_executor,
     )

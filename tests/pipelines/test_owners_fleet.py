@@ -90,3 +90,23 @@ def test_a_shard_run_refreshes_its_owners_into_their_warehouses_and_the_lake(
     con = open_lake(settings.lake)
     owners = con.execute("SELECT DISTINCT owner FROM core.transactions ORDER BY 1").fetchall()
     assert owners == [("owner-002",), ("owner-003",)]
+    con.close()
+    # the shard published into one lake shard, in one commit per table
+    from deltalake import DeltaTable
+
+    table = settings.lake / "core" / "transactions"
+    assert {u.split("/shard=")[1].split("/")[0] for u in DeltaTable(table).file_uris()} == {
+        "owner-002"
+    }
+    assert len(list((table / "_delta_log").glob("*.json"))) == 1
+
+    # the daily maintenance: a real run of the fleet's job, through its own definitions
+    defs = fleet_defs.build(settings)
+    run = defs.get_job_def("lake_maintenance_job").execute_in_process(
+        run_config={"ops": {"maintain_lake": {"config": {"retain_hours": 0}}}}
+    )
+    assert run.success
+    assert list((table / "_delta_log").glob("*.checkpoint.parquet"))
+    assert [s.cron_schedule for s in defs.schedules if s.name == "lake_maintenance"] == [
+        "0 3 * * *"
+    ]
