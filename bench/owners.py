@@ -232,25 +232,30 @@ def query_times(lake: Path, one_owner: str, reps: int = 5) -> dict[str, float]:
     }
 
 
-def synthetic_lake(folder: Path, owners: int, rows_per_owner: int) -> Path:
-    """A lake of `owners` x `rows_per_owner` transactions, published in shards of 100 owners."""
+def synthetic_lake(folder: Path, owners: int, rows_per_owner: int, shard: int = 25) -> Path:
+    """A lake of `owners` x `rows_per_owner` transactions, in the layout shard runs publish:
+    one commit per shard of `shard` owners, each into its own partition; then maintained."""
     import duckdb
     from deltalake import write_deltalake
+
+    from centsync.warehouse.lake import maintain
 
     lake = folder / "synthetic"
     table = lake / "core" / "transactions"
     started = time.monotonic()
-    for first in range(0, owners, 100):
-        last = min(owners, first + 100)
+    for first in range(1, owners + 1, shard):
+        last = min(owners, first + shard - 1)
         data = duckdb.sql(f"""
-            SELECT printf('owner-%05d', o) AS owner, printf('%d-%d', o, r) AS id,
-                   printf('acc-%d', r % 3) AS account_id, -(hash(o, r) % 20000)::BIGINT AS amount,
+            SELECT printf('owner-%05d', {first}) AS shard, printf('owner-%05d', o) AS owner,
+                   printf('%d-%d', o, r) AS id, printf('acc-%d', r % 3) AS account_id,
+                   -(hash(o, r) % 20000)::BIGINT AS amount,
                    DATE '2023-12-01' + (hash(r, o) % 1095)::INT AS booked_at,
                    date_trunc('month', booked_at)::DATE AS month,
                    CASE WHEN r % 10 = 0 THEN 'income' WHEN r % 10 = 1 THEN 'transfer' ELSE 'expense' END AS type
-            FROM range({first + 1}, {last + 1}) o(o), range({rows_per_owner}) r(r)
+            FROM range({first}, {last + 1}) o(o), range({rows_per_owner}) r(r)
         """).to_arrow_table()  # fmt: skip
-        write_deltalake(table, data, mode="append", partition_by=["owner"])
+        write_deltalake(table, data, mode="append", partition_by=["shard"])
+    maintain(lake)
     print(
         f"  synthetic lake: {owners} owners, {owners * rows_per_owner:,} rows in {time.monotonic() - started:.0f} s",
         flush=True,
@@ -265,6 +270,8 @@ def save(report: dict[str, Any]) -> None:
 
 
 def main() -> None:
+    from centsync.warehouse.lake import maintain
+
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -312,6 +319,16 @@ def main() -> None:
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
             )
             entry["disk"] = disk(folder, names)
+            entry["query_before_maintenance"] = query_times(folder / "lake", names[0])
+            started = time.monotonic()
+            # `centsync lake --retain-hours 0`: the steady state (the default keeps a day more)
+            done = maintain(folder / "lake", retain_hours=0)
+            entry["maintenance"] = {
+                "seconds": round(time.monotonic() - started, 2),
+                "files_after": sum(d.files_after for d in done),
+                "removed": sum(d.removed for d in done),
+            }
+            entry["disk"]["lake_mb_after_maintenance"] = disk(folder, names)["lake_mb"]
             entry["query"] = query_times(folder / "lake", names[0])
             report["runs"][n] = entry
             save(report)  # what is measured so far, whatever comes after

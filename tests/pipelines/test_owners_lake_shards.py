@@ -98,3 +98,7 @@ def test_a_lake_of_the_old_layout_is_refused_with_what_to_do(tmp_path: Path) -> 
     write_deltalake(lake / "core" / "transactions", old, partition_by=["owner"])
     with pytest.raises(LakeLayoutError, match=r"move the lake aside .*refresh --all"):
         publish(path, lake, "o")
+    # what it holds can still be read (a Polars scan: its owner is a partition column)
+    con = open_lake(lake)
+    assert con.execute("SELECT owner, id FROM core.transactions").fetchall() == [("o", 1)]
+    con.close()
