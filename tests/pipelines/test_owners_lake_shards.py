@@ -94,11 +94,18 @@ def test_a_lake_of_the_old_layout_is_refused_with_what_to_do(tmp_path: Path) -> 
     path = _warehouse(tmp_path / "o.duckdb", 0, 5)
     import duckdb
 
-    old = duckdb.sql("SELECT 'o' AS owner, 1 AS id").to_arrow_table()
+    con = duckdb.connect(str(path), read_only=True)
+    old = con.sql(
+        "SELECT 'o' AS owner, CAST(id AS VARCHAR) AS id, amount, booked_at, month, type "
+        "FROM core.transactions"
+    ).to_arrow_table()
+    con.close()
     write_deltalake(lake / "core" / "transactions", old, partition_by=["owner"])
     with pytest.raises(LakeLayoutError, match=r"move the lake aside .*refresh --all"):
         publish(path, lake, "o")
     # what it holds can still be read (a Polars scan: its owner is a partition column)
     con = open_lake(lake)
-    assert con.execute("SELECT owner, id FROM core.transactions").fetchall() == [("o", 1)]
+    assert con.execute("SELECT owner, count(*) FROM core.transactions GROUP BY 1").fetchall() == [
+        ("o", 5)
+    ]
     con.close()
