@@ -96,7 +96,8 @@ def test_a_lake_of_the_old_layout_is_refused_with_what_to_do(tmp_path: Path) -> 
 
     con = duckdb.connect(str(path), read_only=True)
     old = con.sql(
-        "SELECT 'o' AS owner, CAST(id AS VARCHAR) AS id, amount, booked_at, month, type "
+        "SELECT 'o' AS owner, CAST(id AS VARCHAR) AS id, amount, booked_at, month, type, "
+        "CAST(category_id AS VARCHAR) AS category_id "
         "FROM core.transactions"
     ).to_arrow_table()
     con.close()
