@@ -39,6 +39,7 @@ def refresh_all(config: Settings, flags: list[str], concurrency: int) -> dict[st
     started = time.monotonic()
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         results = dict(zip(names, pool.map(lambda n: _one(n, flags, config), names), strict=True))
+    _publish_all(config, results)
     codes = [r["exit_code"] for r in results.values()]
     return {
         "owners": results,
@@ -49,9 +50,42 @@ def refresh_all(config: Settings, flags: list[str], concurrency: int) -> dict[st
     }
 
 
+# owners published together: one commit per changed table, one lake shard (a Dagster shard
+# run's size, pipelines/fleet/definitions.py)
+PUBLISH_BATCH = 25
+
+
+def _publish_all(config: Settings, results: dict[str, dict[str, Any]]) -> None:
+    """Publish the owners whose refresh landed into the lake, in batches of PUBLISH_BATCH; a
+    batch that fails leaves the lake as it was for its owners, who then exit 6."""
+    from centsync.pipelines.owners import owner_home
+    from centsync.pipelines.settings import WAREHOUSE_NAME
+    from centsync.warehouse.lake import publish_many
+
+    landed = [
+        n
+        for n, r in results.items()
+        if r["exit_code"] in (errors.OK, errors.DIFFER, errors.REJECTED)
+    ]
+    for i in range(0, len(landed), PUBLISH_BATCH):
+        batch = landed[i : i + PUBLISH_BATCH]
+        try:
+            done = publish_many(
+                [(n, owner_home(config.data_home, n) / WAREHOUSE_NAME) for n in batch], config.lake
+            )
+        except Exception as exc:  # the warehouses stand; the lake keeps their last publish
+            for n in batch:
+                results[n]["lake_error"] = f"{type(exc).__name__}: {exc}"
+                results[n]["exit_code"] = max(results[n]["exit_code"], errors.WAREHOUSE)
+            continue
+        for n, published in zip(batch, done, strict=True):
+            results[n]["lake"] = published.to_json()
+
+
 def _one(name: str, flags: list[str], config: Settings) -> dict[str, Any]:
     """One owner's refresh as a child process; its summary (or its failure) as a dict."""
     cmd = [sys.executable, "-m", "centsync.pipelines.cli", "--owner", name, "refresh", "--json"]
+    cmd.append("--no-lake")  # the parent publishes every owner after, in shards
     env = config.child_environ()
     for key in ("CENTSYNC_OWNER", "CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY"):
         env.pop(key, None)  # the child resolves the owner itself
@@ -79,7 +113,6 @@ def _one(name: str, flags: list[str], config: Settings) -> dict[str, Any]:
             rows=found.get("rows", {}).get("total"),
             requests=found.get("requests", {}).get("total"),
             warehouse=found.get("warehouse"),
-            lake=found.get("lake"),
         )
     else:  # a failure: its object (`--json`), else the end of what it said on stderr
         tail = proc.stderr.strip().splitlines()[-3:]

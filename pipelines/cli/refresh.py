@@ -96,6 +96,11 @@ def run_refresh_job(
     type=click.IntRange(1, 64),
     help="With --all: how many owners refresh at once.",
 )
+@click.option(
+    "--no-lake",
+    is_flag=True,
+    help="As an owner (--owner): do not publish into the shared lake (--all publishes after).",
+)
 def refresh(
     full: bool,
     hot: bool,
@@ -106,6 +111,7 @@ def refresh(
     as_json: bool,
     all_owners: bool,
     concurrency: int,
+    no_lake: bool,
 ) -> None:
     """Bring the warehouse exactly in step with the service, spending the fewest requests.
 
@@ -127,7 +133,7 @@ def refresh(
         run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
     run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
     report = _report(run, config.warehouse)
-    if config.owner:  # an owner of the owners file: its tables into the shared lake too
+    if config.owner and not no_lake:  # an owner of the owners file: into the shared lake too
         from centsync.pipelines.cli.owners import publish_owner
 
         report["lake"] = publish_owner(config)

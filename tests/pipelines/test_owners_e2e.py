@@ -124,6 +124,8 @@ def test_refresh_all_refreshes_every_owner_into_its_own_warehouse(household: Hou
         # a household's warehouse sized to its data: 16 KiB blocks, not DuckDB's 256 KiB
         assert block == (16_384,) and path.stat().st_size <= 2_000_000
         assert result["rows"] == expected and result["lake"]["rows"] > expected
+        # published together after both refreshes: one commit per table, one lake shard
+        assert (result["lake"]["batch"], result["lake"]["shard"]) == (2, "owner-001")
 
 
 def test_the_lake_holds_each_owner_exactly_as_its_warehouse(household: Household) -> None:
