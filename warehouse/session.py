@@ -334,10 +334,17 @@ class Session:
 
     def set_meta(self, key: str, value: str | None) -> None:
         """Set one ops.meta key."""
+        self.set_metas({key: value})
+
+    def set_metas(self, values: Mapping[str, str | None]) -> None:
+        """Set several ops.meta keys in one transaction and one statement."""
+        if not values:
+            return
+        rows = ", ".join("(?, ?, now())" for _ in values)
+        params = [part for item in values.items() for part in item]
         with self.transaction() as con:
             con.execute(
-                "INSERT OR REPLACE INTO ops.meta (key, value, updated_at) VALUES (?, ?, now())",
-                [key, value],
+                f"INSERT OR REPLACE INTO ops.meta (key, value, updated_at) VALUES {rows}", params
             )
 
     def refresh_settings(

@@ -170,11 +170,10 @@ class Refresher:
         if not self.source:
             return
         first = self.warehouse.get_meta("source.bound_at")
-        for key, value in binding.meta(self.source, account_id, currency, timezone).items():
-            if key == "source.bound_at" and first:
-                continue
-            self.warehouse.set_meta(key, value)
-        self.warehouse.set_meta("key.expires_at", self.summary.key_expires_at)
+        values = binding.meta(self.source, account_id, currency, timezone)
+        if first:
+            values.pop("source.bound_at", None)
+        self.warehouse.set_metas({**values, "key.expires_at": self.summary.key_expires_at})
 
     def _full(self, today: dt.date, hot_start: dt.date) -> None:
         """Read the whole ledger in a few big windows, then prove it against the server's totals.
