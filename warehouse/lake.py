@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -76,10 +76,58 @@ def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> P
     return publish_many([(owner, Path(warehouse))], lake, attempts=attempts)[0]
 
 
+@dataclass(frozen=True)
+class Collected:
+    """An owner's tables that changed since it last published them, read for the lake: each
+    table's Arrow rows (with its owner column) and its new fingerprint."""
+
+    owner: str
+    tables: list[tuple[tuple[str, str], pa.Table, str]]
+
+
+def collect(con: duckdb.DuckDBPyConnection, lake: Path, owner: str) -> Collected:
+    """Read the owner's changed tables from an open connection to its warehouse (a refresh's
+    working copy, before it is published: no second open of the file)."""
+    _check_name(owner)
+    marks = _marks(lake, owner)
+    zone = con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0]
+    con.execute("SET TimeZone = 'UTC'")  # Delta keeps timestamps in UTC
+    try:
+        tables = _columns(con)
+        fingerprints = _fingerprints(con, tables)
+        found = []
+        for (schema, name), columns in tables.items():
+            # a table whose rows did not change since this owner last published it is not
+            # committed again (most of a daily refresh's tables): a commit costs ~15 ms of CPU
+            mark = fingerprints[(schema, name)]
+            target = lake / schema / name
+            if marks.get(f"{schema}.{name}") == mark and (target / "_delta_log").is_dir():
+                continue
+            data = con.sql(_select(schema, name, columns, owner)).to_arrow_table()
+            found.append(((schema, name), data, mark))
+    finally:
+        con.execute(f"SET TimeZone = '{str(zone).replace(chr(39), chr(39) * 2)}'")
+    return Collected(owner, found)
+
+
+def _check_name(owner: str) -> None:
+    if not _OWNER.match(owner):
+        raise ValueError(f"owner name {owner!r} is not a plain name (a-z, 0-9, '-', '_')")
+
+
+def _collect_file(owner: str, warehouse: Path, lake: Path) -> Collected:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        return collect(con, lake, owner)
+    finally:
+        con.close()
+
+
 def publish_many(
-    owners: Sequence[tuple[str, Path]], lake: Path, *, attempts: int = 20
+    owners: Sequence[tuple[str, Path] | Collected], lake: Path, *, attempts: int = 20
 ) -> list[Published]:
-    """Publish several owners (a shard run's) in one commit per changed table.
+    """Publish several owners (a shard run's) in one commit per changed table: each an owner
+    and its warehouse file, or what `collect` read of it.
 
     A table's rows of these owners are replaced, nobody else's. Each owner's rows live in its
     lake shard (the `shard` partition): the batch's first owner names the shard of owners new
@@ -87,23 +135,23 @@ def publish_many(
     every day replaces whole files of one partition, and concurrent batches in other
     partitions never conflict; a cross-owner query reads a file per shard, not per owner.
     """
-    for owner, _ in owners:
-        if not _OWNER.match(owner):
-            raise ValueError(f"owner name {owner!r} is not a plain name (a-z, 0-9, '-', '_')")
+    for o in owners:
+        _check_name(o.owner if isinstance(o, Collected) else o[0])
     started = time.monotonic()
-    names = [o for o, _ in owners]
+    batch = [o if isinstance(o, Collected) else _collect_file(o[0], o[1], lake) for o in owners]
+    names = [c.owner for c in batch]
     first = min(names) if names else ""
     marks = {o: _marks(lake, o) for o in names}
     shard = {o: str(marks[o].get(_SHARD) or first) for o in names}
     pending: dict[tuple[str, str], list[tuple[str, pa.Table]]] = {}
     tables = dict.fromkeys(names, 0)
     rows = dict.fromkeys(names, 0)
-    for owner, path in owners:
-        for key, data, mark in _changed(path, lake, owner, shard[owner], marks[owner]):
-            pending.setdefault(key, []).append((owner, data))
-            marks[owner][f"{key[0]}.{key[1]}"] = mark
-            tables[owner] += 1
-            rows[owner] += data.num_rows
+    for c in batch:
+        for key, data, mark in c.tables:
+            pending.setdefault(key, []).append((c.owner, data))
+            marks[c.owner][f"{key[0]}.{key[1]}"] = mark
+            tables[c.owner] += 1
+            rows[c.owner] += data.num_rows
     retries = 0
     for (schema, name), parts in pending.items():
         retries += _commit(lake / schema / name, parts, shard, marks, attempts)
@@ -121,29 +169,6 @@ def publish_many(
 _SHARD = "_shard"  # the owner's lake shard, in its marks
 
 
-def _changed(
-    warehouse: Path, lake: Path, owner: str, shard: str, marks: dict[str, str]
-) -> Iterator[tuple[tuple[str, str], pa.Table, str]]:
-    """The owner's tables whose rows changed since it last published them, as Arrow tables
-    with its owner and shard columns, each with its new fingerprint."""
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        con.execute("SET TimeZone = 'UTC'")  # Delta keeps timestamps in UTC
-        tables = _columns(con)
-        marks_now = _fingerprints(con, tables)
-        for (schema, name), columns in tables.items():
-            # a table whose rows did not change since this owner last published it is not
-            # committed again (most of a daily refresh's tables): a commit costs ~15 ms of CPU
-            mark = marks_now[(schema, name)]
-            target = lake / schema / name
-            if marks.get(f"{schema}.{name}") == mark and (target / "_delta_log").is_dir():
-                continue
-            query = _select(schema, name, columns, owner, shard)
-            yield (schema, name), con.sql(query).to_arrow_table(), mark
-    finally:
-        con.close()
-
-
 def _commit(
     target: Path,
     parts: list[tuple[str, pa.Table]],
@@ -155,7 +180,13 @@ def _commit(
     import pyarrow as pa
     from deltalake.exceptions import CommitFailedError
 
-    data = pa.concat_tables([d for _, d in parts], promote_options="default")
+    data = pa.concat_tables(
+        [
+            d.add_column(0, "shard", pa.array([shard[o]] * d.num_rows, pa.string()))
+            for o, d in parts
+        ],
+        promote_options="default",
+    )
     owners = sorted(o for o, _ in parts)
     predicate = f"owner IN ({_in_list(owners)})"
     if all(_SHARD in marks[o] for o in owners):
@@ -257,16 +288,13 @@ def _write(target: Path, data: pa.Table, predicate: str) -> None:
         write_deltalake(target, data, mode="append", partition_by=["shard"])
 
 
-def _select(schema: str, name: str, columns: list[tuple[str, str]], owner: str, shard: str) -> str:
-    """The table with its shard and owner first, without the refresh bookkeeping; UUIDs as
-    text (Delta has no UUID type)."""
+def _select(schema: str, name: str, columns: list[tuple[str, str]], owner: str) -> str:
+    """The table with its owner first, without the refresh bookkeeping; UUIDs as text (Delta
+    has no UUID type)."""
     parts = [
         f'CAST("{c}" AS VARCHAR) AS "{c}"' if t.upper() == "UUID" else f'"{c}"' for c, t in columns
     ]
-    return (
-        f"SELECT '{shard}' AS shard, '{owner}' AS owner, {', '.join(parts)} "
-        f'FROM "{schema}"."{name}"'
-    )
+    return f'SELECT \'{owner}\' AS owner, {", ".join(parts)} FROM "{schema}"."{name}"'
 
 
 def lake_tables(lake: Path) -> list[tuple[str, str, Path]]:

@@ -12,9 +12,14 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from centsync.pipelines.settings import Settings
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from centsync.warehouse.lake import Collected
 
 log = logging.getLogger("centsync.fleet")
 
@@ -32,9 +37,11 @@ class OwnerResult:
     publish_seconds: float = 0.0
     error: str = ""
     lake: dict[str, Any] = field(default_factory=dict)
+    # what the refresh read for the lake, published with its shard's (not in the JSON)
+    collected: Collected | None = field(default=None, repr=False)
 
     def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in ("", None)}
+        return {k: v for k, v in self.__dict__.items() if v not in ("", None) and k != "collected"}
 
 
 def refresh_owner(
@@ -49,15 +56,22 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
     from centsync.pipelines.defs.resources import api_client
     from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
     from centsync.pipelines.refresh.summary import verification_settings
+    from centsync.warehouse.lake import collect
 
     result = OwnerResult(owner)
     started = time.monotonic()
+
+    def for_the_lake(con: duckdb.DuckDBPyConnection) -> None:
+        # the working copy holds what is about to be published: read the lake's share now
+        result.collected = collect(con, base.lake, owner)
+
     try:
         config = base.for_owner(owner)
         options = RefreshOptions(
             mode=mode,
             duckdb_memory=config.duckdb_memory,
             plan=config.plan,
+            finished=for_the_lake,
             **verification_settings(None, None, config),
         )
         with api_client(config) as client:
@@ -81,25 +95,20 @@ def refresh_shard(
     """Refresh a shard of owners, `concurrency` at a time in this process (threads: the work is
     the network, DuckDB and Polars, which run outside the GIL), then publish the refreshed ones
     into the lake together: one commit per changed table for the whole shard."""
-    from centsync.pipelines.owners import owner_home
-    from centsync.pipelines.settings import WAREHOUSE_NAME
     from centsync.warehouse.lake import publish_many
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="owner") as pool:
         results = list(pool.map(lambda o: _refresh(base, o, mode), owners))
-    done = [r for r in results if not r.error]
+    done = [r for r in results if not r.error and r.collected is not None]
     if not done:
         return results
     try:
-        published = publish_many(
-            [(r.owner, owner_home(base.data_home, r.owner) / WAREHOUSE_NAME) for r in done],
-            base.lake,
-        )
+        published = publish_many([r.collected for r in done if r.collected], base.lake)
     except Exception as exc:  # the refreshes stand; the lake keeps their last publish
         for r in done:
             r.error = f"lake publish: {type(exc).__name__}: {exc}"
         log.warning("shard publish: %s", exc)
         return results
     for r, p in zip(done, published, strict=True):
-        r.lake, r.publish_seconds = p.to_json(), p.seconds
+        r.lake, r.publish_seconds, r.collected = p.to_json(), p.seconds, None
     return results

@@ -101,6 +101,8 @@ def run_refresh(
             # what it did: full (asked, or the timezone changed, nothing local), hot, months
             mode=_recorded_mode(summary.mode),
         )
+        if options.finished is not None:
+            options.finished(warehouse.con)
     return summary
 
 

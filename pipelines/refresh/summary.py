@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    import duckdb
 
 Mode = Literal["auto", "full", "hot"]
 # DuckDB's buffer pool for the refresh (it spills past it). At 1,000,000 rows 160 MB gave the
@@ -42,6 +45,10 @@ class RefreshOptions:
     # part of the history whose pages cost no more than proving it, "fingerprints" proves every
     # part (fewest pages; edits no aggregate sees wait for rolling verification)
     plan: str = "cost"
+    # called with the working copy's connection once the refresh has everything (its marts and
+    # reconciliation too), before it is published: a shard run reads the owner's tables for the
+    # shared lake here instead of opening the published file again (pipelines/fleet/shard.py)
+    finished: Callable[[duckdb.DuckDBPyConnection], None] | None = None
 
 
 def verification_settings(days: float | None, pages: int | None, defaults: Any) -> dict[str, Any]:

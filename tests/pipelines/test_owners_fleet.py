@@ -90,6 +90,15 @@ def test_a_shard_run_refreshes_its_owners_into_their_warehouses_and_the_lake(
     con = open_lake(settings.lake)
     owners = con.execute("SELECT DISTINCT owner FROM core.transactions ORDER BY 1").fetchall()
     assert owners == [("owner-002",), ("owner-003",)]
+    # read from each refresh's working copy: exactly what its published warehouse holds
+    totals = "SELECT count(*), sum(amount), max(updated_at) FROM core.transactions"
+    for name in ("owner-002", "owner-003"):
+        own = duckdb.connect(str(settings.data_home / "owners" / name / "centsync.duckdb"), True)
+        try:
+            expected = own.execute(totals).fetchall()
+        finally:
+            own.close()
+        assert con.execute(f"{totals} WHERE owner = '{name}'").fetchall() == expected
     con.close()
     # the shard published into one lake shard, in one commit per table
     from deltalake import DeltaTable
