@@ -52,6 +52,16 @@ def connect_readonly(path: str | os.PathLike[str]) -> duckdb.DuckDBPyConnection:
     return duckdb.connect(str(target), read_only=True)
 
 
+@contextlib.contextmanager
+def reading(path: str | os.PathLike[str]) -> Iterator[duckdb.DuckDBPyConnection]:
+    """`connect_readonly` for one block of reads: the connection is closed when it ends."""
+    con = connect_readonly(path)
+    try:
+        yield con
+    finally:
+        con.close()
+
+
 def working_path(path: Path, refresh_id: str) -> Path:
     """The private working copy a refresh writes to before publishing."""
     return path.with_name(f"{path.name}{_WORK_MARK}{refresh_id}")

@@ -295,19 +295,6 @@ def reconciliation_results(con: duckdb.DuckDBPyConnection, recon_id: str) -> pl.
     )
 
 
-def reconciliation_rows(con: duckdb.DuckDBPyConnection, recon_id: str, limit: int) -> pl.DataFrame:
-    """The first `limit` rows behind one reconciliation's differences, by month and id."""
-    return _as_frame(
-        con,
-        """
-        SELECT kind, entity, id::VARCHAR AS id, strftime(month, '%Y-%m') AS month, fields,
-               "local"::VARCHAR AS local, server::VARCHAR AS server
-        FROM recon.row_differences WHERE recon_id = ? ORDER BY month, id LIMIT ?
-        """,
-        [recon_id, limit],
-    )
-
-
 def spending_by_category_last_year(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Spending per category over the 12 months up to the latest one, most spent first."""
     return _as_frame(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines.cli.group import settings
+from centsync.pipelines.cli.group import FILE, settings
 from centsync.pipelines.cli.ui import run_group
 
 NOTEBOOKS = ("spending", "net_worth", "reconciliation", "writeback")
@@ -78,7 +78,7 @@ def notebook(name: str | None, as_app: bool, port: int | None, headless: bool) -
 @click.command("docs")
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Where to write it (default: docs/data-dictionary.md of this checkout).",
 )
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if the file is stale.")

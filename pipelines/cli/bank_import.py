@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+from centsync.pipelines.cli.group import JSON_OUTPUT, dry_run_option, finish, json_option, settings
 
 
 def account_map(map_file: Path | None, pairs: tuple[str, ...]) -> dict[str, str]:
@@ -50,8 +49,8 @@ def account_map(map_file: Path | None, pairs: tuple[str, ...]) -> dict[str, str]
     metavar="ID=ACCOUNT",
     help="Map one file account id to an account's exact name or id (repeatable).",
 )
-@click.option("--dry-run", is_flag=True, help="Show what would be imported; write nothing.")
-@click.option("--json", "as_json", is_flag=True, help="Print what each file gave as one object.")
+@dry_run_option("Show what would be imported; write nothing.")
+@json_option("Print what each file gave as one object.")
 def import_command(
     files: tuple[Path, ...],
     map_file: Path | None,
@@ -88,7 +87,4 @@ def import_command(
         "dry_run": dry_run,
         "exit_code": 0,
     }
-    if as_json:
-        click.echo(json.dumps(report, default=str))
-    else:
-        render.bank_import(report)
+    finish(report, as_json, lambda: render.bank_import(report))

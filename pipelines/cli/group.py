@@ -7,9 +7,10 @@ import contextvars
 import gc
 import json
 import sys
+from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -61,6 +62,38 @@ OWNER_OPTION = click.Option(
     help="Run the command as this owner of the owners file (CENTSYNC_OWNERS_FILE): its key, "
     "its own warehouse and Dagster home. Default: CENTSYNC_OWNER, else the single-owner settings.",
 )
+
+
+# what a command's options take or give: one file (never a folder), as a Path
+FILE = click.Path(dir_okay=False, path_type=Path)
+
+CommandFunction = TypeVar("CommandFunction", bound=Callable[..., Any])
+
+
+def json_option(text: str) -> Callable[[CommandFunction], CommandFunction]:
+    """`--json` (as `as_json`): the command prints its result as one JSON object."""
+    return click.option("--json", "as_json", is_flag=True, help=text)
+
+
+def dry_run_option(text: str) -> Callable[[CommandFunction], CommandFunction]:
+    """`--dry-run`: the command shows what it would do and writes nothing."""
+    return click.option("--dry-run", is_flag=True, help=text)
+
+
+def all_owners_option(text: str) -> Callable[[CommandFunction], CommandFunction]:
+    """`--all` (as `all_owners`): the command works on every owner of the owners file."""
+    return click.option("--all", "all_owners", is_flag=True, help=text)
+
+
+def finish(report: dict[str, Any], as_json: bool, show: Callable[[], None]) -> None:
+    """Print the command's report (one JSON object with `--json`, else `show()`), then leave
+    with its `exit_code` when that is not 0."""
+    if as_json:
+        click.echo(json.dumps(report, default=str))
+    else:
+        show()
+    if report["exit_code"]:
+        raise SystemExit(report["exit_code"])
 
 
 def command_name() -> str:

@@ -13,7 +13,15 @@ import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli import render, runner
-from centsync.pipelines.cli.group import JSON_OUTPUT, Failed, command_name, settings
+from centsync.pipelines.cli.group import (
+    JSON_OUTPUT,
+    Failed,
+    all_owners_option,
+    command_name,
+    finish,
+    json_option,
+    settings,
+)
 from centsync.pipelines.cli.sandbox import embedded_api
 
 if TYPE_CHECKING:
@@ -82,12 +90,9 @@ def run_refresh_job(
     is_flag=True,
     help="Print what the refresh would read and prove and its request estimate; write nothing.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
-@click.option(
-    "--all",
-    "all_owners",
-    is_flag=True,
-    help="Refresh every owner of the owners file (each its own process); one JSON object.",
+@json_option("Print the summary as one JSON object.")
+@all_owners_option(
+    "Refresh every owner of the owners file (each its own process); one JSON object."
 )
 @click.option(
     "--concurrency",
@@ -137,14 +142,14 @@ def refresh(
         from centsync.pipelines.cli.owners import publish_owner
 
         report["lake"] = publish_owner(config)
-    if as_json:
-        click.echo(json.dumps(report, default=str))
-    else:
-        render.refresh_summary(run, config.warehouse)
-        if run.refresh.report_path:
-            click.echo(f"Report: {run.refresh.report_path}")
-    if report["exit_code"]:
-        raise SystemExit(report["exit_code"])
+    finish(report, as_json, lambda: _show(run, config.warehouse))
+
+
+def _show(run: RefreshRun, warehouse: Path) -> None:
+    """The refresh's summary for a person, and where its report is, if it wrote one."""
+    render.refresh_summary(run, warehouse)
+    if run.refresh.report_path:
+        click.echo(f"Report: {run.refresh.report_path}")
 
 
 def _refresh_all(
@@ -164,10 +169,7 @@ def _refresh_all(
     config = settings()
     if config.owner:
         raise click.UsageError("--all refreshes every owner: unset CENTSYNC_OWNER.")
-    result = refresh_all(config, flags, concurrency)
-    click.echo(json.dumps(result, default=str))
-    if result["exit_code"]:
-        raise SystemExit(result["exit_code"])
+    finish(refresh_all(config, flags, concurrency), True, lambda: None)
 
 
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:

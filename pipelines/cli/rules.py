@@ -2,22 +2,26 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+from centsync.pipelines.cli.group import (
+    FILE,
+    JSON_OUTPUT,
+    dry_run_option,
+    finish,
+    json_option,
+    settings,
+)
 
 
 @click.command("rules")
-@click.argument("rules_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option(
-    "--dry-run", is_flag=True, help="Preview which rows change, before and after; write nothing."
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the changes and plan as one object.")
+@click.argument("rules_file", type=FILE)
+@dry_run_option("Preview which rows change, before and after; write nothing.")
+@json_option("Print the changes and plan as one object.")
 def rules_command(rules_file: Path, dry_run: bool, as_json: bool) -> None:
     """Apply a TOML rules file (match on concept, merchant, amount, account; set category,
     Expense, notes) to the warehouse's transactions.
@@ -40,9 +44,4 @@ def rules_command(rules_file: Path, dry_run: bool, as_json: bool) -> None:
         raise click.UsageError(str(e)) from None
     report = run.report()
     report["exit_code"] = errors.REJECTED if run.rejected else errors.OK
-    if as_json:
-        click.echo(json.dumps(report, default=str))
-    else:
-        render.rules(report)
-    if report["exit_code"]:
-        raise SystemExit(report["exit_code"])
+    finish(report, as_json, lambda: render.rules(report))

@@ -13,7 +13,7 @@ import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import Failed, settings
+from centsync.pipelines.cli.group import FILE, Failed, settings
 
 if TYPE_CHECKING:
     from centsync.pipelines.settings import Settings
@@ -33,7 +33,7 @@ def sandbox() -> None:
 )
 @click.option(
     "--keys-out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Write the keys file (JSON, mode 0600) here once serving.",
 )
 @click.option(
@@ -51,7 +51,7 @@ def sandbox() -> None:
 )
 @click.option(
     "--state",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Keep the sandbox's state in this file: loaded if there, saved when it stops.",
 )
 @click.option(
@@ -63,12 +63,12 @@ def sandbox() -> None:
 )
 @click.option(
     "--owners-file",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Write an owners file (CENTSYNC_OWNERS_FILE) naming the owners, keys from variables.",
 )
 @click.option(
     "--env-out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Write `export CENTSYNC_KEY_OWNER_001=...` lines (mode 0600) for a shell to source.",
 )
 def sandbox_serve(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import click
 
 from centsync.pipelines.cli import failures as errors
-from centsync.pipelines.cli.group import settings
+from centsync.pipelines.cli.group import FILE, all_owners_option, settings
 
 if TYPE_CHECKING:
     import duckdb
@@ -44,16 +44,9 @@ class WorkbenchError(Exception):
     type=click.Choice(FORMATS),
     help="How to print the result (default: table, or what --out's suffix says).",
 )
-@click.option(
-    "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write the result to this file instead of stdout.",
-)
-@click.option(
-    "--all",
-    "all_owners",
-    is_flag=True,
-    help="Query every owner's published tables (the shared lake) and the household views.",
+@click.option("--out", type=FILE, help="Write the result to this file instead of stdout.")
+@all_owners_option(
+    "Query every owner's published tables (the shared lake) and the household views."
 )
 def sql(query: str | None, fmt: str | None, out: Path | None, all_owners: bool) -> None:
     """Query the warehouse, read only: a SQL workbench, or one query's result for scripts.

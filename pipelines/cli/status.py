@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+from centsync.pipelines.cli.group import FILE, JSON_OUTPUT, settings
 
 
 @click.command()
@@ -33,7 +33,7 @@ def status(as_json: bool) -> None:
 @click.command("report")
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=FILE,
     help="Where to write it (default: centsync-report.html next to the warehouse).",
 )
 @click.option("--open", "open_it", is_flag=True, help="Open it in the default browser.")

@@ -3,23 +3,18 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import click
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli import render, runner
-from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+from centsync.pipelines.cli.group import JSON_OUTPUT, dry_run_option, finish, json_option, settings
 from centsync.pipelines.cli.sandbox import embedded_api
 
 
 @click.command("writeback")
-@click.option(
-    "--dry-run", is_flag=True, help="Print the plan only: nothing is written, moved or sent."
-)
-@click.option(
-    "--json", "as_json", is_flag=True, help="Print the plan and result as one JSON object."
-)
+@dry_run_option("Print the plan only: nothing is written, moved or sent.")
+@json_option("Print the plan and result as one JSON object.")
 @click.option(
     "--allow-future",
     is_flag=True,
@@ -59,9 +54,4 @@ def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
     if run_id is not None:
         report["run_id"] = run_id
     report["exit_code"] = errors.REJECTED if result.bad else errors.OK
-    if as_json:
-        click.echo(json.dumps(report, default=str))
-    else:
-        render.writeback(result)
-    if report["exit_code"]:
-        raise SystemExit(report["exit_code"])
+    finish(report, as_json, lambda: render.writeback(result))

@@ -23,6 +23,15 @@ def _month_x(field: str = "month") -> alt.X:
     return alt.X(f"{field}:T", timeUnit="utcyearmonth", axis=MONTH_AXIS)
 
 
+def _month_tip(series: str) -> list[Any]:
+    """A month chart's tooltip: the month (`ym`), the series the mark is of, its amount."""
+    return [
+        alt.Tooltip("ym:N", title="month"),
+        f"{series}:N",
+        alt.Tooltip("value:Q", format=",.2f"),
+    ]
+
+
 def spending_chart(results: pl.DataFrame) -> dict[str, Any]:
     """Monthly spending, local against the service's; months that differ as red points."""
     months = results.filter(pl.col("check") == "spending.month")
@@ -39,7 +48,7 @@ def spending_chart(results: pl.DataFrame) -> dict[str, Any]:
     base = alt.Chart(alt.Data(values=long.to_dicts())).encode(
         x=_month_x(), y=alt.Y("value:Q", title="spent")
     )
-    tip = [alt.Tooltip("ym:N", title="month"), "side:N", alt.Tooltip("value:Q", format=",.2f")]
+    tip = _month_tip("side")
     layers = [
         base.mark_line(point=True, cursor="pointer").encode(
             color=alt.Color("side:N", title=None), tooltip=tip
@@ -121,11 +130,7 @@ def cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
             y=alt.Y("value:Q", title=None),
             color=alt.Color("kind:N", title=None),
             xOffset="kind:N",
-            tooltip=[
-                alt.Tooltip("ym:N", title="month"),
-                "kind:N",
-                alt.Tooltip("value:Q", format=",.2f"),
-            ],
+            tooltip=_month_tip("kind"),
         )
         .properties(width="container", height=240)
     )

@@ -28,9 +28,9 @@ import defusedxml.ElementTree as DET
 
 from centsync.pipelines.writeback import inbox_csv, intake
 from centsync.transform import writeback as wb
-from centsync.warehouse import connect_readonly
 from centsync.warehouse.errors import NoWarehouseError
 from centsync.warehouse.outbox import Outbox, outbox_path
+from centsync.warehouse.paths import reading
 from centsync.warehouse.reads import ledger_rows_between
 
 CSV_COLUMNS = ("event_id", "account", "booked_at", "amount", "concept", "notes")
@@ -330,14 +330,9 @@ def _bank_feed(
     """(account, day, amount) of the ledger's rows in the file's days that this outbox did not
     create: what the service already has from its bank feed."""
     ours = outbox.server_ids()
-    con = connect_readonly(warehouse)
-    try:
-        ledger = ledger_rows_between(
-            con, sorted(set(ids.values())), min(r.booked_at for r in rows),
-            max(r.booked_at for r in rows),
-        )  # fmt: skip
-    finally:
-        con.close()
+    days = min(r.booked_at for r in rows), max(r.booked_at for r in rows)
+    with reading(warehouse) as con:
+        ledger = ledger_rows_between(con, sorted(set(ids.values())), *days)
     return Counter(
         (t["account_id"], t["booked_at"], t["amount"])
         for t in ledger.iter_rows(named=True)

@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from centsync.pipelines.writeback import inbox_csv
 from centsync.pipelines.writeback.summary import WritebackSummary, plan_entry
 from centsync.transform import writeback as policy
-from centsync.warehouse import connect_readonly
 from centsync.warehouse.outbox import Outbox
+from centsync.warehouse.paths import reading
 from centsync.warehouse.reads import settings_timezone, writeback_reference
 
 REQUESTS_NAME = "ops.outbox_requests"
@@ -35,12 +35,9 @@ def reference(
     service's today: that instant's date in the service's timezone (core.settings)."""
     if not Path(warehouse).exists():
         return None
-    con = connect_readonly(warehouse)
-    try:
+    with reading(warehouse) as con:
         ref = writeback_reference(con, policy.referenced_transactions(rows))
         timezone = settings_timezone(con)
-    finally:
-        con.close()
     if ref.accounts.height == 0:
         return None
     return policy.Reference.from_frames(

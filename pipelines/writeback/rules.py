@@ -21,9 +21,9 @@ from centsync.pipelines.writeback import intake
 from centsync.transform import rules as policy
 from centsync.transform import writeback as wb
 from centsync.transform.contract import UUID_RE
-from centsync.warehouse import connect_readonly
 from centsync.warehouse.errors import NoWarehouseError
 from centsync.warehouse.outbox import Outbox, outbox_path
+from centsync.warehouse.paths import reading
 from centsync.warehouse.reads import rule_candidates, writeback_reference
 
 SOURCE = "rules"
@@ -67,12 +67,9 @@ def _warehouse(warehouse: Path) -> tuple[pl.DataFrame, dict[str, str], str]:
             f"no warehouse at {warehouse}: run `centsync refresh` first (rules and bank files "
             "are checked against its accounts, categories and transactions)"
         )
-    con = connect_readonly(warehouse)
-    try:
+    with reading(warehouse) as con:
         frame = rule_candidates(con)
         ref = writeback_reference(con, [])
-    finally:
-        con.close()
     cats = dict(zip(ref.categories["name"].to_list(), ref.categories["id"].to_list(), strict=True))
     return frame, {k: str(v).lower() for k, v in cats.items()}, ref.currency or "EUR"
 

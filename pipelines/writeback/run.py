@@ -42,28 +42,12 @@ def run_writeback(
     inbox = options.inbox or inbox_path(warehouse)
     summary = WritebackSummary(outbox=str(outbox.path), inbox=str(inbox), dry_run=options.dry_run)
     if options.dry_run:
-        intake(
-            outbox,
-            warehouse,
-            inbox,
-            options.now(),
-            summary,
-            dry_run=True,
-            allow_future=options.allow_future,
-        )
+        _intake(outbox, warehouse, inbox, options, summary)
         summary.plan.extend(_pending_entry(row) for row in outbox.in_state("pending"))
         summary.counts = outbox.counts()
         return summary
     with outbox.draining():
-        intake(
-            outbox,
-            warehouse,
-            inbox,
-            options.now(),
-            summary,
-            dry_run=False,
-            allow_future=options.allow_future,
-        )
+        _intake(outbox, warehouse, inbox, options, summary)
         if client is not None:
             try:
                 drain(client, outbox, options, summary)
@@ -75,6 +59,25 @@ def run_writeback(
                 summary.warnings.append(str(e))
     summary.counts = outbox.counts()
     return summary
+
+
+def _intake(
+    outbox: Outbox,
+    warehouse: Path,
+    inbox: Path,
+    options: WritebackOptions,
+    summary: WritebackSummary,
+) -> None:
+    """The inbox and the requests into the outbox as `options` say (dry: into the plan only)."""
+    intake(
+        outbox,
+        warehouse,
+        inbox,
+        options.now(),
+        summary,
+        dry_run=options.dry_run,
+        allow_future=options.allow_future,
+    )
 
 
 def _pending_entry(row: dict[str, Any]) -> dict[str, Any]:

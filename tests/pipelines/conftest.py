@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -103,8 +106,76 @@ class Env:
         )
 
 
-@pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+@contextmanager
+def serving(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    """A sandbox on loopback and a warehouse in `tmp`, its settings set through `monkeypatch`."""
     sb = make_sandbox(rate_limit=False)
     with run_in_thread(sb) as base_url:
-        yield Env(sb, base_url, tmp_path, monkeypatch)
+        yield Env(sb, base_url, tmp, monkeypatch)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    with serving(tmp_path, monkeypatch) as env:
+        yield env
+
+
+# ------------------------------------------------------------------ a real headless browser
+
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def chromium() -> str:
+    """Debian's chromium, installed with apt when missing (never a downloaded browser build)."""
+    import fcntl
+
+    # one install at a time: each pytest-xdist worker asks
+    with open("/tmp/centsync-chromium-install.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        found = shutil.which("chromium")
+        if found is None:
+            env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+            for cmd in (
+                ["apt-get", "update", "-qq"],
+                ["apt-get", "install", "-y", "-qq", "chromium"],
+            ):
+                subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=900)
+            found = shutil.which("chromium")
+    assert found, "chromium could not be installed with apt"
+    return found
+
+
+@contextmanager
+def _launched(chromium: str) -> Iterator[Any]:
+    """Chromium driven by Playwright, headless, until the block ends."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+@pytest.fixture
+def browser(chromium: str) -> Iterator[Any]:
+    """A browser for one test."""
+    with _launched(chromium) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def shared_browser(chromium: str) -> Iterator[Any]:
+    """One browser for the module's tests (each opens its own page)."""
+    with _launched(chromium) as b:
+        yield b

@@ -13,7 +13,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -116,21 +116,44 @@ def _warehouse_copy(source: Path, env: dict[str, str]) -> Path:
     return target
 
 
+@dataclass
+class Envs:
+    """Environments of their own under one folder: one for a sandbox's service, or one holding
+    exactly the settings given."""
+
+    tmp: Path
+    clean: Served
+
+    def service(self, name: str, s: Served | None = None, key: str = "read_only") -> dict[str, str]:
+        s = s or self.clean
+        env = _base(self.tmp, name)
+        env.update(CENTSYNC_API_BASE_URL=s.url, CENTSYNC_API_KEY=s.sb.keys[key])
+        return env
+
+    def settings(self, name: str, **values: str) -> dict[str, str]:
+        env = _base(self.tmp, name)
+        env.update(values)
+        return env
+
+
 def _failure_cases(
-    served: dict[str, Served],
-    tmp_path: Path,
-    service: Callable[..., dict[str, str]],
-    settings: Callable[..., dict[str, str]],
-    differ: dict[str, str],
-    damaged: dict[str, str],
+    served: dict[str, Served], envs: Envs, differ: dict[str, str], damaged: dict[str, str]
 ) -> list[Case]:
     """One case per documented failure (the warehouses `differ` and `damaged` prepared)."""
-    clean, failing, odd = served["clean"], served["failing"], served["odd"]
-    ro = clean.sb.keys["read_only"]
-    port = _closed_port()
-    https = clean.url.replace("http://", "https://")
     return [
         Case("differ", errors.DIFFER, ["reconcile", "--json"], differ, ["differ"]),
+        *_settings_cases(envs),
+        *_service_cases(served, envs),
+        *_outcome_cases(served, envs, damaged),
+    ]
+
+
+def _settings_cases(envs: Envs) -> list[Case]:
+    """Settings that cannot be used: each a usage error (2) naming the setting to blame."""
+    clean = envs.clean
+    ro = clean.sb.keys["read_only"]
+    service, settings = envs.service, envs.settings
+    return [
         Case(
             "usage",
             errors.USAGE,
@@ -177,18 +200,28 @@ def _failure_cases(
             settings("nobase", CENTSYNC_API_KEY=ro),
             ["CENTSYNC_API_BASE_URL is not", "embedded sandbox"],
         ),
+    ]
+
+
+def _service_cases(served: dict[str, Served], envs: Envs) -> list[Case]:
+    """A service that refuses the key, cannot be reached, or keeps failing."""
+    clean, failing = served["clean"], served["failing"]
+    ro = clean.sb.keys["read_only"]
+    port = _closed_port()
+    https = clean.url.replace("http://", "https://")
+    return [
         Case(
             "expired key",
             errors.AUTH,
             ["refresh", "--json"],
-            service("expired", key="expired"),
+            envs.service("expired", key="expired"),
             ["expired"],
         ),
         Case(
             "nothing listens",
             errors.UNREACHABLE,
             ["refresh", "--json"],
-            settings(
+            envs.settings(
                 "refused", CENTSYNC_API_BASE_URL=f"http://127.0.0.1:{port}", CENTSYNC_API_KEY=ro
             ),
             ["refused"],
@@ -197,16 +230,22 @@ def _failure_cases(
             "TLS to a plain HTTP port",
             errors.UNREACHABLE,
             ["refresh", "--json"],
-            settings("tls", CENTSYNC_API_BASE_URL=https, CENTSYNC_API_KEY=ro),
+            envs.settings("tls", CENTSYNC_API_BASE_URL=https, CENTSYNC_API_KEY=ro),
             ["TLS"],
         ),
         Case(
             "the service keeps failing",
             errors.SERVICE,
             ["refresh", "--json"],
-            service("failing", failing),
+            envs.service("failing", failing),
             ["500"],
         ),
+    ]
+
+
+def _outcome_cases(served: dict[str, Served], envs: Envs, damaged: dict[str, str]) -> list[Case]:
+    """A damaged warehouse, a row the service sent that cannot be kept, a bug in centsync."""
+    return [
         Case(
             "a damaged warehouse",
             errors.WAREHOUSE,
@@ -218,14 +257,14 @@ def _failure_cases(
             "an odd row",
             errors.REJECTED,
             ["refresh", "--json"],
-            service("odd", odd),
+            envs.service("odd", served["odd"]),
             ['"status": "rejected"', '"rejected": 1'],
         ),
         Case(
             "a bug",
             errors.INTERNAL,
             ["crash", "--json"],
-            settings("crash"),
+            envs.settings("crash"),
             ["internal error", "bug in centsync", "Full log"],
             script=CRASH,
         ),
@@ -257,46 +296,47 @@ def _problems(case: Case, result: subprocess.CompletedProcess[str], ro: str) -> 
     return wrong
 
 
-@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
-def test_every_documented_exit_code_with_one_json_object(
-    served: dict[str, Served], tmp_path: Path
-) -> None:
-    clean = served["clean"]
-    ro = clean.sb.keys["read_only"]
-
-    def service(name: str, s: Served = clean, key: str = "read_only") -> dict[str, str]:
-        env = _base(tmp_path, name)
-        env.update(CENTSYNC_API_BASE_URL=s.url, CENTSYNC_API_KEY=s.sb.keys[key])
-        return env
-
-    # 0 first: its warehouse is the one the cases on a warehouse start from
-    ok = Case("ok", errors.OK, ["refresh", "--json"], service("ok"))
-    done = _run(ok)
-    assert done.returncode == 0, done.stderr
-    built = Path(ok.env["CENTSYNC_WAREHOUSE"])
-
-    differ = service("differ")
+def _differing(built: Path, envs: Envs) -> dict[str, str]:
+    """An environment whose warehouse is `built` with one expense's amount changed locally."""
+    differ = envs.service("differ")
     con = duckdb.connect(str(_warehouse_copy(built, differ)))
     con.execute(
         "UPDATE core.transactions SET amount = amount + 1 WHERE id = "
         "(SELECT id FROM core.transactions WHERE type = 'expense' LIMIT 1)"
     )
     con.close()
-    damaged = service("damaged")
+    return differ
+
+
+def _damaged(built: Path, envs: Envs) -> tuple[dict[str, str], int]:
+    """An environment whose warehouse is `built` cut to a third; that third's size."""
+    damaged = envs.service("damaged")
     size = _warehouse_copy(built, damaged).stat().st_size
     os.truncate(damaged["CENTSYNC_WAREHOUSE"], size // 3)
+    return damaged, size // 3
 
-    def settings(name: str, **values: str) -> dict[str, str]:
-        env = _base(tmp_path, name)
-        env.update(values)
-        return env
 
-    cases = _failure_cases(served, tmp_path, service, settings, differ, damaged)
+@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
+def test_every_documented_exit_code_with_one_json_object(
+    served: dict[str, Served], tmp_path: Path
+) -> None:
+    envs = Envs(tmp_path, served["clean"])
+    ro = envs.clean.sb.keys["read_only"]
+
+    # 0 first: its warehouse is the one the cases on a warehouse start from
+    ok = Case("ok", errors.OK, ["refresh", "--json"], envs.service("ok"))
+    done = _run(ok)
+    assert done.returncode == 0, done.stderr
+    built = Path(ok.env["CENTSYNC_WAREHOUSE"])
+    differ = _differing(built, envs)
+    damaged, cut = _damaged(built, envs)
+
+    cases = _failure_cases(served, envs, differ, damaged)
     with ThreadPoolExecutor(max_workers=4) as pool:
         results = list(pool.map(_run, cases))
     wrong = [p for case, r in zip(cases, results, strict=True) for p in _problems(case, r, ro)]
     assert not wrong, "\n".join(wrong)
     # the damaged warehouse was kept aside, not deleted, and the path is free for a new one
     kept = list(Path(damaged["CENTSYNC_WAREHOUSE"]).parent.glob("centsync.duckdb.damaged-*"))
-    assert len(kept) == 1 and kept[0].stat().st_size == size // 3
+    assert len(kept) == 1 and kept[0].stat().st_size == cut
     assert not Path(damaged["CENTSYNC_WAREHOUSE"]).exists()

@@ -29,8 +29,6 @@ from centsync.pipelines.cli.main import main
 from centsync.pipelines.outputs.data_dictionary import EXAMPLE_QUERIES, render, undocumented
 from centsync.warehouse import Warehouse
 
-from .test_report_browser import browser, chromium  # noqa: F401  (fixtures)
-
 ROOT = Path(__file__).resolve().parents[2]
 # What each notebook must show once it ran through (not stopped early), and its charts.
 EXPECTED = {
@@ -149,7 +147,7 @@ def served(demo: Demo) -> Iterator[str]:
 def test_the_exported_notebook_opens_in_headless_chromium_without_console_errors(
     demo: Demo,
     served: str,
-    browser: Any,  # noqa: F811  (the report test's fixture)
+    browser: Any,  # the fixture of conftest.py
     name: str,
 ) -> None:
     done, seconds = demo.exports[name]
@@ -247,7 +245,7 @@ def _free_port() -> int:
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_centsync_notebook_spending_opens_a_working_notebook(
     demo: Demo,
-    browser: Any,  # noqa: F811  (the report test's fixture)
+    browser: Any,  # the fixture of conftest.py
 ) -> None:
     """The issue's "done when": the editor on the project's warehouse, every cell run."""
     log = demo.tmp / "notebook.log"

@@ -6,7 +6,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,74 +17,15 @@ import pytest
 
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.outputs import report_data
-from centsync.sandbox.server import run_in_thread
-from helpers import make_sandbox
 
-from .conftest import Env
-
-CHROMIUM_FLAGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
-
-@pytest.fixture(scope="session")
-def chromium() -> str:
-    """Debian's chromium, installed with apt when missing (never a downloaded browser build)."""
-    import fcntl
-
-    # one install at a time: each pytest-xdist worker asks
-    with open("/tmp/centsync-chromium-install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = shutil.which("chromium")
-        if found is None:
-            env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-            for cmd in (
-                ["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "chromium"],
-            ):
-                subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=900)
-            found = shutil.which("chromium")
-    assert found, "chromium could not be installed with apt"
-    return found
-
-
-@pytest.fixture
-def browser(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
-
-
-@pytest.fixture(scope="module")
-def shared_browser(chromium: str) -> Iterator[Any]:
-    """One browser for the module's tests (each opens its own page)."""
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
-        try:
-            yield b
-        finally:
-            b.close()
+from .conftest import Env, serving
 
 
 @contextmanager
 def _env(tmp: Path) -> Iterator[Env]:
     """A sandbox on loopback and a warehouse, for a module's tests (one refresh for many)."""
-    sb = make_sandbox(rate_limit=False)
-    with run_in_thread(sb) as base_url, pytest.MonkeyPatch.context() as mp:
-        yield Env(sb, base_url, tmp, mp)
+    with pytest.MonkeyPatch.context() as mp, serving(tmp, mp) as env:
+        yield env
 
 
 @pytest.fixture(scope="module")

@@ -360,80 +360,120 @@ def _phase(rows: list[dict[str, Any]], attempts_before: int, on_server: set[str]
     return "after-response" if unknown[-1]["concept"] in on_server else "in-flight"
 
 
+KILL_POINTS = ("before-send", "in-flight", "after-response")
+# every request waits 150 ms before its work, and a write 150 ms more after it, before the
+# response: the kills land before a send, while one is in flight, or after the service has
+# created the transaction but before the drain heard of it
+SLOW = {"latency_ms": 150, "latency_after_ms": 150}
+# at least 24 trials, more (up to 60) until each kill point was hit twice (on a loaded
+# machine a sleep can overshoot its window)
+MIN_TRIALS, MAX_TRIALS = 24, 60
+
+
+class Zygote:
+    """The ZYGOTE process: forks a drain on `go`, and says when it is ready, sending, reaped."""
+
+    def __init__(self, env: Env) -> None:
+        args = [env.base_url, env.sb.keys["read_write"], str(env.warehouse)]
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", ZYGOTE, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.stdin, self.stdout = self.process.stdin, self.process.stdout
+        assert self.stdout.readline().strip() == b"zygote"
+
+    def go(self) -> int:
+        """Fork a drain; its pid, once it is about to run."""
+        self.stdin.write(b"go\n")
+        self.stdin.flush()
+        ready = self.stdout.readline().split()
+        assert ready[0] == b"ready"
+        return int(ready[1])
+
+    def wait_sending(self) -> None:
+        """Wait for the drain's first send to begin."""
+        assert self.stdout.readline().strip() == b"sending"
+
+    def wait_reaped(self) -> None:
+        """Wait for the killed drain to be reaped (its sends said on the way)."""
+        while (line := self.stdout.readline().strip()) != b"reaped":
+            assert line == b"sending", line
+
+    def close(self) -> None:
+        """Stop forking: end the zygote's input and wait for it to leave."""
+        self.stdin.close()
+        self.process.wait(timeout=30)
+
+
+def _drop_trial(env: Env, trial: int) -> None:
+    """The trial's inbox file: three rows whose concepts name the trial (`KILL t3 r0`...)."""
+    rows = "".join(
+        f"k{trial}-{i},Cash Wallet,2026-11-14,-{i + 1}.00,KILL t{trial} r{i},,\n" for i in range(3)
+    )
+    drop(env, f"trial-{trial}.csv", HEADER + rows)
+
+
+def _kill_drain(zygote: Zygote, pid: int, trial: int, rng: random.Random) -> None:
+    """SIGKILL the drain at a kill point aimed at in turn, timed from the drain's own marks:
+    before any send, during the 150 ms before the service's work (in flight), or during the
+    150 ms after it (the service created the row, the drain has not heard)."""
+    aim = trial % 3
+    if aim:
+        zygote.wait_sending()
+        time.sleep(rng.uniform(0.01, 0.12) if aim == 1 else rng.uniform(0.18, 0.28))
+    else:
+        time.sleep(rng.uniform(0.0, 0.05))
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _killed_trial(env: Env, zygote: Zygote, trial: int, rng: random.Random) -> str:
+    """One trial: a drain killed, then a rerun at full speed that must create each of the
+    trial's rows exactly once; the kill point the drain was at."""
+    _drop_trial(env, trial)
+    attempts_before = sum(r["attempts"] for r in outbox_rows(env))
+    _kill_drain(zygote, zygote.go(), trial, rng)
+    # what the service holds at the kill: a request still in its 150 ms before the work
+    # is in flight (the service goes on with it; the rerun is then replayed)
+    on_server = {t["concept"] for t in server_rows(env, "KILL ")}
+    zygote.wait_reaped()
+    phase = _phase(outbox_rows(env), attempts_before, on_server)
+    # the rerun (at full speed) finishes the job: each event exactly once
+    env.admin("DELETE", "/_sandbox/faults")
+    with _client(env) as c:
+        writeback.run_writeback(c, env.warehouse, writeback.WritebackOptions())
+    created = server_rows(env, f"KILL t{trial} ")
+    assert sorted(t["concept"] for t in created) == [f"KILL t{trial} r{i}" for i in range(3)]
+    env.admin("PUT", "/_sandbox/faults", SLOW)
+    return phase
+
+
+def _more_trials(phases: list[str]) -> bool:
+    """Whether to run another trial: fewer than the least, or a kill point hit under twice."""
+    trials = len(phases)
+    return trials < MIN_TRIALS or (
+        trials < MAX_TRIALS and min(phases.count(p) for p in KILL_POINTS) < 2
+    )
+
+
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     writer(env, monkeypatch)
     env.refresh()
-    # every request waits 150 ms before its work, and a write 150 ms more after it, before the
-    # response: the kills land before a send, while one is in flight, or after the service has
-    # created the transaction but before the drain heard of it
-    slow = {"latency_ms": 150, "latency_after_ms": 150}
-    env.admin("PUT", "/_sandbox/faults", slow)
+    env.admin("PUT", "/_sandbox/faults", SLOW)
     rng = random.Random(20261123)
     phases: list[str] = []
-    # at least 24 trials, more (up to 60) until each kill point was hit twice (on a loaded
-    # machine a sleep can overshoot its window)
-    min_trials, max_trials = 24, 60
-    zygote = subprocess.Popen(
-        [sys.executable, "-c", ZYGOTE, env.base_url, env.sb.keys["read_write"], str(env.warehouse)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-    )
-    assert zygote.stdin is not None and zygote.stdout is not None
-    assert zygote.stdout.readline().strip() == b"zygote"
+    zygote = Zygote(env)
     try:
-        trial = 0
-        while trial < min_trials or (
-            trial < max_trials
-            and min(phases.count(p) for p in ("before-send", "in-flight", "after-response")) < 2
-        ):
-            drop(
-                env,
-                f"trial-{trial}.csv",
-                HEADER
-                + "".join(
-                    f"k{trial}-{i},Cash Wallet,2026-11-14,-{i + 1}.00,KILL t{trial} r{i},,\n"
-                    for i in range(3)
-                ),
-            )
-            attempts_before = sum(r["attempts"] for r in outbox_rows(env))
-            zygote.stdin.write(b"go\n")
-            zygote.stdin.flush()
-            ready = zygote.stdout.readline().split()
-            assert ready[0] == b"ready"
-            # aim at a kill point in turn, timed from the drain's own marks: before any send,
-            # during the 150 ms before the service's work (in flight), or during the 150 ms
-            # after it (the service created the row, the drain has not heard)
-            aim = trial % 3
-            if aim:
-                assert zygote.stdout.readline().strip() == b"sending"
-                time.sleep(rng.uniform(0.01, 0.12) if aim == 1 else rng.uniform(0.18, 0.28))
-            else:
-                time.sleep(rng.uniform(0.0, 0.05))
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(int(ready[1]), signal.SIGKILL)
-            # what the service holds at the kill: a request still in its 150 ms before the work
-            # is in flight (the service goes on with it; the rerun is then replayed)
-            on_server = {t["concept"] for t in server_rows(env, "KILL ")}
-            while (line := zygote.stdout.readline().strip()) != b"reaped":
-                assert line == b"sending", line
-            phases.append(_phase(outbox_rows(env), attempts_before, on_server))
-            # the rerun (at full speed) finishes the job: each event exactly once
-            env.admin("DELETE", "/_sandbox/faults")
-            with _client(env) as c:
-                writeback.run_writeback(c, env.warehouse, writeback.WritebackOptions())
-            created = server_rows(env, f"KILL t{trial} ")
-            assert sorted(t["concept"] for t in created) == [
-                f"KILL t{trial} r{i}" for i in range(3)
-            ]
-            env.admin("PUT", "/_sandbox/faults", slow)
-            trial += 1
+        while _more_trials(phases):
+            phases.append(_killed_trial(env, zygote, len(phases), rng))
     finally:
-        zygote.stdin.close()
-        zygote.wait(timeout=30)
+        zygote.close()
     env.admin("DELETE", "/_sandbox/faults")
     rows = [r for r in outbox_rows(env) if (r["concept"] or "").startswith("KILL ")]
     created = server_rows(env, "KILL ")
@@ -443,7 +483,7 @@ def test_a_drain_killed_at_any_point_creates_each_transaction_exactly_once(
     assert [r["state"] for r in rows] == ["sent"] * len(want)
     assert {str(r["server_id"]) for r in rows} == {t["id"] for t in created}
     print("kill phases:", dict(Counter(phases)))  # shown with pytest -s
-    for phase in ("before-send", "in-flight", "after-response"):
+    for phase in KILL_POINTS:
         assert phases.count(phase) >= 2, phases
     env.refresh()
     env.assert_exact()
