@@ -47,7 +47,9 @@ def _inventory(path: Path) -> dict[str, Any]:
         out["refreshes"] = con.execute(
             "SELECT status, mode, rows_landed FROM ops.refreshes ORDER BY started_at"
         ).fetchall()
-        out["free_blocks"] = con.execute("SELECT free_blocks FROM pragma_database_size()").fetchall()
+        out["free_blocks"] = con.execute(
+            "SELECT free_blocks FROM pragma_database_size()"
+        ).fetchall()
     finally:
         con.close()
     return out
