@@ -318,6 +318,10 @@ def main() -> None:
             entry["peak_rss_mb_bench_process"] = round(
                 resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
             )
+            # the largest finished child: a shard worker (the server is still running)
+            entry["peak_rss_mb_worker"] = round(
+                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e3
+            )
             entry["disk"] = disk(folder, names)
             entry["query_before_maintenance"] = query_times(folder / "lake", names[0])
             started = time.monotonic()
