@@ -241,7 +241,7 @@ class Settings:
     lake: Path = _setting(
         "CENTSYNC_LAKE",
         "The shared lake: each owner's core tables and marts published as Delta tables "
-        "partitioned by owner, for `centsync sql --all` and the household view.",
+        "with an owner column, in shards, for `centsync sql --all` and the household view.",
         None,
         shown="`<data home>/lake`",
     )

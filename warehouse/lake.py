@@ -1,10 +1,13 @@
-"""The shared lake: every owner's core tables and marts as Delta tables partitioned by owner.
+"""The shared lake: every owner's core tables and marts as Delta tables, each owner's rows in
+its lake shard.
 
-Each owner keeps its own warehouse file (one writer, reconciled on its own). After a refresh the
-owner's `core` and `marts` tables are published into `<lake>/<schema>/<table>`, one Delta table
-per warehouse table with an `owner` column, replacing that owner's partition only
-(`predicate="owner = '...'"`): many owners' processes publish at once with optimistic
+Each owner keeps its own warehouse file (one writer, reconciled on its own). After a refresh
+the owner's `core` and `marts` tables are published into `<lake>/<schema>/<table>`, one Delta
+table per warehouse table with an `owner` column, partitioned by `shard` (the owners a shard
+run published together, docs/scale.md). A publish replaces its owners' rows only (a
+`predicate` naming them and their shards): many processes publish at once with optimistic
 concurrency, and a commit that lost a race is retried (delta-rs' CommitFailedError).
+`maintain` compacts, checkpoints and vacuums (`centsync lake`).
 
 `open_lake` gives a DuckDB connection with every lake table as a view under its schema
 (`core.transactions` holds every owner's rows) and the household views (`household.*`).

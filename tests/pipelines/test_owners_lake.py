@@ -1,5 +1,5 @@
 """The shared lake: owners published from several processes at once lose no commit, a
-re-publish replaces only its own owner's partition, and the household view nets transfers."""
+re-publish replaces only its own owner's rows, and the household view nets transfers."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_concurrent_publishers_lose_no_commit_and_replace_only_their_own(tmp_pat
     # exactly as processes do (bench/owners.py publishes from one process per owner)
     with ThreadPoolExecutor(max_workers=6) as pool:
         list(pool.map(_publish, jobs))
-        list(pool.map(_publish, jobs))  # again: each owner's partition replaced, not doubled
+        list(pool.map(_publish, jobs))  # again: each owner's rows replaced, not doubled
     assert [(s, t) for s, t, _ in lake_tables(lake)] == [
         ("core", "categories"),
         ("core", "transactions"),
