@@ -34,6 +34,9 @@ from centsync.warehouse import validation
 from centsync.warehouse.fingerprints import local_totals
 from centsync.warehouse.session import checkpoint
 
+# a ledger this big is written to the file before the marts are built (see `reconcile`)
+CHECKPOINT_FIRST_ROWS = 100_000
+
 Source = Literal["refresh", "offline", "live"]
 # Confirmation requests a reconciliation may spend on differing months (one summary each).
 CONFIRM_MONTHS = 12
@@ -402,8 +405,11 @@ def reconcile(
     """
     # Write what the refresh loaded to the file first: until a checkpoint DuckDB keeps it in
     # memory (about 230 MB at 1,000,000 rows, over its memory limit), and the marts would be
-    # built on top of it. The checkpoint at publish then has nearly nothing left to do.
-    checkpoint(con)
+    # built on top of it. The checkpoint at publish then has nearly nothing left to do. A
+    # small ledger's few MB stay in memory: its checkpoint cost a household's refresh 30 ms,
+    # and its warehouse is then copied compact at publish anyway (warehouse/session.py).
+    if warehouse_reads.transaction_count(con) >= CHECKPOINT_FIRST_ROWS:
+        checkpoint(con)
     started = time.perf_counter()
     rid = refresh_id or store.latest_refresh(con)
     if rid is None:

@@ -8,7 +8,7 @@ import datetime as dt
 import logging
 import os
 import shutil
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Self
 
@@ -80,13 +80,16 @@ class Session:
         mode: Mode = "incremental",
         refresh_id: str | None = None,
         record: bool = True,
+        check: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
     ) -> Iterator[Self]:
         """Run a refresh on a private working copy; publish it atomically on success.
 
         On an exception the working copy is discarded and the published warehouse is left as it
         was (plus a 'failed' row in ops.refreshes). Only one refresh runs at a time (a lock file);
         copies left by a killed refresh are removed first. `record=False` is the same write
-        session without an ops.refreshes row (see `Warehouse.publishing`).
+        session without an ops.refreshes row (see `Warehouse.publishing`). `check` is called
+        on the working copy before anything is written to it; an exception it raises that says
+        `record_failure = False` (a warehouse bound to another source) records nothing.
         """
         published = paths.resolve(path)
         published.parent.mkdir(parents=True, exist_ok=True)
@@ -107,6 +110,8 @@ class Session:
                 con.execute("SET checkpoint_threshold = '64MB'")
                 wh = cls(con, work)
                 wh._published_path = published
+                if check is not None:
+                    check(con)
                 migrate(con)
                 if record:
                     wh.start_refresh(mode=mode, refresh_id=rid)
@@ -142,7 +147,7 @@ class Session:
                 damaged = paths.damaged(published, exc)
                 if damaged is not None:
                     raise damaged from exc
-                if record:
+                if record and getattr(exc, "record_failure", True):
                     _record_failure(published, rid, mode, stats, exc)
                 if is_interrupt(exc) and not isinstance(exc, KeyboardInterrupt):
                     # DuckDB's report of a query the signal stopped (before anything was read)

@@ -13,11 +13,14 @@ import datetime as dt
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from centsync.warehouse import connect_readonly
 from centsync.warehouse.errors import EXIT_WAREHOUSE
 from centsync.warehouse.reads import meta_values
+
+if TYPE_CHECKING:
+    import duckdb
 
 KEYS = (
     "source.base_url",
@@ -49,6 +52,8 @@ class SourceMismatch(Exception):
     # a failure of the warehouse (exit 6); the message itself says what to do
     exit_code: ClassVar[int] = EXIT_WAREHOUSE
     headline: ClassVar[str] = "the warehouse belongs to another source"
+    # refused before anything was written: not a failed refresh of this warehouse's own
+    record_failure: ClassVar[bool] = False
     what_to_do: ClassVar[str] = ""
 
     def __init__(self, path: Path, bound: Binding, base_url: str, account_id: str | None) -> None:
@@ -74,9 +79,14 @@ def read(path: Path) -> Binding | None:
         return None
     con = connect_readonly(path)
     try:
-        rows = meta_values(con, KEYS)  # empty for a file with no ops schema yet
+        return read_open(con)
     finally:
         con.close()
+
+
+def read_open(con: duckdb.DuckDBPyConnection) -> Binding | None:
+    """The binding recorded in an open warehouse (None for a new or unbound one)."""
+    rows = meta_values(con, KEYS)  # empty for a file with no ops schema yet
     if not rows.get("source.base_url") or not rows.get("source.account_id"):
         return None
     return Binding(
@@ -93,7 +103,20 @@ def check(path: Path, base_url: str, account_id: str | None) -> Binding | None:
 
     `account_id` None checks the service only (before the owner is known).
     """
-    bound = read(path)
+    return _refuse(path, read(path), base_url, account_id)
+
+
+def check_open(
+    con: duckdb.DuckDBPyConnection, path: Path, base_url: str, account_id: str | None
+) -> Binding | None:
+    """`check` on an open copy of the warehouse at `path` (a refresh's working copy, before it
+    writes anything: the published file is not opened a second time)."""
+    return _refuse(path, read_open(con), base_url, account_id)
+
+
+def _refuse(
+    path: Path, bound: Binding | None, base_url: str, account_id: str | None
+) -> Binding | None:
     if bound is None:
         return None
     if bound.base_url != normalise(base_url) or (

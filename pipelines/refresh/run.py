@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
+import duckdb
 import polars as pl
 
 from centsync.extract import ApiClient
@@ -57,23 +58,29 @@ def run_refresh(
     source = binding.normalise(options.source or str(client.async_client.base_url))
     me = client.me()
     backup = None
-    try:
-        binding.check(published, source, me.account_id)
-    except binding.SourceMismatch:
-        if not options.rebind:
-            raise
-        backup = binding.set_aside(published)
-        log.warning("rebinding: the old warehouse is kept as %s", backup)
-    except Exception as exc:
-        # a warehouse whose bytes are damaged: kept aside, named, and the recovery said
-        damage = warehouse_damaged(published, exc)
-        if damage is None:
-            raise
-        raise damage from exc
+    if options.rebind:
+        try:
+            binding.check(published, source, me.account_id)
+        except binding.SourceMismatch:
+            backup = binding.set_aside(published)
+            log.warning("rebinding: the old warehouse is kept as %s", backup)
+        except Exception as exc:
+            # a warehouse whose bytes are damaged: kept aside, named, and the recovery said
+            damage = warehouse_damaged(published, exc)
+            if damage is None:
+                raise
+            raise damage from exc
+
+    def bound(con: duckdb.DuckDBPyConnection) -> None:
+        # on the working copy, before anything is written (one open of the file, not two); a
+        # damaged file fails to open and is set aside by the session, as a failed check was
+        binding.check_open(con, published, source, me.account_id)
+
     # the write-back posts nothing while this refresh reads (its own rows would look like a
     # service changing under the reader)
     drains = Outbox(outbox_path(published)).draining(by="refresh")
-    with drains, Warehouse.refreshing(published, mode=mode) as warehouse:
+    check = None if options.rebind else bound
+    with drains, Warehouse.refreshing(published, mode=mode, check=check) as warehouse:
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         warehouse.refresh_settings(
             memory=options.duckdb_memory,
