@@ -484,7 +484,9 @@ def maintain(lake: Path, *, retain_hours: int = 24, attempts: int = 10) -> list[
     (a reader then reads one file, not every commit), and delete the data and log files that
     no version younger than `retain_hours` refers to (readers of an older version fail).
 
-    Safe while owners publish: a compaction that lost a race to a publish is retried.
+    Safe while owners publish (a compaction that lost a race to a publish is retried), as long
+    as `retain_hours` outlasts a publish: a commit in flight has written files the log does
+    not name yet, and a vacuum deletes every file the kept versions do not name.
     """
     from deltalake import DeltaTable
     from deltalake.exceptions import CommitFailedError

@@ -127,7 +127,8 @@ def _one(name: str, flags: list[str], config: Settings) -> dict[str, Any]:
     type=click.IntRange(min=0),
     default=24,
     show_default=True,
-    help="Keep the files of every lake version younger than this (readers of older fail).",
+    help="Keep the files of every lake version younger than this (readers of older fail; "
+    "0 only while no owner publishes).",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def lake_command(retain_hours: int, as_json: bool) -> None:
