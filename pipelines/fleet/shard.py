@@ -61,9 +61,15 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
     result = OwnerResult(owner)
     started = time.monotonic()
 
+    lake_failed: list[str] = []
+
     def for_the_lake(con: duckdb.DuckDBPyConnection) -> None:
-        # the working copy holds what is about to be published: read the lake's share now
-        result.collected = collect(con, base.lake, owner)
+        # the working copy holds what is about to be published: read the lake's share now;
+        # the lake's trouble never stops the owner's own refresh from being published
+        try:
+            result.collected = collect(con, base.lake, owner)
+        except Exception as exc:
+            lake_failed.append(f"lake: {type(exc).__name__}: {exc}")
 
     try:
         config = base.for_owner(owner)
@@ -78,6 +84,7 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
             summary = run_refresh(client, config.warehouse, options)
         result.verdict, result.mode = summary.verdict, summary.mode
         result.rows, result.requests = summary.transactions, summary.requests_total
+        result.error = "; ".join(lake_failed)
     except Exception as exc:  # one owner's failure is its result, never the shard's
         # the class and message only: a key is never in them (extract's errors say so)
         result.error = f"{type(exc).__name__}: {exc}"

@@ -119,3 +119,28 @@ def test_a_shard_run_refreshes_its_owners_into_their_warehouses_and_the_lake(
     assert [s.cron_schedule for s in defs.schedules if s.name == "lake_maintenance"] == [
         "0 3 * * *"
     ]
+
+
+def test_a_lake_failure_never_stops_an_owners_refresh(
+    fleet_env: tuple[Fleet, Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fleet, settings = fleet_env
+    from centsync.pipelines.fleet.shard import refresh_shard
+    from centsync.warehouse import lake
+
+    def unreadable(*_: object) -> None:
+        raise OSError("the lake's disk went away")
+
+    monkeypatch.setattr(lake, "collect", unreadable)  # a fault in the lake, nowhere else
+    [result] = refresh_shard(settings, ["owner-001"], 1)
+    # the owner's warehouse is refreshed and published; the shard run names the lake's trouble
+    assert result.verdict == "agree"
+    assert result.error == "lake: OSError: the lake's disk went away"
+    path = settings.data_home / "owners" / "owner-001" / "centsync.duckdb"
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        rows = con.execute("SELECT count(*) FROM core.transactions").fetchone()
+    finally:
+        con.close()
+    assert rows == (len(fleet.owners["owner-001"].service.ledger.rows),)
+    assert not (settings.lake / "core").exists()  # nothing half-published
