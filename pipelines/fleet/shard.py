@@ -44,13 +44,6 @@ class OwnerResult:
         return {k: v for k, v in self.__dict__.items() if v not in ("", None) and k != "collected"}
 
 
-def refresh_owner(
-    base: Settings, owner: str, mode: Literal["auto", "full", "hot"] = "auto"
-) -> OwnerResult:
-    """Refresh one owner in this process, then publish it into the lake; never raises."""
-    return refresh_shard(base, [owner], 1, mode)[0]
-
-
 def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -> OwnerResult:
     """Refresh one owner in this process (its lake publish comes after); never raises."""
     from centsync.pipelines.defs.resources import api_client
