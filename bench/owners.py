@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 import psutil
 
+from centsync.pipelines.fleet.shard import SHARD
 from centsync.sandbox.fleet import key_variable
 from centsync.sandbox.server import free_port, spawn_serve
 
@@ -279,7 +280,7 @@ def main() -> None:
     p.add_argument("--launch", choices=("shard", "cli"), default="shard")
     p.add_argument("--concurrency", type=int, default=1, help="owners at once in a shard")
     p.add_argument("--processes", type=int, default=2, help="shard workers (--launch shard)")
-    p.add_argument("--shard", type=int, default=25, help="owners per shard (--launch shard)")
+    p.add_argument("--shard", type=int, default=SHARD, help="owners per shard (--launch shard)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
     p.add_argument("--no-rate-limit", action="store_true")
     p.add_argument("--verify-pages", type=int, default=4)

@@ -50,14 +50,10 @@ def refresh_all(config: Settings, flags: list[str], concurrency: int) -> dict[st
     }
 
 
-# owners published together: one commit per changed table, one lake shard (a Dagster shard
-# run's size, pipelines/fleet/definitions.py)
-PUBLISH_BATCH = 25
-
-
 def _publish_all(config: Settings, results: dict[str, dict[str, Any]]) -> None:
-    """Publish the owners whose refresh landed into the lake, in batches of PUBLISH_BATCH; a
+    """Publish the owners whose refresh landed into the lake, a shard (SHARD) at a time; a
     batch that fails leaves the lake as it was for its owners, who then exit 6."""
+    from centsync.pipelines.fleet.shard import SHARD
     from centsync.pipelines.owners import owner_home
     from centsync.pipelines.settings import WAREHOUSE_NAME
     from centsync.warehouse.lake import publish_many
@@ -67,8 +63,8 @@ def _publish_all(config: Settings, results: dict[str, dict[str, Any]]) -> None:
         for n, r in results.items()
         if r["exit_code"] in (errors.OK, errors.DIFFER, errors.REJECTED)
     ]
-    for i in range(0, len(landed), PUBLISH_BATCH):
-        batch = landed[i : i + PUBLISH_BATCH]
+    for i in range(0, len(landed), SHARD):
+        batch = landed[i : i + SHARD]
         try:
             done = publish_many(
                 [(n, owner_home(config.data_home, n) / WAREHOUSE_NAME) for n in batch], config.lake

@@ -18,13 +18,11 @@ from typing import Any
 import dagster as dg
 
 from centsync.pipelines.defs.resources import settings_resource
-from centsync.pipelines.fleet.shard import refresh_shard
+from centsync.pipelines.fleet.shard import SHARD, refresh_shard
 from centsync.pipelines.settings import Settings
 
 OWNERS_NAME = "owners"
 OWNERS = dg.DynamicPartitionsDefinition(name=OWNERS_NAME)
-# owners per run: one process per household costs more than its refresh (docs/scale.md)
-SHARD = 25
 RANGE_START, RANGE_END = "dagster/asset_partition_range_start", "dagster/asset_partition_range_end"
 
 

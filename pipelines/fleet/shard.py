@@ -23,6 +23,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("centsync.fleet")
 
+# owners per shard run and per lake commit: one process per household costs more than its
+# refresh, and a shard is one lake partition (docs/scale.md)
+SHARD = 25
+
 
 @dataclass
 class OwnerResult:
