@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -82,10 +82,12 @@ def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> P
 @dataclass(frozen=True)
 class Collected:
     """An owner's tables that changed since it last published them, read for the lake: each
-    table's Arrow rows (with its owner column) and its new fingerprint."""
+    table's Arrow rows (with its owner column) and its new fingerprint; and the marks they
+    were compared with (what the owner last published, its shard)."""
 
     owner: str
     tables: list[tuple[tuple[str, str], pa.Table, str]]
+    marks: dict[str, str]
 
 
 def collect(con: duckdb.DuckDBPyConnection, lake: Path, owner: str) -> Collected:
@@ -110,7 +112,7 @@ def collect(con: duckdb.DuckDBPyConnection, lake: Path, owner: str) -> Collected
             found.append(((schema, name), data, mark))
     finally:
         con.execute(f"SET TimeZone = '{str(zone).replace(chr(39), chr(39) * 2)}'")
-    return Collected(owner, found)
+    return Collected(owner, found, marks)
 
 
 def _check_name(owner: str) -> None:
@@ -144,7 +146,7 @@ def publish_many(
     batch = [o if isinstance(o, Collected) else _collect_file(o[0], o[1], lake) for o in owners]
     names = [c.owner for c in batch]
     first = min(names) if names else ""
-    marks = {o: _marks(lake, o) for o in names}
+    marks = {c.owner: c.marks for c in batch}  # as `collect` read them: once per owner
     shard = {o: str(marks[o].get(_SHARD) or first) for o in names}
     pending: dict[tuple[str, str], list[tuple[str, pa.Table]]] = {}
     tables = dict.fromkeys(names, 0)
@@ -181,7 +183,6 @@ def _commit(
 ) -> int:
     """One commit of the batch's rows of one table; the retries it took."""
     import pyarrow as pa
-    from deltalake.exceptions import CommitFailedError
 
     data = pa.concat_tables(
         [
@@ -196,15 +197,22 @@ def _commit(
         # where their rows are: so a commit conflicts only with commits in the same shards
         shards = sorted({shard[o] for o in owners})
         predicate = f"shard IN ({_in_list(shards)}) AND {predicate}"
+    return _retried(lambda: _write(target, data, predicate), attempts, 0.01)
+
+
+def _retried(commit: Callable[[], object], attempts: int, pause: float) -> int:
+    """Run a Delta commit, again (after a growing random pause) each time another writer
+    committed first (CommitFailedError: it reads the new version); the retries it took."""
+    from deltalake.exceptions import CommitFailedError
+
     for attempt in range(attempts):
         try:
-            _write(target, data, predicate)
+            commit()
             return attempt
         except CommitFailedError:
-            # another batch committed first: read the new version and try again
             if attempt == attempts - 1:
                 raise
-            time.sleep(random.uniform(0.01, 0.05) * (attempt + 1))
+            time.sleep(random.uniform(pause, pause * 5) * (attempt + 1))
     return attempts
 
 
@@ -489,35 +497,20 @@ def maintain(lake: Path, *, retain_hours: int = 24, attempts: int = 10) -> list[
     not name yet, and a vacuum deletes every file the kept versions do not name.
     """
     from deltalake import DeltaTable
-    from deltalake.exceptions import CommitFailedError
 
     done = []
     for schema, name, path in lake_tables(lake):
         started = time.monotonic()
+        before = len(DeltaTable(path).file_uris())
+        # each attempt on the newest version: a publish may have committed since
+        _retried(lambda: DeltaTable(path).optimize.compact(), attempts, 0.05)  # noqa: B023
         table = DeltaTable(path)
-        before = len(table.file_uris())
-        for attempt in range(attempts):
-            try:
-                table.optimize.compact()
-                break
-            except CommitFailedError:
-                if attempt == attempts - 1:
-                    raise
-                time.sleep(random.uniform(0.05, 0.2) * (attempt + 1))
-                table = DeltaTable(path)
-        table = DeltaTable(path)
+        after = len(table.file_uris())  # a vacuum removes no file of the current version
         table.create_checkpoint()
         removed = table.vacuum(
             retention_hours=retain_hours, dry_run=False, enforce_retention_duration=False
         )
         table.cleanup_metadata()
-        done.append(
-            Maintained(
-                f"{schema}.{name}",
-                before,
-                len(DeltaTable(path).file_uris()),
-                len(removed),
-                round(time.monotonic() - started, 3),
-            )
-        )
+        seconds = round(time.monotonic() - started, 3)
+        done.append(Maintained(f"{schema}.{name}", before, after, len(removed), seconds))
     return done
