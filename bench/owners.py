@@ -270,9 +270,7 @@ def save(report: dict[str, Any]) -> None:
     (out / "owners.json").write_text(json.dumps(report, indent=2, default=str))
 
 
-def main() -> None:
-    from centsync.warehouse.lake import maintain
-
+def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -289,7 +287,73 @@ def main() -> None:
     )
     p.add_argument("--rows-per-owner", type=int, default=5000)
     p.add_argument("--keep", action="store_true", help="keep the temporary folder")
-    args = p.parse_args()
+    return p.parse_args()
+
+
+def measure(args: argparse.Namespace, n: int, folder: Path) -> dict[str, Any]:
+    """N owners served, first-synced, a day later refreshed; then disk, maintenance, queries."""
+    from centsync.warehouse.lake import maintain
+
+    proc, doc = serve(n, folder, not args.no_rate_limit)
+    server = psutil.Process(proc.pid)
+    names = list(doc["owners"])
+    try:
+        entry: dict[str, Any] = {}
+        s_cpu = sum(server.cpu_times()[:2])
+        entry["first_sync"] = run_round(args, folder, names, "auto")
+        print(f"  {n} owners first sync: {json.dumps(entry['first_sync'])}", flush=True)
+        advance_clocks(doc)
+        entry["daily_refresh"] = run_round(args, folder, names, "auto")
+        print(f"  {n} owners daily refresh: {json.dumps(entry['daily_refresh'])}", flush=True)
+        entry["server_cpu_s_per_owner"] = round((sum(server.cpu_times()[:2]) - s_cpu) / n / 2, 2)
+        entry["server_rss_mb"] = round(server.memory_info().rss / 1e6)
+        entry["peak_rss_mb_bench_process"] = round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
+        )
+        # the largest finished child: a shard worker (the server is still running)
+        entry["peak_rss_mb_worker"] = round(
+            resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e3
+        )
+        entry["disk"] = disk(folder, names)
+        entry["query_before_maintenance"] = query_times(folder / "lake", names[0])
+        started = time.monotonic()
+        # `centsync lake --retain-hours 0`: the steady state (the default keeps a day more)
+        done = maintain(folder / "lake", retain_hours=0)
+        entry["maintenance"] = {
+            "seconds": round(time.monotonic() - started, 2),
+            "files_after": sum(d.files_after for d in done),
+            "removed": sum(d.removed for d in done),
+        }
+        entry["disk"]["lake_mb_after_maintenance"] = disk(folder, names)["lake_mb"]
+        entry["query"] = query_times(folder / "lake", names[0])
+        print(f"  {n} owners: disk {entry['disk']} query {entry['query']}", flush=True)
+        return entry
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+
+
+def synthetic(args: argparse.Namespace) -> dict[str, Any]:
+    """The cross-owner queries over a synthetic lake of `--synthetic` owners."""
+    folder = Path(tempfile.mkdtemp(prefix="owners-synthetic-"))
+    try:
+        lake = synthetic_lake(folder, args.synthetic, args.rows_per_owner)
+        found = {
+            "owners": args.synthetic,
+            "rows": args.synthetic * args.rows_per_owner,
+            "lake_mb": round(
+                sum(f.stat().st_size for f in lake.rglob("*") if f.is_file()) / 1e6, 1
+            ),
+            **query_times(lake, "owner-00001", reps=3),
+        }
+        print(f"  synthetic: {json.dumps(found)}", flush=True)
+        return found
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    args = parse_args()
     if args.worker:
         worker(json.loads(args.worker))
         return
@@ -301,63 +365,14 @@ def main() -> None:
     report: dict[str, Any] = {"load_before": os.getloadavg(), "args": vars(args), "runs": {}}
     for n in [x for x in args.owners if x > 0]:
         folder = Path(tempfile.mkdtemp(prefix=f"owners-{n}-"))
-        proc, doc = serve(n, folder, not args.no_rate_limit)
-        server = psutil.Process(proc.pid)
-        names = list(doc["owners"])
         try:
-            entry: dict[str, Any] = {}
-            s_cpu = sum(server.cpu_times()[:2])
-            entry["first_sync"] = run_round(args, folder, names, "auto")
-            print(f"  {n} owners first sync: {json.dumps(entry['first_sync'])}", flush=True)
-            advance_clocks(doc)
-            entry["daily_refresh"] = run_round(args, folder, names, "auto")
-            print(f"  {n} owners daily refresh: {json.dumps(entry['daily_refresh'])}", flush=True)
-            entry["server_cpu_s_per_owner"] = round(
-                (sum(server.cpu_times()[:2]) - s_cpu) / n / 2, 2
-            )
-            entry["server_rss_mb"] = round(server.memory_info().rss / 1e6)
-            entry["peak_rss_mb_bench_process"] = round(
-                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3
-            )
-            # the largest finished child: a shard worker (the server is still running)
-            entry["peak_rss_mb_worker"] = round(
-                resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1e3
-            )
-            entry["disk"] = disk(folder, names)
-            entry["query_before_maintenance"] = query_times(folder / "lake", names[0])
-            started = time.monotonic()
-            # `centsync lake --retain-hours 0`: the steady state (the default keeps a day more)
-            done = maintain(folder / "lake", retain_hours=0)
-            entry["maintenance"] = {
-                "seconds": round(time.monotonic() - started, 2),
-                "files_after": sum(d.files_after for d in done),
-                "removed": sum(d.removed for d in done),
-            }
-            entry["disk"]["lake_mb_after_maintenance"] = disk(folder, names)["lake_mb"]
-            entry["query"] = query_times(folder / "lake", names[0])
-            report["runs"][n] = entry
+            report["runs"][n] = measure(args, n, folder)
             save(report)  # what is measured so far, whatever comes after
-            print(f"  {n} owners: disk {entry['disk']} query {entry['query']}", flush=True)
         finally:
-            os.killpg(proc.pid, signal.SIGTERM)
-            proc.wait(timeout=60)
             if not args.keep:
                 shutil.rmtree(folder, ignore_errors=True)
     if args.synthetic:
-        folder = Path(tempfile.mkdtemp(prefix="owners-synthetic-"))
-        try:
-            lake = synthetic_lake(folder, args.synthetic, args.rows_per_owner)
-            report["synthetic"] = {
-                "owners": args.synthetic,
-                "rows": args.synthetic * args.rows_per_owner,
-                "lake_mb": round(
-                    sum(f.stat().st_size for f in lake.rglob("*") if f.is_file()) / 1e6, 1
-                ),
-                **query_times(lake, "owner-00001", reps=3),
-            }
-            print(f"  synthetic: {json.dumps(report['synthetic'])}", flush=True)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+        report["synthetic"] = synthetic(args)
     report["load_after"] = os.getloadavg()
     save(report)
     print(json.dumps(report, indent=2, default=str))
