@@ -8,6 +8,7 @@ tests run the same code. See docs/reconciliation.md for the rules.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import time
 import uuid
@@ -59,9 +60,10 @@ class Outcome:
     seconds: float = 0.0
     marts_seconds: float = 0.0
 
-    @property
+    @functools.cached_property
     def differences(self) -> pl.DataFrame:
-        """The comparisons that do not agree, unexplained first, narrowest scope first."""
+        """The comparisons that do not agree, unexplained first, narrowest scope first (once:
+        `results` is not changed after the reconciliation)."""
         return rules.narrowest_first(self.results)
 
     def counts(self) -> dict[str, int]:

@@ -27,6 +27,7 @@ import duckdb
 import orjson
 
 from centsync.warehouse.errors import WarehouseError
+from centsync.warehouse.migrate import current_version
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -239,8 +240,24 @@ def _fingerprints(
 _BOOKKEEPING = {"refresh_id", "first_seen_refresh", "last_seen_refresh"}
 
 
+# the published tables' columns are the migrations' (core and marts are made by them alone):
+# read once per schema version and process, not per refresh (duckdb_columns() is ~15 ms)
+_COLUMNS: dict[int, dict[tuple[str, str], list[tuple[str, str]]]] = {}
+
+
 def _columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[tuple[str, str]]]:
-    """Every published table's columns and types (one query), in table and column order."""
+    """Every published table's columns and types, in table and column order (not to be
+    changed: shared by every warehouse at this schema version)."""
+    version = current_version(con)
+    if not version:  # not a migrated warehouse: its own tables
+        return _read_columns(con)
+    found = _COLUMNS.get(version)
+    if found is None:
+        found = _COLUMNS[version] = _read_columns(con)
+    return found
+
+
+def _read_columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[tuple[str, str]]]:
     found: dict[tuple[str, str], list[tuple[str, str]]] = {}
     for schema, name, column, kind in con.execute(
         "SELECT schema_name, table_name, column_name, data_type FROM duckdb_columns() "
