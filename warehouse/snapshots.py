@@ -34,34 +34,34 @@ class Snapshots(Session):
         rid = self._rid()
         split = self._split(entity, frame)
         result = LoadResult(entity, landed=split.valid.height, rejected=split.rejected_count)
+        again = self._snapshotted(entity)
         with self._registered(split.valid) as src, self.transaction() as con:
-            con.execute(f"CREATE OR REPLACE TEMP VIEW _new_snap AS SELECT {core_cols} FROM {src}")
+            new = f"(SELECT {core_cols} FROM {src})"
             differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in compared)
             row = con.execute(
                 f"""
                 SELECT count(*) FILTER (WHERE o.{key} IS NULL),
                        count(*) FILTER (WHERE o.{key} IS NOT NULL AND ({differs})),
-                       (SELECT count(*) FROM core.{entity} oo ANTI JOIN _new_snap nn ON oo.{key} = nn.{key})
-                FROM _new_snap n LEFT JOIN core.{entity} o ON o.{key} = n.{key}
+                       (SELECT count(*) FROM core.{entity} oo ANTI JOIN {new} nn ON oo.{key} = nn.{key})
+                FROM {new} n LEFT JOIN core.{entity} o ON o.{key} = n.{key}
                 """
             ).fetchall()[0]
             assert row is not None
             result.inserted, result.updated, result.deleted = int(row[0]), int(row[1]), int(row[2])
             con.execute(f"DELETE FROM core.{entity}")
-            con.execute(f"INSERT INTO core.{entity} SELECT *, ? FROM _new_snap", [rid])
+            con.execute(f"INSERT INTO core.{entity} SELECT *, ? FROM {new}", [rid])
             con.execute(f"DELETE FROM raw.{entity}")
             con.execute(
                 f"INSERT INTO raw.{entity} SELECT {key}::UUID, ?, raw::JSON FROM {src}", [rid]
             )
-            # Re-snapshotting within one refresh replaces that refresh's history rows: one per refresh.
-            con.execute(f"DELETE FROM history.{entity} WHERE refresh_id = ?", [rid])
+            if again:  # one history row set per refresh: a second snapshot replaces the first
+                con.execute(f"DELETE FROM history.{entity} WHERE refresh_id = ?", [rid])
             con.execute(
                 f"INSERT INTO history.{entity} SELECT refresh_id, now(), {history_cols} FROM core.{entity}"
             )
             for sql in extra:
                 con.execute(sql, [rid])
             self._land_rejected(entity, split.rejected)
-            con.execute("DROP VIEW IF EXISTS _new_snap")
         self.stats.add(result)
         return result
 
@@ -85,9 +85,8 @@ class Snapshots(Session):
             ),
             history_cols="id, name, type, subtype, currency, balance, connection_id, institution, updated_at",
             extra=[
-                "DELETE FROM history.net_worth WHERE refresh_id = $1",
                 """
-                INSERT INTO history.net_worth
+                INSERT OR REPLACE INTO history.net_worth
                 SELECT $1, now(), any_value(currency),
                        coalesce(sum(balance) FILTER (WHERE balance > 0), 0)::BIGINT,
                        coalesce(-sum(balance) FILTER (WHERE balance < 0), 0)::BIGINT,
@@ -170,7 +169,8 @@ class Snapshots(Session):
                     )
                     con.execute("DELETE FROM raw.settings")
                     con.execute(f"INSERT INTO raw.settings SELECT ?, raw::JSON FROM {src}", [rid])
-                    con.execute("DELETE FROM history.settings WHERE refresh_id = ?", [rid])
+                    if self._snapshotted("settings"):
+                        con.execute("DELETE FROM history.settings WHERE refresh_id = ?", [rid])
                     con.execute(
                         f"INSERT INTO history.settings SELECT ?, now(), timezone, currency, locale, week_start FROM {src}",
                         [rid],
