@@ -20,6 +20,7 @@ import duckdb
 import polars as pl
 
 from centsync.extract import ApiClient
+from centsync.pipelines.refresh.plan import ONE_THREAD_ROWS
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
 from centsync.transform.calendar import (
@@ -102,14 +103,21 @@ def rebuild_marts(
 
     `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
     """
+    ledger = store.transactions(con) if tx is None else tx
     core = mart_rules.CoreFrames(
-        transactions=(store.transactions(con) if tx is None else tx).lazy(),
+        transactions=ledger.lazy(),
         accounts=store.accounts(con).lazy(),
         categories=store.categories(con).lazy(),
         net_worth_history=store.net_worth_history(con).lazy(),
         today=today,
     )
-    return store.replace_marts(con, mart_rules.build(core, validate=validation.validated))
+    # a household's ledger runs on Polars' in-memory engine (its default's start-up is most of
+    # a small plan's cost); a big one keeps the default
+    small = ledger.height <= ONE_THREAD_ROWS
+    marts = mart_rules.build(
+        core, validate=validation.validated, engine="in-memory" if small else "auto"
+    )
+    return store.replace_marts(con, marts)
 
 
 def fetch_aggregates(

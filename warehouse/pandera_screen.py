@@ -24,6 +24,10 @@ import polars as pl
 # before that, so it registers them here (the public hook pandera's schemas call themselves).
 pa.DataFrameSchema.register_default_backends(pl.LazyFrame)
 
+# Frames up to this many rows are screened on Polars' in-memory engine without plan
+# optimisations (a household's every frame); larger ones keep Polars' defaults
+SMALL_FRAME = 100_000
+
 # Attributes (as `vars` names them, without a leading underscore) the screen judges itself.
 _COLUMN_JUDGED = frozenset(
     {"dtype", "checks", "name", "title", "description", "metadata", "nullable", "unique"}
@@ -157,7 +161,15 @@ def passes_every_check(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
         if any(c not in frame.columns for c in unique):
             return False
         no_duplicates(unique)
-    return all(bool(v.item()) for v in pl.collect_all(verdicts)) if verdicts else True
+    if not verdicts:
+        return True
+    if frame.height > SMALL_FRAME:
+        return all(bool(v.item()) for v in pl.collect_all(verdicts))
+    # a plan per check over a small frame: Polars' planning and its default engine's start-up
+    # were most of the cost; the in-memory engine, unoptimised, gives the same verdicts in two
+    # thirds of the time (a household refresh's 17 frames: 35 ms, then 22 ms)
+    small = pl.collect_all(verdicts, engine="in-memory", optimizations=pl.QueryOptFlags.none())
+    return all(bool(v.item()) for v in small)
 
 
 def validated(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> pl.DataFrame:
