@@ -269,6 +269,12 @@ def _read_columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[
     return found
 
 
+def shards(lake: Path, owners: Sequence[str]) -> dict[str, str | None]:
+    """Each owner's lake shard (its partition since it was first published; None for an owner
+    not published yet)."""
+    return {o: _marks(lake, o).get(_SHARD) for o in owners}
+
+
 def _marks_path(lake: Path, owner: str) -> Path:
     return lake / "_published" / f"{owner}.json"
 

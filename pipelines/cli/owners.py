@@ -51,9 +51,10 @@ def refresh_all(config: Settings, flags: list[str], concurrency: int) -> dict[st
 
 
 def _publish_all(config: Settings, results: dict[str, dict[str, Any]]) -> None:
-    """Publish the owners whose refresh landed into the lake, a shard (SHARD) at a time; a
-    batch that fails leaves the lake as it was for its owners, who then exit 6."""
-    from centsync.pipelines.fleet.shard import SHARD
+    """Publish the owners whose refresh landed into the lake, a shard at a time (`batches`:
+    up to SHARD owners of one lake shard); a batch that fails leaves the lake as it was for its
+    owners, who then exit 6."""
+    from centsync.pipelines.fleet.shard import batches
     from centsync.pipelines.owners import owner_home
     from centsync.pipelines.settings import WAREHOUSE_NAME
     from centsync.warehouse.lake import publish_many
@@ -63,8 +64,7 @@ def _publish_all(config: Settings, results: dict[str, dict[str, Any]]) -> None:
         for n, r in results.items()
         if r["exit_code"] in (errors.OK, errors.DIFFER, errors.REJECTED)
     ]
-    for i in range(0, len(landed), SHARD):
-        batch = landed[i : i + SHARD]
+    for batch in batches(landed, config.lake):
         try:
             done = publish_many(
                 [(n, owner_home(config.data_home, n) / WAREHOUSE_NAME) for n in batch], config.lake

@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 
 from centsync.pipelines.defs.resources import settings_resource
-from centsync.pipelines.fleet.shard import SHARD, refresh_shard
+from centsync.pipelines.fleet.shard import SHARD, batches, refresh_shard
 from centsync.pipelines.settings import Settings
 
 OWNERS_NAME = "owners"
@@ -75,9 +75,9 @@ def service_of(settings: Settings, owner: str) -> str:
 def shard_requests(
     settings: Settings, keys: Sequence[str], mode: str, run_key: str, shard: int = SHARD
 ) -> Iterator[dg.RunRequest]:
-    """One run request per shard of consecutive owners (by the partitions' order)."""
-    for i in range(0, len(keys), shard):
-        part = keys[i : i + shard]
+    """One run request per shard of consecutive owners (by the partitions' order): at most
+    `shard` owners, who share a lake shard (`fleet.shard.batches`)."""
+    for part in batches(keys, settings.lake, shard):
         tags = {
             RANGE_START: part[0],
             RANGE_END: part[-1],

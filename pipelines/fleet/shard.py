@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from centsync.pipelines.settings import Settings
@@ -26,6 +27,26 @@ log = logging.getLogger("centsync.fleet")
 # owners per shard run and per lake commit: one process per household costs more than its
 # refresh, and a shard is one lake partition (docs/scale.md)
 SHARD = 25
+
+
+def batches(owners: Sequence[str], lake: Path, size: int = SHARD) -> list[list[str]]:
+    """The owners, in order, in batches of at most `size` consecutive owners that share a lake
+    shard (or are all new to the lake), so a batch's commit touches one partition.
+
+    Owners keep the shard they were first published in; when some leave the owners file, the
+    plain chunks of `size` would straddle two shards and rewrite both partitions each day.
+    """
+    from centsync.warehouse.lake import shards
+
+    known = shards(lake, owners)
+    out: list[list[str]] = []
+    for owner in owners:
+        last = out[-1] if out else None
+        if last is None or len(last) >= size or known[owner] != known[last[0]]:
+            out.append([owner])
+        else:
+            last.append(owner)
+    return out
 
 
 @dataclass

@@ -108,6 +108,10 @@ def test_a_shard_run_refreshes_its_owners_into_their_warehouses_and_the_lake(
         "owner-002"
     }
     assert len(list((table / "_delta_log").glob("*.json"))) == 1
+    # the daily schedule's runs follow the lake's shards: owner-001 (not published yet) is
+    # not put in owner-002's run, though its partition comes first
+    daily = list(fleet_defs.shard_requests(settings, list(fleet.owners), "auto", "d"))
+    assert [r.tags["centsync/shard"] for r in daily] == ["owner-001", "owner-002..owner-003"]
 
     # the daily maintenance: a real run of the fleet's job, through its own definitions
     defs = fleet_defs.build(settings)

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from centsync.pipelines.fleet.shard import batches
 from centsync.warehouse.lake import (
     LakeLayoutError,
     Published,
@@ -87,6 +88,28 @@ def test_shards_publish_in_one_commit_each_and_stay_in_their_partition(tmp_path:
     # a republish after maintenance still replaces only its own rows
     publish(files["a1"], lake, "a1")
     assert sum(_counts(lake).values()) == 3 + sum(20 + i for i, o in enumerate(A + B) if o != "a1")
+
+
+def test_batches_keep_each_owner_in_its_shard_when_owners_leave_and_join(tmp_path: Path) -> None:
+    lake = tmp_path / "lake"
+    files = {o: _warehouse(tmp_path / f"{o}.duckdb", i, 5 + i) for i, o in enumerate(A + B)}
+    publish_many([(o, files[o]) for o in A], lake)
+    publish_many([(o, files[o]) for o in B], lake)
+    # a1 leaves the owners file, n0 joins it: plain chunks of 3 would put b0 with a0 and a2
+    owners = ["a0", "a2", "b0", "b1", "b2", "n0"]
+    assert batches(owners, lake, 3) == [["a0", "a2"], ["b0", "b1", "b2"], ["n0"]]
+    assert batches(owners, lake, 2) == [["a0", "a2"], ["b0", "b1"], ["b2"], ["n0"]]
+    assert batches(["n0", "n1", "n2"], lake, 2) == [["n0", "n1"], ["n2"]]  # all new: chunks
+    files["n0"] = _warehouse(tmp_path / "n0.duckdb", 6, 4)
+    before = _files(lake, "a0"), _files(lake, "b0")
+    for batch in batches(owners, lake, 3):
+        published = publish_many([(o, files[o]) for o in batch], lake)
+        assert {p.shard for p in published} == {batch[0]}  # one partition per commit
+    # only the shards that changed got a file: a0 (a1 still there, its rows kept) and n0;
+    # b0's unchanged owners committed nothing
+    assert _files(lake, "a0") == before[0] and _files(lake, "b0") == before[1]
+    assert _files(lake, "n0") == 1
+    assert _counts(lake) == {**{o: 5 + i for i, o in enumerate(A + B)}, "n0": 4}
 
 
 def test_a_lake_of_the_old_layout_is_refused_with_what_to_do(tmp_path: Path) -> None:
