@@ -214,6 +214,7 @@ def compare(
             aggregates.spending_requests,
             aggregates.spending_rows,
             store.categories(con),
+            engine="in-memory" if tx.height <= ONE_THREAD_ROWS else "auto",
         ),
         rules.summary_checks(tx.lazy(), aggregates.summaries),
         rules.account_checks(

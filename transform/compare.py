@@ -11,6 +11,7 @@ import datetime as dt
 import polars as pl
 
 from centsync.transform.calendar import month_end
+from centsync.transform.marts import Engine
 from centsync.transform.spending import expenses, merchant_key
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
@@ -193,16 +194,18 @@ def spending_checks(
     requests: pl.DataFrame,
     rows: pl.DataFrame,
     category_labels: pl.DataFrame | None = None,
+    engine: Engine = "auto",
 ) -> pl.DataFrame:
     """Compare every spending request of the service with the local expense rows of its range.
 
     `requests`: group_by, from_date, to_date (one row per request). `rows`: group_by,
-    from_date, to_date, key, label, amount, count (the rows of each response).
+    from_date, to_date, key, label, amount, count (the rows of each response). `engine`: the
+    Polars engine the plans run on (a household's ledger: "in-memory", see `marts.build`).
     """
     exp = (
         expenses(tx)
         .select("booked_at", "amount", pl.col("category_id").alias("category"), "concept")
-        .collect()
+        .collect(engine=engine)
         .lazy()
     )
     month_requests = requests.filter(pl.col("group_by") == "month")
@@ -223,7 +226,9 @@ def spending_checks(
         local = _local_spending(exp, group_by, lo, hi, labels)
         server = _server_spending(server_rows, group_by, lo, hi)
         out.append(_spending_comparison(local, server, group_by, lo, hi, whole))
-    return pl.concat(pl.collect_all(out), how="vertical_relaxed") if out else _empty_results()
+    if not out:
+        return _empty_results()
+    return pl.concat(pl.collect_all(out, engine=engine), how="vertical_relaxed")
 
 
 def summary_checks(tx: pl.LazyFrame, summaries: pl.DataFrame) -> pl.DataFrame:

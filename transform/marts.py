@@ -120,6 +120,11 @@ SCHEMAS: dict[str, pa.DataFrameSchema] = {
 MART_NAMES = tuple(SCHEMAS)
 
 
+# The Polars engine a plan runs on: a household's small ledger runs "in-memory", where the
+# default engine's start-up was most of a small plan's cost; a big ledger keeps "auto"
+Engine = Literal["auto", "in-memory", "streaming"]
+
+
 @dataclass(frozen=True)
 class CoreFrames:
     """The inputs of the marts, as read from the warehouse."""
@@ -139,7 +144,7 @@ def build(
     core: CoreFrames,
     *,
     validate: Callable[[pa.DataFrameSchema, pl.DataFrame], pl.DataFrame] = _pandera,
-    engine: Literal["auto", "in-memory", "streaming"] = "auto",
+    engine: Engine = "auto",
 ) -> dict[str, pl.DataFrame]:
     """Every mart, collected and validated (pandera raises on a broken rule).
 
