@@ -104,16 +104,7 @@ class Session:
             try:
                 if published.exists():
                     shutil.copyfile(published, work)  # on a full disk: removed below
-                con = duckdb.connect(str(work), config=NEW_FILE)  # a copy keeps its own
-                # Automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and
-                # again (a third of a month-by-month first sync); never checkpointing keeps every
-                # row in memory until the end (+700 MB at 1M rows). 64 MB measured best of both.
-                con.execute("SET checkpoint_threshold = '64MB'")
-                # Nothing of the working copy is kept after a crash (stale copies are removed
-                # above): its commits need no fsync (~0.5 ms each, a dozen per household). The
-                # file that is published is fsynced whole before it replaces the old one
-                # (paths.publish_file), as every publish here does.
-                con.execute("SET fsync_mode = 'NONE'")
+                con = _connect_working_copy(work)
                 wh = cls(con, work)
                 wh._published_path = published
                 if check is not None:
@@ -483,6 +474,21 @@ def _all_json(raw: pl.Series) -> bool:
     except orjson.JSONDecodeError:
         return False
     return True
+
+
+def _connect_working_copy(work: Path) -> duckdb.DuckDBPyConnection:
+    """A connection to a refresh's working copy, set for a refresh."""
+    con = duckdb.connect(str(work), config=NEW_FILE)  # a copy keeps its own block size
+    # Automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and again (a
+    # third of a month-by-month first sync); never checkpointing keeps every row in memory
+    # until the end (+700 MB at 1M rows). 64 MB measured best of both.
+    con.execute("SET checkpoint_threshold = '64MB'")
+    # Nothing of a working copy is kept after a crash (stale copies are removed before a
+    # refresh): its commits need no fsync (~0.5 ms each, a dozen per household). The file that
+    # is published is fsynced whole before it replaces the old one (paths.publish_file), as
+    # every publish here does.
+    con.execute("SET fsync_mode = 'NONE'")
+    return con
 
 
 # A warehouse up to this size is written anew, compact, at the end of each refresh (below)
