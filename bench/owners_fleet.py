@@ -40,24 +40,22 @@ sys.path.insert(0, str(BENCH.parent / "tests"))  # the fleet's loopback machiner
 from owners import advance_clocks, serve  # noqa: E402
 
 import fleetside  # noqa: E402
+from centsync.pipelines.fleet import definitions as fleet_defs  # noqa: E402
 from centsync.pipelines.fleet.shard import SHARD  # noqa: E402
+from centsync.pipelines.settings import Settings  # noqa: E402
 from centsync.sandbox.fleet import key_variable  # noqa: E402
 
 VARIANTS = {"celery": "celery", "default": "postgres"}  # --launcher: its dagster-*.yaml
 
 
-def launch_round(side: fleetside.Fleetside, shards: list[list[str]], mode: str) -> None:
-    """`dagster job launch` of one run per shard, as the daily schedule asks them (queued)."""
-    from centsync.pipelines.fleet import definitions as fleet_defs
-
+def launch_round(side: fleetside.Fleetside, requests: list[Any], mode: str) -> None:
+    """`dagster job launch` (queued) of the daily schedule's own run requests
+    (`fleet.definitions.shard_requests`), each refreshing its owners one at a time."""
     config = {"ops": {"owner_warehouse": {"config": {"mode": mode, "concurrency": 1}}}}
-    for part in shards:
-        tags = {
-            fleet_defs.RANGE_START: part[0],
-            fleet_defs.RANGE_END: part[-1],
-            "centsync/shard": f"{part[0]}..{part[-1]}",
-            "centsync/service": "sandbox",
-        }
+    for request in requests:
+        tags = dict(request.tags)
+        if request.partition_key:  # a shard of one owner is that owner's partition
+            tags["dagster/partition"] = request.partition_key
         side.run(
             str(fleetside.BIN / "dagster"), "job", "launch", "-w", "workspace.yaml",
             "-j", "owners_refresh", "--tags", json.dumps(tags), "--config-json", json.dumps(config),
@@ -65,14 +63,14 @@ def launch_round(side: fleetside.Fleetside, shards: list[list[str]], mode: str) 
 
 
 def measure(
-    side: fleetside.Fleetside, shards: list[list[str]], args: argparse.Namespace, pg: dict[str, str]
+    side: fleetside.Fleetside, requests: list[Any], args: argparse.Namespace, pg: dict[str, str]
 ) -> dict[str, Any]:
     """One round: every shard queued while no daemon runs, then the fleet's processes started
     and every run finished; owners an hour, and the machine's CPU per owner from the first
     run's start to the last run's end (queueing the runs and starting the processes are not
     the runs' work: the daemon's schedule asks runs without a process per run)."""
     before = {r[0] for r in _runs(pg)}
-    launch_round(side, shards, "auto")
+    launch_round(side, requests, "auto")
     if args.launcher == "celery":
         side.start(
             str(fleetside.BIN / "celery"), "-A", "dagster_celery.app", "worker",
@@ -86,13 +84,13 @@ def measure(
         deadline = time.monotonic() + 3600
         while True:
             runs = [r for r in _runs(pg) if r[0] not in before]
-            if sum(1 for r in runs if r[1] in DONE) >= len(shards) or time.monotonic() > deadline:
+            if sum(1 for r in runs if r[1] in DONE) >= len(requests) or time.monotonic() > deadline:
                 break
             time.sleep(0.5)
         used = psutil.cpu_times()
     finally:
         side.stop()
-    owners = sum(len(p) for p in shards)
+    owners = args.owners
     wall = max(r[3] or 0 for r in runs) - min(r[2] or float("inf") for r in runs)
     return {
         "owners": owners,
@@ -177,11 +175,15 @@ def main() -> None:
                 "import sys; from dagster import DagsterInstance; "
                 "DagsterInstance.get().add_dynamic_partitions('owners', sys.argv[1:])", *names,
             )  # fmt: skip
-            shards = [names[i : i + args.shard] for i in range(0, len(names), args.shard)]
-            first = measure(side, shards, args, pg)
+            # the runs the daily schedule asks: shards of consecutive owners (one lake shard each)
+            fleet = Settings(
+                data_home=folder / "data" / "centsync", owners_file=folder / "owners.toml"
+            )
+            requests = list(fleet_defs.shard_requests(fleet, names, "auto", "bench", args.shard))
+            first = measure(side, requests, args, pg)
             print(f"  {args.owners} owners first sync: {json.dumps(first)}", flush=True)
             advance_clocks(doc, 1)
-            daily = measure(side, shards, args, pg)
+            daily = measure(side, requests, args, pg)
             print(f"  {args.owners} owners daily refresh: {json.dumps(daily)}", flush=True)
         finally:
             side.stop()

@@ -111,13 +111,14 @@ def rebuild_marts(
         net_worth_history=store.net_worth_history(con).lazy(),
         today=today,
     )
-    # a household's ledger runs on Polars' in-memory engine (its default's start-up is most of
-    # a small plan's cost); a big one keeps the default
-    small = ledger.height <= ONE_THREAD_ROWS
-    marts = mart_rules.build(
-        core, validate=validation.validated, engine="in-memory" if small else "auto"
-    )
+    marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
     return store.replace_marts(con, marts)
+
+
+def _engine(ledger: pl.DataFrame) -> mart_rules.Engine:
+    """The Polars engine a ledger's plans run on: a household's runs "in-memory" (the default
+    engine's start-up is most of a small plan's cost); a big one keeps the default."""
+    return "in-memory" if ledger.height <= ONE_THREAD_ROWS else "auto"
 
 
 def fetch_aggregates(
@@ -214,7 +215,7 @@ def compare(
             aggregates.spending_requests,
             aggregates.spending_rows,
             store.categories(con),
-            engine="in-memory" if tx.height <= ONE_THREAD_ROWS else "auto",
+            engine=_engine(tx),
         ),
         rules.summary_checks(tx.lazy(), aggregates.summaries),
         rules.account_checks(
