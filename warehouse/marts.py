@@ -6,6 +6,7 @@ Polars frames for `transform`, and writes what comes back, each write in one tra
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -333,17 +334,17 @@ def replace_marts(
     try:
         for name in MART_TABLES:
             frame = frames[name]
-            con.register("_mart", _arrow(frame))
-            try:
-                cols = ", ".join(f'"{c}"' for c in frame.columns)
-                con.execute(f"DELETE FROM marts.{name}")
-                con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
-            finally:
-                con.unregister("_mart")
+            con.register("_mart", _arrow(frame))  # replaces the last mart's frame
+            cols = ", ".join(f'"{c}"' for c in frame.columns)
+            con.execute(f"DELETE FROM marts.{name}")
+            con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
         con.commit()
     except BaseException:
         con.rollback()
         raise
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister("_mart")
     return {name: frames[name].height for name in MART_TABLES}
 
 

@@ -34,6 +34,13 @@ log = logging.getLogger("centsync.warehouse.store")
 # empty. 16 KiB (DuckDB's least) stores the same warehouse in about 1.5 MB (docs/scale.md). A
 # file keeps the block size it was made with: older warehouses keep 256 KiB.
 BLOCK_SIZE = 16_384
+# A small ledger's refresh (one thread) runs about 200 small statements that take longer to
+# optimise than to run: without DuckDB's optimiser a household's daily refresh spent 7-9 % less
+# CPU (bench/small_statements.py, docs/scale.md). Its passes change plans, never results; a big
+# ledger keeps them (join order, filters pushed into the scans of a million rows).
+SMALL_REFRESH_OPTIMIZER = False
+# A frame up to this many rows stays registered after use until the next frame replaces it
+KEEP_REGISTERED_ROWS = 10_000
 NEW_FILE: dict[str, str | bool | int | float | list[str]] = {"default_block_size": str(BLOCK_SIZE)}
 
 
@@ -52,7 +59,8 @@ class Session:
         self.service_now: dt.datetime | None = None
         self.stats = RefreshStats()
         self._published_path: Path | None = None
-        self._counter = 0
+        self._depth = 0  # frames registered now (_registered)
+        self._together = False  # loads share one transaction (together)
         self._snapshots: set[str] = set()  # entities snapshotted by this session's refresh
 
     # -- opening ------------------------------------------------------------------------------
@@ -187,22 +195,44 @@ class Session:
     # -- plumbing -----------------------------------------------------------------------------
 
     def transaction(self) -> contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]:
-        """One DuckDB transaction: commit on success, roll back on any exception."""
+        """One DuckDB transaction: commit on success, roll back on any exception (inside
+        `together`, the loads' shared transaction)."""
+        if self._together:
+            return contextlib.nullcontext(self.con)
         return transaction(self.con)
+
+    @contextlib.contextmanager
+    def together(self) -> Iterator[None]:
+        """Several loads in one transaction, each load's own joining it: all of them land or
+        none, with one commit where each would make its own (~1.7 ms each: a refresh's six
+        snapshots and service aggregates, steps.Refresher._after_ledger)."""
+        if self._together:
+            yield
+            return
+        with transaction(self.con):
+            self._together = True
+            try:
+                yield
+            finally:
+                self._together = False
 
     @contextlib.contextmanager
     def _registered(self, frame: pl.DataFrame) -> Iterator[str]:
         """Expose a frame to SQL as an Arrow view (zero copy), for INSERT ... SELECT."""
-        self._counter += 1
-        name = f"_incoming_{self._counter}"
+        # a name per nesting level, registered again by the next frame at that level (which
+        # replaces it: 0.5 ms, against 0.8 ms to register and unregister, ~20 frames a refresh)
+        name = f"_incoming_{self._depth}"
+        self._depth += 1
         # Newest compat level keeps Polars' string views: no copy of every string on the way in.
         self.con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
         try:
             yield name
         finally:
-            # Inside a failed transaction DuckDB refuses even this; the original error matters.
-            with contextlib.suppress(duckdb.TransactionException):
-                self.con.unregister(name)
+            self._depth -= 1
+            if frame.height > KEEP_REGISTERED_ROWS:  # a big frame is let go at once
+                # Inside a failed transaction DuckDB refuses even this; the original error matters.
+                with contextlib.suppress(duckdb.TransactionException):
+                    self.con.unregister(name)
 
     def _snapshotted(self, entity: str) -> bool:
         """Whether `entity` was already snapshotted in this session (its history rows of this
@@ -369,6 +399,10 @@ class Session:
             self.con.execute(f"SET memory_limit = '{quoted}'")
         if single_thread is not None:
             self.con.execute("SET threads = 1" if single_thread else "RESET threads")
+            optimise = not single_thread or SMALL_REFRESH_OPTIMIZER
+            self.con.execute(
+                "RESET enable_optimizer" if optimise else "SET enable_optimizer = false"
+            )
 
     def get_meta(self, key: str) -> str | None:
         """Read one ops.meta key (None when unset)."""

@@ -38,12 +38,13 @@ class Snapshots(Session):
         with self._registered(split.valid) as src, self.transaction() as con:
             new = f"(SELECT {core_cols} FROM {src})"
             differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in compared)
-            row = con.execute(
+            row = con.execute(  # one join: the new rows (casts over the frame) read once
                 f"""
-                SELECT count(*) FILTER (WHERE o.{key} IS NULL),
-                       count(*) FILTER (WHERE o.{key} IS NOT NULL AND ({differs})),
-                       (SELECT count(*) FROM core.{entity} oo ANTI JOIN {new} nn ON oo.{key} = nn.{key})
-                FROM {new} n LEFT JOIN core.{entity} o ON o.{key} = n.{key}
+                SELECT count(*) FILTER (WHERE o._old IS NULL),
+                       count(*) FILTER (WHERE n._new AND o._old AND ({differs})),
+                       count(*) FILTER (WHERE n._new IS NULL)
+                FROM (SELECT *, true AS _new FROM {new}) n
+                FULL JOIN (SELECT *, true AS _old FROM core.{entity}) o ON o.{key} = n.{key}
                 """
             ).fetchall()[0]
             assert row is not None

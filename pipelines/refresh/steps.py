@@ -433,15 +433,16 @@ class Refresher:
             *([lambda a: a.transactions_summary()] if whole else []),
         )
         accounts, connections, sync, accounts_summary = got[:4]
-        self.warehouse.snapshot_accounts(accounts)
-        self.warehouse.snapshot_connections(connections)
-        self.warehouse.snapshot_sync_status(sync)
-        self.warehouse.load_accounts_summary(orjson.loads(accounts_summary.raw))
         self.spendings.extend(orjson.loads(sp.raw) for sp in got[4 : 4 + len(groups)])
         if whole:
             self._record_summary("all", None, None, got[-1])
-        self.warehouse.load_transactions_summaries(self.summaries)
-        self.warehouse.load_spending(self.spendings)
+        with self.warehouse.together():  # what the answers say lands whole, in one commit
+            self.warehouse.snapshot_accounts(accounts)
+            self.warehouse.snapshot_connections(connections)
+            self.warehouse.snapshot_sync_status(sync)
+            self.warehouse.load_accounts_summary(orjson.loads(accounts_summary.raw))
+            self.warehouse.load_transactions_summaries(self.summaries)
+            self.warehouse.load_spending(self.spendings)
         self.summary.transactions = warehouse_reads.transaction_count(self.warehouse.con)
 
 

@@ -1,0 +1,83 @@
+"""A household refresh's DuckDB statements with and without DuckDB's optimiser (issue 30).
+
+    uv run --frozen python bench/small_statements.py [--owners 25] [--rounds 8]
+
+A small ledger's refresh runs about 200 small DuckDB statements, and planning them costs more
+than running them: a refresh under ONE_THREAD_ROWS sets `enable_optimizer = false`
+(`Session.refresh_settings`). This measures that choice. N sandbox households (one server
+process, rate limits on) are synced, then refreshed a day later, round after round, in this one
+process, as a shard worker does (`fleet.shard.refresh_shard`: the refresh, reconciliation and
+the shard's lake publish). The rounds alternate the optimiser off and on for the small
+refreshes (`warehouse.session.SMALL_REFRESH_OPTIMIZER`), so the machine's drift falls on both
+alike; every round's CPU-s per owner and verdicts are printed, then each setting's median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from owners import advance_clocks, serve
+
+from centsync.pipelines.fleet.shard import refresh_shard
+from centsync.pipelines.settings import Settings
+from centsync.warehouse import session
+
+
+def cpu() -> float:
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return used.ru_utime + used.ru_stime
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--owners", type=int, default=25)
+    ap.add_argument("--rounds", type=int, default=8, help="daily rounds, alternating")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="centsync-statements-") as tmp:
+        folder = Path(tmp)
+        proc, doc = serve(args.owners, folder, rate_limit=True)
+        try:
+            names = sorted(doc["owners"])
+            base = Settings(
+                data_home=folder / "data",
+                owners_file=folder / "owners.toml",
+                lake=folder / "lake",
+            )
+            refresh_shard(base, names, 1, "auto")  # the first sync, not measured
+            figures: dict[str, list[float]] = {"off": [], "on": []}
+            for n in range(args.rounds):
+                setting = "off" if n % 2 == 0 else "on"
+                session.SMALL_REFRESH_OPTIMIZER = setting == "on"
+                advance_clocks(doc, 1)
+                started, wall = cpu(), time.monotonic()
+                results = refresh_shard(base, names, 1, "auto")
+                per_owner = (cpu() - started) / len(names)
+                verdicts = sorted({r.verdict for r in results})
+                errors = [r.error for r in results if r.error]
+                figures[setting].append(per_owner)
+                print(
+                    f"  round {n + 1}: optimiser {setting:3}  {per_owner:.3f} CPU-s per owner, "
+                    f"{(time.monotonic() - wall) / len(names):.3f} s wall, verdicts {verdicts}"
+                    + (f", errors {errors[:2]}" if errors else ""),
+                    flush=True,
+                )
+        finally:
+            proc.terminate()
+            proc.wait()
+    for setting, values in figures.items():
+        print(
+            f"optimiser {setting:3} for small refreshes: median {statistics.median(values):.3f} "
+            f"CPU-s per owner over {len(values)} rounds of {args.owners} (best {min(values):.3f})"
+        )
+
+
+if __name__ == "__main__":
+    main()
