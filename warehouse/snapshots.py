@@ -12,6 +12,7 @@ from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     LoadResult,
     SettingsResult,
+    diff_counts_sql,
 )
 from centsync.warehouse.session import Session
 
@@ -37,16 +38,7 @@ class Snapshots(Session):
         again = self._snapshotted(entity)
         with self._registered(split.valid) as src, self.transaction() as con:
             new = f"(SELECT {core_cols} FROM {src})"
-            differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in compared)
-            row = con.execute(  # one join: the new rows (casts over the frame) read once
-                f"""
-                SELECT count(*) FILTER (WHERE o._old IS NULL),
-                       count(*) FILTER (WHERE n._new AND o._old AND ({differs})),
-                       count(*) FILTER (WHERE n._new IS NULL)
-                FROM (SELECT *, true AS _new FROM {new}) n
-                FULL JOIN (SELECT *, true AS _old FROM core.{entity}) o ON o.{key} = n.{key}
-                """
-            ).fetchall()[0]
+            row = con.execute(diff_counts_sql(new, f"core.{entity}", key, compared)).fetchall()[0]
             assert row is not None
             result.inserted, result.updated, result.deleted = int(row[0]), int(row[1]), int(row[2])
             con.execute(f"DELETE FROM core.{entity}")
