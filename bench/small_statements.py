@@ -1,15 +1,21 @@
-"""A household refresh's DuckDB statements with and without DuckDB's optimiser (issue 30).
+"""A household refresh's fixed costs, each choice measured with and without (issue 30).
 
-    uv run --frozen python bench/small_statements.py [--owners 25] [--rounds 8]
+    uv run --frozen python bench/small_statements.py [--switch optimiser] [--owners 25] [--rounds 8]
 
 A small ledger's refresh runs about 200 small DuckDB statements, and planning them costs more
-than running them: a refresh under ONE_THREAD_ROWS sets `enable_optimizer = false`
-(`Session.refresh_settings`). This measures that choice. N sandbox households (one server
-process, rate limits on) are synced, then refreshed a day later, round after round, in this one
-process, as a shard worker does (`fleet.shard.refresh_shard`: the refresh, reconciliation and
-the shard's lake publish). The rounds alternate the optimiser off and on for the small
-refreshes (`warehouse.session.SMALL_REFRESH_OPTIMIZER`), so the machine's drift falls on both
-alike; every round's CPU-s per owner and verdicts are printed, then each setting's median.
+than running them, and starting DuckDB costs more than most of them. Each `--switch` is one
+such choice, kept (as released) or undone:
+
+- `optimiser`: a refresh under ONE_THREAD_ROWS sets `enable_optimizer = false`
+  (`Session.refresh_settings`; undone: `warehouse.session.SMALL_REFRESH_OPTIMIZER = True`);
+- `shared-instance`: a small warehouse's working copy is attached to the thread's DuckDB
+  instance (`warehouse/instances.py`; undone: `SHARED_MAX_BYTES = 0`, an instance each).
+
+N sandbox households (one server process, rate limits on) are synced, then refreshed a day
+later, round after round, in this one process, as a shard worker does
+(`fleet.shard.refresh_shard`: the refresh, reconciliation and the shard's lake publish). The
+rounds alternate the choice kept and undone, so the machine's drift falls on both alike; every
+round's CPU-s per owner and verdicts are printed, then each side's median.
 """
 
 from __future__ import annotations
@@ -28,7 +34,13 @@ from owners import advance_clocks, serve
 
 from centsync.pipelines.fleet.shard import refresh_shard
 from centsync.pipelines.settings import Settings
-from centsync.warehouse import session
+from centsync.warehouse import instances, session
+
+# switch: (module, attribute, value as released, value undone)
+SWITCHES: dict[str, tuple[object, str, object, object]] = {
+    "optimiser": (session, "SMALL_REFRESH_OPTIMIZER", False, True),
+    "shared-instance": (instances, "SHARED_MAX_BYTES", instances.SHARED_MAX_BYTES, 0),
+}
 
 
 def cpu() -> float:
@@ -40,7 +52,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--owners", type=int, default=25)
     ap.add_argument("--rounds", type=int, default=8, help="daily rounds, alternating")
+    ap.add_argument("--switch", choices=sorted(SWITCHES), default="optimiser")
     args = ap.parse_args()
+    module, attribute, kept, undone = SWITCHES[args.switch]
     with tempfile.TemporaryDirectory(prefix="centsync-statements-") as tmp:
         folder = Path(tmp)
         proc, doc = serve(args.owners, folder, rate_limit=True)
@@ -52,10 +66,10 @@ def main() -> None:
                 lake=folder / "lake",
             )
             refresh_shard(base, names, 1, "auto")  # the first sync, not measured
-            figures: dict[str, list[float]] = {"off": [], "on": []}
+            figures: dict[str, list[float]] = {"kept": [], "undone": []}
             for n in range(args.rounds):
-                setting = "off" if n % 2 == 0 else "on"
-                session.SMALL_REFRESH_OPTIMIZER = setting == "on"
+                setting = "kept" if n % 2 == 0 else "undone"
+                setattr(module, attribute, kept if setting == "kept" else undone)
                 advance_clocks(doc, 1)
                 started, wall = cpu(), time.monotonic()
                 results = refresh_shard(base, names, 1, "auto")
@@ -64,7 +78,7 @@ def main() -> None:
                 errors = [r.error for r in results if r.error]
                 figures[setting].append(per_owner)
                 print(
-                    f"  round {n + 1}: optimiser {setting:3}  {per_owner:.3f} CPU-s per owner, "
+                    f"  round {n + 1}: {args.switch} {setting:6}  {per_owner:.3f} CPU-s per owner, "
                     f"{(time.monotonic() - wall) / len(names):.3f} s wall, verdicts {verdicts}"
                     + (f", errors {errors[:2]}" if errors else ""),
                     flush=True,
@@ -74,7 +88,7 @@ def main() -> None:
             proc.wait()
     for setting, values in figures.items():
         print(
-            f"optimiser {setting:3} for small refreshes: median {statistics.median(values):.3f} "
+            f"{args.switch} {setting:6}: median {statistics.median(values):.3f} "
             f"CPU-s per owner over {len(values)} rounds of {args.owners} (best {min(values):.3f})"
         )
 

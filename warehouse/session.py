@@ -16,7 +16,7 @@ import duckdb
 import orjson
 import polars as pl
 
-from centsync.warehouse import paths
+from centsync.warehouse import instances, paths
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     Mode,
@@ -62,6 +62,10 @@ class Session:
         self._depth = 0  # frames registered now (_registered)
         self._together = False  # loads share one transaction (together)
         self._snapshots: set[str] = set()  # entities snapshotted by this session's refresh
+        # closes `con` and detaches the file from the thread's instance (instances.attach)
+        self._detach: Callable[[bool, bool], None] | None = None
+        # settings a refresh set on this connection's instance (refresh_settings)
+        self._applied: dict[str, str] = {}
 
     # -- opening ------------------------------------------------------------------------------
 
@@ -112,8 +116,10 @@ class Session:
             try:
                 if published.exists():
                     shutil.copyfile(published, work)  # on a full disk: removed below
-                con = _connect_working_copy(work)
+                con, detach = _connect_working_copy(work, published)
                 wh = cls(con, work)
+                if detach is not None:
+                    wh._detach, wh._applied = detach, instances.applied_settings()
                 wh._published_path = published
                 if check is not None:
                     check(con)
@@ -146,7 +152,7 @@ class Session:
                     # on a full disk closing fails too; the copy must go all the same, or it
                     # keeps the disk full
                     with contextlib.suppress(Exception):
-                        wh.close()
+                        wh.close(failed=True)
                 paths.remove(work)
                 paths.remove(_compact_path(work))
                 damaged = paths.damaged(published, exc)
@@ -181,9 +187,16 @@ class Session:
         shutil.copyfile(self.path, tmp)
         paths.publish_file(tmp, self._published_path)
 
-    def close(self) -> None:
-        """Close the connection (idempotent)."""
+    def close(self, *, failed: bool = False, checkpoint: bool = True) -> None:
+        """Close the connection (idempotent). `failed`: after a failure (the copy is
+        discarded unwritten; a shared instance is started anew: instances.py). `checkpoint`
+        False: the file is not written first (its state was copied elsewhere)."""
+        if self._detach is not None:
+            self._detach(failed, checkpoint and not failed)
+            return
         with contextlib.suppress(duckdb.Error):
+            if failed or not checkpoint:
+                self.con.execute("PRAGMA disable_checkpoint_on_shutdown")
             self.con.close()
 
     def __enter__(self) -> Self:
@@ -396,13 +409,22 @@ class Session:
         '160MB'; it spills past it), and one thread or DuckDB's default (all cores)."""
         if memory is not None:
             quoted = memory.replace("'", "''")  # a setting's text, never SQL
-            self.con.execute(f"SET memory_limit = '{quoted}'")
+            self._setting("memory_limit", f"'{quoted}'")
         if single_thread is not None:
-            self.con.execute("SET threads = 1" if single_thread else "RESET threads")
+            self._setting("threads", "1" if single_thread else None)
             optimise = not single_thread or SMALL_REFRESH_OPTIMIZER
-            self.con.execute(
-                "RESET enable_optimizer" if optimise else "SET enable_optimizer = false"
-            )
+            self._setting("enable_optimizer", None if optimise else "false")
+
+    def _setting(self, name: str, value: str | None) -> None:
+        """SET a DuckDB setting (None: RESET it to DuckDB's default), unless already in effect
+        (a shared instance keeps the last refresh's: instances.py)."""
+        if self._applied.get(name) == value:
+            return
+        self.con.execute(f"SET {name} = {value}" if value is not None else f"RESET {name}")
+        if value is None:
+            self._applied.pop(name, None)
+        else:
+            self._applied[name] = value
 
     def get_meta(self, key: str) -> str | None:
         """Read one ops.meta key (None when unset)."""
@@ -510,19 +532,19 @@ def _all_json(raw: pl.Series) -> bool:
     return True
 
 
-def _connect_working_copy(work: Path) -> duckdb.DuckDBPyConnection:
-    """A connection to a refresh's working copy, set for a refresh."""
+def _connect_working_copy(
+    work: Path, published: Path
+) -> tuple[duckdb.DuckDBPyConnection, Callable[[bool, bool], None] | None]:
+    """A connection to a refresh's working copy, set for a refresh, and what detaches it: a
+    small warehouse's copy is attached to the thread's DuckDB instance (instances.py), a big
+    one or a first sync's gets an instance of its own (None)."""
+    size = published.stat().st_size if published.exists() else None
+    if size is not None and size <= instances.SHARED_MAX_BYTES:
+        return instances.attach(work, NEW_FILE)
     con = duckdb.connect(str(work), config=NEW_FILE)  # a copy keeps its own block size
-    # Automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and again (a
-    # third of a month-by-month first sync); never checkpointing keeps every row in memory
-    # until the end (+700 MB at 1M rows). 64 MB measured best of both.
-    con.execute("SET checkpoint_threshold = '64MB'")
-    # Nothing of a working copy is kept after a crash (stale copies are removed before a
-    # refresh): its commits need no fsync (~0.5 ms each, a dozen per household). The file that
-    # is published is fsynced whole before it replaces the old one (paths.publish_file), as
-    # every publish here does.
-    con.execute("SET fsync_mode = 'NONE'")
-    return con
+    for sql in instances.WORKING_SETTINGS:
+        con.execute(sql)
+    return con, None
 
 
 # A warehouse up to this size is written anew, compact, at the end of each refresh (below)
@@ -546,7 +568,9 @@ def _finish_file(wh: Session, work: Path) -> Path:
     """
     wal = work.with_name(work.name + ".wal")
     size = sum(p.stat().st_size for p in (work, wal) if p.exists())
-    block = wh.con.execute("SELECT block_size FROM pragma_database_size()").fetchall()[0][0]
+    block = wh.con.execute(
+        "SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()"
+    ).fetchall()[0][0]
     if size > COMPACT_MAX_BYTES or block != BLOCK_SIZE:
         # a big warehouse's refresh rewrites a small share of it; an old file keeps its blocks
         wh.con.execute("CHECKPOINT")
@@ -560,7 +584,6 @@ def _finish_file(wh: Session, work: Path) -> Path:
     wh.con.execute(f'COPY FROM DATABASE "{source}" TO compact')
     wh.con.execute("DETACH compact")
     # the working copy's state is in the compact file: its own checkpoint would be wasted
-    wh.con.execute("PRAGMA disable_checkpoint_on_shutdown")
-    wh.close()
+    wh.close(checkpoint=False)
     paths.remove(work)
     return target

@@ -1,0 +1,141 @@
+"""Working copies attached to one DuckDB instance per thread, not each opened in its own.
+
+Starting a DuckDB instance costs about 25 ms of CPU (`duckdb.connect()`, even in memory): a
+tenth of a household's daily refresh. A process that refreshes many owners one after the
+other (a fleet shard) pays it once per thread instead: each small working copy is `ATTACH`ed
+to the thread's instance, used through a cursor of its own (`USE` makes it the default
+database, so every unqualified name resolves as in a file opened alone), and `DETACH`ed at
+the end (about 8 ms for all three). Measured in docs/scale.md.
+
+Only a working copy known to be small is attached (`SHARED_MAX_BYTES`): a big ledger's
+refresh sets the instance's memory and spills to a temporary directory, and DuckDB keeps one
+temporary directory per instance, so a big warehouse keeps an instance of its own, as before.
+DuckDB's settings are the instance's (all the refresh's settings are global), so one
+instance serves one refresh at a time: one per thread. After any failure the thread's
+instance is closed and the next refresh starts a new one, so nothing a failure left behind
+(an invalidated database, a half-set setting) reaches another owner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+
+# A working copy up to this size is attached to the thread's shared instance
+SHARED_MAX_BYTES = 16 * 1024 * 1024
+# Settings of every working copy's instance (DuckDB keeps them per instance, not per file):
+# - automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and again (a
+#   third of a month-by-month first sync); never checkpointing keeps every row in memory until
+#   the end (+700 MB at 1M rows). 64 MB measured best of both.
+# - nothing of a working copy is kept after a crash (stale copies are removed before a
+#   refresh): its commits need no fsync (~0.5 ms each, a dozen per household). The file that
+#   is published is fsynced whole before it replaces the old one (paths.publish_file).
+WORKING_SETTINGS = ("SET checkpoint_threshold = '64MB'", "SET fsync_mode = 'NONE'")
+# A refresh's own settings (Session.refresh_settings: its memory limit, threads, optimiser)
+# stay on the instance for the next refresh, which sets its own (every refresh sets all
+# three: pipelines/refresh/run.py); a SET already in effect is skipped (RESET memory_limit
+# then SET again cost 6 ms a refresh). A write session that is not a refresh (a publishing
+# one, after a refresh in the same thread) runs under the last refresh's settings: they
+# change speed, never results, and a warehouse attached here is small.
+
+Config = dict[str, str | bool | int | float | list[str]]
+
+
+class _Thread(threading.local):
+    def __init__(self) -> None:
+        self.home: duckdb.DuckDBPyConnection | None = None
+        self.attached = 0  # working copies attached now (a publishing session may nest)
+        self.applied: dict[str, str] = {}  # settings not at DuckDB's default on `home`
+        self.failed = False  # a refresh failed: close the instance once nothing is attached
+
+
+_thread = _Thread()
+_aliases = itertools.count()
+
+
+def _thread_instance(config: Config) -> duckdb.DuckDBPyConnection:
+    if _thread.home is None:
+        home = duckdb.connect(":memory:", config=config)
+        for sql in WORKING_SETTINGS:
+            home.execute(sql)
+        _thread.home, _thread.failed, _thread.applied = home, False, {}
+    return _thread.home
+
+
+def thread_instance() -> duckdb.DuckDBPyConnection | None:
+    """This thread's shared instance, if it has one now (for tests and diagnostics)."""
+    return _thread.home
+
+
+def attached_files() -> list[str]:
+    """The files attached to this thread's instance now (for tests and diagnostics)."""
+    if _thread.home is None:
+        return []
+    rows = _thread.home.execute(
+        "SELECT path FROM duckdb_databases() WHERE NOT internal AND path IS NOT NULL"
+    ).fetchall()
+    return sorted(str(r[0]) for r in rows)
+
+
+def _drop_if_failed() -> None:
+    if _thread.failed and _thread.attached == 0 and _thread.home is not None:
+        home, _thread.home, _thread.failed = _thread.home, None, False
+        with contextlib.suppress(duckdb.Error):
+            home.close()
+
+
+def applied_settings() -> dict[str, str]:
+    """The settings a refresh set on this thread's instance (not DuckDB's defaults), kept up
+    to date by `Session.refresh_settings`, which skips a SET already in effect."""
+    return _thread.applied  # a new instance starts a new dict
+
+
+def attach(
+    work: Path, config: Config
+) -> tuple[duckdb.DuckDBPyConnection, Callable[[bool, bool], None]]:
+    """A connection whose default database is the working copy `work`, attached to this
+    thread's instance, and `detach(failed, checkpoint)`, which closes it and detaches the
+    file: checkpointed first unless `checkpoint` is False (its state was copied elsewhere,
+    or it is discarded). After a failure (`failed`) the instance is closed once nothing else
+    of this thread is attached, and the next refresh starts a new one."""
+    home = _thread_instance(config)
+    alias = f"working_copy_{next(_aliases)}"
+    quoted = str(work).replace("'", "''")
+    _thread.attached += 1
+    try:
+        home.execute(f"ATTACH '{quoted}' AS {alias}")
+        con = home.cursor()
+        con.execute(f"USE {alias}")
+    except BaseException:
+        _thread.attached -= 1
+        _thread.failed = True
+        _drop_if_failed()
+        raise
+    done = False
+
+    def detach(failed: bool = False, checkpoint: bool = True) -> None:
+        nonlocal done
+        if done:
+            return
+        done = True
+        _thread.failed = _thread.failed or failed
+        try:
+            con.close()
+            if not checkpoint:
+                home.execute("PRAGMA disable_checkpoint_on_shutdown")
+            home.execute(f"DETACH {alias}")
+            if not checkpoint:
+                home.execute("PRAGMA enable_checkpoint_on_shutdown")
+        except BaseException:
+            _thread.failed = True
+            raise
+        finally:
+            _thread.attached -= 1
+            _drop_if_failed()
+
+    return con, detach
