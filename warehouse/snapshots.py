@@ -78,8 +78,10 @@ class Snapshots(Session):
             ),
             history_cols="id, name, type, subtype, currency, balance, connection_id, institution, updated_at",
             extra=[
+                # a second snapshot in one refresh replaces the first (not an upsert: ~1.5 ms more)
+                "DELETE FROM history.net_worth WHERE refresh_id = $1",
                 """
-                INSERT OR REPLACE INTO history.net_worth
+                INSERT INTO history.net_worth
                 SELECT $1, now(), any_value(currency),
                        coalesce(sum(balance) FILTER (WHERE balance > 0), 0)::BIGINT,
                        coalesce(-sum(balance) FILTER (WHERE balance < 0), 0)::BIGINT,
@@ -168,9 +170,8 @@ class Snapshots(Session):
                         f"INSERT INTO history.settings SELECT ?, now(), timezone, currency, locale, week_start FROM {src}",
                         [rid],
                     )
-                    con.execute(
-                        f"INSERT OR REPLACE INTO ops.meta SELECT 'timezone', timezone, now() FROM {src}"
-                    )
+                    con.execute("DELETE FROM ops.meta WHERE key = 'timezone'")
+                    con.execute(f"INSERT INTO ops.meta SELECT 'timezone', timezone, now() FROM {src}")
         timezone = split.valid.get_column("timezone")[0] if split.valid.height else None
         self.stats.rows_landed += split.valid.height
         self.stats.rows_rejected += split.rejected_count
