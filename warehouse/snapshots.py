@@ -171,7 +171,9 @@ class Snapshots(Session):
                         [rid],
                     )
                     con.execute("DELETE FROM ops.meta WHERE key = 'timezone'")
-                    con.execute(f"INSERT INTO ops.meta SELECT 'timezone', timezone, now() FROM {src}")
+                    con.execute(
+                        f"INSERT INTO ops.meta SELECT 'timezone', timezone, now() FROM {src}"
+                    )
         timezone = split.valid.get_column("timezone")[0] if split.valid.height else None
         self.stats.rows_landed += split.valid.height
         self.stats.rows_rejected += split.rejected_count
