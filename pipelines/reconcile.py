@@ -58,6 +58,8 @@ class Outcome:
     results: pl.DataFrame
     row_differences: pl.DataFrame
     marts: dict[str, int] = field(default_factory=dict)
+    # the mart frames written (by table name; empty when the marts were not rebuilt)
+    mart_frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     seconds: float = 0.0
     marts_seconds: float = 0.0
 
@@ -98,8 +100,9 @@ def service_today(aggregates: store.ServerAggregates) -> dt.date:
 
 def rebuild_marts(
     con: duckdb.DuckDBPyConnection, today: dt.date, tx: pl.DataFrame | None = None
-) -> dict[str, int]:
-    """Rebuild every mart from `core` (validated by pandera) and replace them in one transaction.
+) -> dict[str, pl.DataFrame]:
+    """Rebuild every mart from `core` (validated by pandera) and replace them in one
+    transaction; returns the frames written, by table name.
 
     `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
     """
@@ -112,7 +115,8 @@ def rebuild_marts(
         today=today,
     )
     marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
-    return store.replace_marts(con, marts)
+    store.replace_marts(con, marts)
+    return dict(marts)
 
 
 def _engine(ledger: pl.DataFrame) -> mart_rules.Engine:
@@ -435,11 +439,11 @@ def reconcile(
     else:
         aggregates = store.server_aggregates(con, rid)
     tx = store.transactions(con)
-    mart_rows: dict[str, int] = {}
+    mart_frames: dict[str, pl.DataFrame] = {}
     marts_seconds = 0.0
     if build_marts:
         t0 = time.perf_counter()
-        mart_rows = rebuild_marts(con, service_today(aggregates), tx)
+        mart_frames = rebuild_marts(con, service_today(aggregates), tx)
         marts_seconds = time.perf_counter() - t0
     results = compare(con, aggregates, tx)
     narrowed = None
@@ -460,7 +464,8 @@ def reconcile(
         verdict=verdict,
         results=results,
         row_differences=evidence.tampered,
-        marts=mart_rows,
+        marts={name: frame.height for name, frame in mart_frames.items()},
+        mart_frames=mart_frames,
         marts_seconds=marts_seconds,
     )
     outcome.seconds = time.perf_counter() - started

@@ -18,7 +18,7 @@ from __future__ import annotations
 import random
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +30,7 @@ from centsync.warehouse.errors import WarehouseError
 from centsync.warehouse.migrate import current_version
 
 if TYPE_CHECKING:
+    import polars as pl
     import pyarrow as pa
 
 PUBLISHED_SCHEMAS = ("core", "marts")
@@ -91,29 +92,83 @@ class Collected:
     marks: dict[str, str]
 
 
-def collect(con: duckdb.DuckDBPyConnection, lake: Path, owner: str) -> Collected:
+def collect(
+    con: duckdb.DuckDBPyConnection,
+    lake: Path,
+    owner: str,
+    marts: Mapping[str, pl.DataFrame] | None = None,
+) -> Collected:
     """Read the owner's changed tables from an open connection to its warehouse (a refresh's
-    working copy, before it is published: no second open of the file)."""
+    working copy, before it is published: no second open of the file).
+
+    `marts`: the mart frames this refresh built and wrote (`pipelines.reconcile`), by table
+    name: those tables are taken from the frames, cast to the types DuckDB gives them, instead
+    of read back (the same rows: tests/pipelines/test_owners_lake.py).
+    """
     _check_name(owner)
     marks = _marks(lake, owner)
     zone = con.execute("SELECT current_setting('TimeZone')").fetchall()[0][0]
     con.execute("SET TimeZone = 'UTC'")  # Delta keeps timestamps in UTC
     try:
-        tables = _columns(con)
-        fingerprints = _fingerprints(con, tables)
+        version = current_version(con)
+        tables = _columns(con, version)
         found = []
         for (schema, name), columns in tables.items():
+            frame = (marts or {}).get(name) if schema == "marts" else None
+            data = _from_frame(con, (version, schema, name), columns, owner, frame)
+            if data is None:
+                data = con.sql(_select(schema, name, columns, owner)).to_arrow_table()
             # a table whose rows did not change since this owner last published it is not
             # committed again (most of a daily refresh's tables): a commit costs ~15 ms of CPU
-            mark = fingerprints[(schema, name)]
+            mark = fingerprint(data)
             target = lake / schema / name
             if marks.get(f"{schema}.{name}") == mark and (target / "_delta_log").is_dir():
                 continue
-            data = con.sql(_select(schema, name, columns, owner)).to_arrow_table()
             found.append(((schema, name), data, mark))
     finally:
         con.execute(f"SET TimeZone = '{str(zone).replace(chr(39), chr(39) * 2)}'")
     return Collected(owner, found, marks)
+
+
+def fingerprint(data: pa.Table) -> str:
+    """A published table's rows, order aside: their count and the sum of their hashes
+    (Polars' `hash_rows`, the same in every process of one Polars version; a new version may
+    hash anew, and each owner's tables are then committed once more)."""
+    import polars as pl
+
+    frame = pl.from_arrow(data)
+    assert isinstance(frame, pl.DataFrame)
+    total = frame.hash_rows(seed=0).sum() if frame.height else 0
+    return f"{frame.height}:{total}"
+
+
+# the Arrow schema DuckDB gives each published table, per schema version and process (read
+# with LIMIT 0 once): a mart's frame is cast to it, so its rows are the ones a read would give
+_ARROW: dict[tuple[int, str, str], pa.Schema] = {}
+
+
+def _from_frame(
+    con: duckdb.DuckDBPyConnection,
+    key: tuple[int, str, str],
+    columns: list[tuple[str, str]],
+    owner: str,
+    frame: pl.DataFrame | None,
+) -> pa.Table | None:
+    """The table as published, from the frame that was written to it (None: read it). `key`:
+    the schema version, the table's schema and name."""
+    if frame is None or not key[0] or any(c not in frame.columns for c, _ in columns):
+        return None
+    import polars as pl
+    import pyarrow as pa
+
+    _, schema, name = key
+    target = _ARROW.get(key)
+    if target is None:
+        target = con.sql(_select(schema, name, columns, owner) + " LIMIT 0").to_arrow_table().schema
+        _ARROW[key] = target
+    rows = frame.select([c for c, _ in columns]).to_arrow(compat_level=pl.CompatLevel.oldest())
+    owners = pa.array([owner] * rows.num_rows, pa.string())
+    return rows.add_column(0, "owner", owners).cast(target)
 
 
 def _check_name(owner: str) -> None:
@@ -217,24 +272,6 @@ def _retried(commit: Callable[[], object], attempts: int, pause: float) -> int:
     return attempts
 
 
-def _fingerprints(
-    con: duckdb.DuckDBPyConnection, tables: dict[tuple[str, str], list[tuple[str, str]]]
-) -> dict[tuple[str, str], str]:
-    """Each table's published rows, order aside: their count and the sum of their hashes (one
-    query for every table: a query's fixed cost is most of a household table's). A row's hash
-    is of its columns (`hash(a, b, ...)`: 17 % faster than of the row as a struct)."""
-    if not tables:
-        return {}
-    parts = []
-    for i, ((schema, name), columns) in enumerate(tables.items()):
-        cols = ", ".join(f'"{c}"' for c, _ in columns)
-        parts.append(
-            f'SELECT {i} AS i, count(*) AS n, sum(hash({cols})) AS h FROM "{schema}"."{name}"'
-        )
-    found = {int(i): f"{n}:{h}" for i, n, h in con.execute(" UNION ALL ".join(parts)).fetchall()}
-    return {key: found[i] for i, key in enumerate(tables)}
-
-
 # which refresh last read a row: the owner's own bookkeeping, and it changes on every
 # refresh, so publishing it would rewrite every table every day
 _BOOKKEEPING = {"refresh_id", "first_seen_refresh", "last_seen_refresh"}
@@ -245,10 +282,11 @@ _BOOKKEEPING = {"refresh_id", "first_seen_refresh", "last_seen_refresh"}
 _COLUMNS: dict[int, dict[tuple[str, str], list[tuple[str, str]]]] = {}
 
 
-def _columns(con: duckdb.DuckDBPyConnection) -> dict[tuple[str, str], list[tuple[str, str]]]:
+def _columns(
+    con: duckdb.DuckDBPyConnection, version: int
+) -> dict[tuple[str, str], list[tuple[str, str]]]:
     """Every published table's columns and types, in table and column order (not to be
-    changed: shared by every warehouse at this schema version)."""
-    version = current_version(con)
+    changed: shared by every warehouse at this schema `version`, current_version's)."""
     if not version:  # not a migrated warehouse: its own tables
         return _read_columns(con)
     found = _COLUMNS.get(version)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,7 @@ from centsync.pipelines.settings import Settings
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
     from centsync.warehouse.lake import Collected
 
@@ -81,11 +82,12 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
 
     lake_failed: list[str] = []
 
-    def for_the_lake(con: duckdb.DuckDBPyConnection) -> None:
-        # the working copy holds what is about to be published: read the lake's share now;
-        # the lake's trouble never stops the owner's own refresh from being published
+    def for_the_lake(con: duckdb.DuckDBPyConnection, marts: Mapping[str, pl.DataFrame]) -> None:
+        # the working copy holds what is about to be published: read the lake's share now
+        # (the marts from the frames just written); the lake's trouble never stops the owner's
+        # own refresh from being published
         try:
-            result.collected = collect(con, base.lake, owner)
+            result.collected = collect(con, base.lake, owner, marts)
         except Exception as exc:
             lake_failed.append(f"lake: {type(exc).__name__}: {exc}")
 

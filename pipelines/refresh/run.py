@@ -99,9 +99,10 @@ def run_refresh(
         summary.backup = str(backup) if backup else None
         # write-back rows this refresh read back are confirmed; the warehouse gets the outbox
         _outbox(warehouse, published, summary)
+        marts: dict[str, pl.DataFrame] = {}
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe
-            _reconcile(client, warehouse, summary)
+            marts = _reconcile(client, warehouse, summary)
         warehouse.finish_refresh(
             requests=summary.requests,
             months_checked=summary.months_checked,
@@ -109,7 +110,7 @@ def run_refresh(
             mode=_recorded_mode(summary.mode),
         )
         if options.finished is not None:
-            options.finished(warehouse.con)
+            options.finished(warehouse.con, marts)
     return summary
 
 
@@ -144,8 +145,11 @@ def _outbox(warehouse: Warehouse, published: Path, summary: RefreshSummary) -> N
         summary.outbox_confirmed, summary.outbox = found
 
 
-def _reconcile(client: ApiClient, warehouse: Warehouse, summary: RefreshSummary) -> None:
-    """Rebuild the marts and reconcile them; the summary gets the verdict and the checks."""
+def _reconcile(
+    client: ApiClient, warehouse: Warehouse, summary: RefreshSummary
+) -> dict[str, pl.DataFrame]:
+    """Rebuild the marts and reconcile them; the summary gets the verdict and the checks. The
+    mart frames written, by table name."""
     before = _snapshot_counts(client)
     outcome = reconcile(
         warehouse.con, source="refresh", client=client, refresh_id=warehouse.refresh_id
@@ -179,6 +183,7 @@ def _reconcile(client: ApiClient, warehouse: Warehouse, summary: RefreshSummary)
             "differ": differ,
             "first": first.get(check, []),
         }
+    return outcome.mart_frames
 
 
 def _short(differences: pl.DataFrame) -> list[dict[str, Any]]:

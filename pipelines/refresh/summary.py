@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import duckdb
+    import polars as pl
 
 Mode = Literal["auto", "full", "hot"]
 # DuckDB's buffer pool for the refresh (it spills past it). At 1,000,000 rows 160 MB gave the
@@ -46,9 +47,10 @@ class RefreshOptions:
     # part (fewest pages; edits no aggregate sees wait for rolling verification)
     plan: str = "cost"
     # called with the working copy's connection once the refresh has everything (its marts and
-    # reconciliation too), before it is published: a shard run reads the owner's tables for the
-    # shared lake here instead of opening the published file again (pipelines/fleet/shard.py)
-    finished: Callable[[duckdb.DuckDBPyConnection], None] | None = None
+    # reconciliation too), before it is published, and the mart frames it wrote (by table name;
+    # empty without reconciliation): a shard run reads the owner's tables for the shared lake
+    # here instead of opening the published file again (pipelines/fleet/shard.py)
+    finished: Callable[[duckdb.DuckDBPyConnection, Mapping[str, pl.DataFrame]], None] | None = None
 
 
 def verification_settings(days: float | None, pages: int | None, defaults: Any) -> dict[str, Any]:
