@@ -103,7 +103,7 @@ def collect(
 
     `marts`: the mart frames this refresh built and wrote (`pipelines.reconcile`), by table
     name: those tables are taken from the frames, cast to the types DuckDB gives them, instead
-    of read back (the same rows: tests/pipelines/test_owners_lake.py).
+    of read back (the same rows: tests/pipelines/test_owners_fleet.py).
     """
     _check_name(owner)
     marks = _marks(lake, owner)
