@@ -19,7 +19,6 @@ from centsync.warehouse.common import (
     LoadResult,
     _date_ranges,
     _month_filter,
-    diff_counts_sql,
 )
 from centsync.warehouse.errors import MonthBoundsError
 from centsync.warehouse.session import Session
@@ -87,53 +86,76 @@ def _stage_months_with_moves(con: duckdb.DuckDBPyConnection, job: _Replace) -> N
     )
 
 
-def _delete_everything(con: duckdb.DuckDBPyConnection, job: _Replace, moved: int) -> None:
-    """Empty both ledgers."""
-    con.execute("DELETE FROM core.transactions")
-    con.execute("DELETE FROM raw.transactions")
-
-
-def _delete_months(con: duckdb.DuckDBPyConnection, job: _Replace, moved: int) -> None:
-    """Delete the months' rows, and the moved rows from the months they sat in."""
-    con.execute(f"DELETE FROM core.transactions WHERE {job.in_months}")
-    con.execute(f"DELETE FROM raw.transactions WHERE {job.in_raw_months}")
-    if moved:
-        con.execute("DELETE FROM core.transactions WHERE id IN (SELECT id FROM _moved_tx)")
-        con.execute("DELETE FROM raw.transactions WHERE id IN (SELECT id FROM _moved_tx)")
-
-
 @dataclass(frozen=True)
 class ReplacePlan:
-    """How a replace finds the old rows it diffs against and deletes them."""
+    """How a replace finds the old rows it diffs the new ones against."""
 
     name: str
     old: str  # the table the new rows are compared with
     stage: Callable[[duckdb.DuckDBPyConnection, _Replace], None]  # fills _old_tx and _moved_tx
-    delete: Callable[[duckdb.DuckDBPyConnection, _Replace, int], None]  # (con, job, moved rows)
+    whole: bool = False  # the whole ledger (else the job's months)
 
 
 REPLACE_EVERYTHING = ReplacePlan(
-    "replace everything", "core.transactions", _stage_everything, _delete_everything
+    "replace everything", "core.transactions", _stage_everything, whole=True
 )
-REPLACE_MONTHS = ReplacePlan("replace months", "_old_tx", _stage_months, _delete_months)
+REPLACE_MONTHS = ReplacePlan("replace months", "_old_tx", _stage_months)
 REPLACE_MONTHS_WITH_MOVES = ReplacePlan(
-    "replace months with moves", "_old_tx", _stage_months_with_moves, _delete_months
+    "replace months with moves", "_old_tx", _stage_months_with_moves
 )
 # Optimistic: rows rarely move between months, and finding moved rows scans every id. If one
 # did move, the primary key refuses the insert and we redo with the scan.
 MONTH_PLANS = (REPLACE_MONTHS, REPLACE_MONTHS_WITH_MOVES)
 
 
-def _diff_counts(
-    con: duckdb.DuckDBPyConnection, old: str, landed: int
-) -> tuple[int, int, int, int]:
-    """Inserted, updated, deleted and moved rows of _new_tx against `old` and _moved_tx."""
-    if con.execute(f"SELECT count(*) FROM {old}").fetchall()[0][0] == 0:
-        return landed, 0, 0, 0  # new months: nothing to diff
+@dataclass(frozen=True)
+class _Changes:
+    """What a replace found changed (_changed_tx holds the ids)."""
+
+    inserted: int  # new to core
+    updated: int  # in core, a compared column differs
+    deleted: int  # in core, gone from the service
+    moved: int  # sat in another month locally
+    in_core: int  # changed rows core holds: deleted from it
+    written: int  # new or changed rows: inserted into core and raw
+    changed: int  # every id in _changed_tx: deleted from raw
+
+
+def _stage_changes(con: duckdb.DuckDBPyConnection, old: str, raw_filter: str) -> _Changes:
+    """Fill _changed_tx with the ids a replace must rewrite, and count them.
+
+    One FULL JOIN of _new_tx against `old` and raw.transactions' rows under `raw_filter` (the
+    months'): a row is rewritten when it is new to core, gone from the service, or differs in a
+    compared column or in its payload as sent (a field core does not keep). A raw row without
+    its core row (or the reverse: a damaged warehouse) is rewritten too, so a replace still
+    leaves the months exactly as the service sent them. An unchanged row is not touched: it
+    keeps the refresh_id of the refresh that last wrote it.
+    """
+    differs = " OR ".join(f"n.{c} IS DISTINCT FROM o.{c}" for c in _TX_COMPARED)
+    con.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _changed_tx AS
+        SELECT coalesce(n.id, o.id) AS id,
+               coalesce(n._new AND o._core IS NULL, false) AS added,
+               n._new IS NULL AS gone,
+               coalesce(o._core, false) AS in_core,
+               coalesce(n._new AND o._core AND ({differs}), false) AS updated
+        FROM (SELECT *, true AS _new FROM _new_tx) n
+        FULL JOIN (
+            SELECT coalesce(o.id, r.id) AS id, o.* EXCLUDE (id), r.raw::VARCHAR AS _raw
+            FROM (SELECT *, true AS _core FROM {old}) o
+            FULL JOIN (SELECT id, raw FROM raw.transactions WHERE {raw_filter}) r ON r.id = o.id
+        ) o ON o.id = n.id
+        WHERE o._core IS NULL OR n._new IS NULL OR ({differs}) OR n.raw IS DISTINCT FROM o._raw
+        """
+    )
     row = con.execute(
-        diff_counts_sql("_new_tx", old, "id", _TX_COMPARED, ", (SELECT count(*) FROM _moved_tx)")
+        "SELECT count(*) FILTER (WHERE added), count(*) FILTER (WHERE updated), "
+        "count(*) FILTER (WHERE gone AND in_core), (SELECT count(*) FROM _moved_tx), "
+        "count(*) FILTER (WHERE in_core), count(*) FILTER (WHERE NOT gone), count(*) "
+        "FROM _changed_tx"
     ).fetchall()[0]
-    return int(row[0]), int(row[1]), int(row[2]), int(row[3])
+    return _Changes(*(int(x) for x in row))
 
 
 class Ledger(Session):
@@ -212,32 +234,61 @@ class Ledger(Session):
         return TransactionStage(self)
 
     def _apply(self, job: _Replace, plan: ReplacePlan) -> LoadResult:
-        """Run one replace plan in one transaction: diff, delete, insert, month bookkeeping."""
+        """Run one replace plan in one transaction: diff, then delete and insert only the rows
+        that changed, and the month bookkeeping."""
         rid = self._rid()
         result = LoadResult("transactions", landed=job.landed, rejected=job.rejected.height)
         timezone = self.get_meta("timezone")
         with self.transaction() as con:
             con.execute(
-                f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT} FROM {job.src}"
+                f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT}, raw FROM {job.src}"
             )
             plan.stage(con, job)
-            inserted, updated, deleted, moved = _diff_counts(con, plan.old, job.landed)
-            result.inserted, result.updated, result.deleted = inserted, updated, deleted
-            if moved:
-                months = con.execute("SELECT DISTINCT month FROM _moved_tx ORDER BY 1").fetchall()
-                result.moved_from = [month_key(r[0]) for r in months]
-            plan.delete(con, job, moved)
-            con.execute("DROP TABLE _old_tx")
-            con.execute("DROP TABLE _moved_tx")
-            self._insert_core_transactions(job.src, rid)
-            con.execute(
-                f"INSERT INTO raw.transactions SELECT id::UUID, booked_at, ?, raw::JSON FROM {job.src}",
-                [rid],
-            )
+            put = job.src
+            raw_filter = "true" if plan.whole else job.in_raw_months
+            if con.execute(f"SELECT count(*) FROM {plan.old}").fetchall()[0][0] == 0:
+                # new months: every row is new, nothing to diff (a raw row left without its
+                # core row is taken out with the months' raw rows)
+                result.inserted = job.landed
+                con.execute(f"DELETE FROM raw.transactions WHERE {raw_filter}")
+            else:
+                changes = _stage_changes(con, plan.old, raw_filter)
+                result.inserted, result.updated = changes.inserted, changes.updated
+                result.deleted = changes.deleted
+                if changes.moved:
+                    months = con.execute(
+                        "SELECT DISTINCT month FROM _moved_tx ORDER BY 1"
+                    ).fetchall()
+                    result.moved_from = [month_key(r[0]) for r in months]
+                if changes.in_core:
+                    con.execute(
+                        "DELETE FROM core.transactions "
+                        "WHERE id IN (SELECT id FROM _changed_tx WHERE in_core)"
+                    )
+                if changes.changed:
+                    con.execute(
+                        "DELETE FROM raw.transactions WHERE id IN (SELECT id FROM _changed_tx)"
+                    )
+                put = "_put_tx" if changes.written else ""
+                if put:
+                    con.execute(
+                        f"CREATE OR REPLACE TEMP VIEW _put_tx AS SELECT * FROM {job.src} "
+                        "WHERE id::UUID IN (SELECT id FROM _changed_tx WHERE NOT gone)"
+                    )
+            con.execute("DROP TABLE _old_tx; DROP TABLE _moved_tx")
+            if put:
+                self._insert_core_transactions(put, rid)
+                con.execute(
+                    f"INSERT INTO raw.transactions SELECT id::UUID, booked_at, ?, raw::JSON FROM {put}",
+                    [rid],
+                )
             self._land_rejected("transactions", job.rejected)
             # Month bookkeeping commits with the rows, so a stopped refresh knows what it read.
             self._record_month_reads(con, job, rid, timezone)
-            con.execute("DROP VIEW IF EXISTS _new_tx")
+            con.execute(
+                "DROP VIEW IF EXISTS _put_tx; DROP TABLE IF EXISTS _changed_tx; "
+                "DROP VIEW IF EXISTS _new_tx"
+            )
         self.stats.add(result)
         self.stats.months_reread.extend(
             {"month": month_key(m), "reason": job.reason} for m in job.months

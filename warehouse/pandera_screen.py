@@ -118,6 +118,7 @@ def passes_every_check(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
         return False
     if schema.strict and set(frame.columns) - set(schema.columns):
         return False
+    dtypes = frame.schema  # built anew on every access
     lf = frame.lazy()
     verdicts: list[pl.LazyFrame] = []
 
@@ -146,7 +147,7 @@ def passes_every_check(schema: pa.DataFrameSchema, frame: pl.DataFrame) -> bool:
     for name, column in schema.columns.items():
         if name not in frame.columns:
             return False
-        if frame.schema[name] != column.dtype.type:
+        if dtypes[name] != column.dtype.type:
             return False
         if not column.nullable and frame.get_column(name).null_count():
             return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import duckdb
 import orjson
 import polars as pl
 
@@ -156,25 +157,33 @@ class Snapshots(Session):
         with self.transaction() as con:
             self._land_rejected("settings", split.rejected)
             if split.valid.height:
-                with self._registered(split.valid) as src:
-                    con.execute("DELETE FROM core.settings")
-                    con.execute(
-                        f"INSERT INTO core.settings SELECT timezone, currency, locale, week_start, ? FROM {src}",
-                        [rid],
-                    )
-                    con.execute("DELETE FROM raw.settings")
-                    con.execute(f"INSERT INTO raw.settings SELECT ?, raw::JSON FROM {src}", [rid])
-                    if self._snapshotted("settings"):
-                        con.execute("DELETE FROM history.settings WHERE refresh_id = ?", [rid])
-                    con.execute(
-                        f"INSERT INTO history.settings SELECT ?, now(), timezone, currency, locale, week_start FROM {src}",
-                        [rid],
-                    )
-                    con.execute("DELETE FROM ops.meta WHERE key = 'timezone'")
-                    con.execute(
-                        f"INSERT INTO ops.meta SELECT 'timezone', timezone, now() FROM {src}"
-                    )
+                self._land_settings(con, split.valid.row(0, named=True), rid)
         timezone = split.valid.get_column("timezone")[0] if split.valid.height else None
         self.stats.rows_landed += split.valid.height
         self.stats.rows_rejected += split.rejected_count
         return SettingsResult(previous, timezone, rejected=split.rejected_count)
+
+    def _land_settings(self, con: duckdb.DuckDBPyConnection, row: dict[str, Any], rid: str) -> None:
+        """One settings row into core, raw, history and ops.meta's timezone. Values are bound as
+        parameters (one row: no frame to register). core, raw and the timezone are rewritten
+        only when the row or its payload differs from what is stored (most refreshes: the
+        settings did not change); history gets its row every refresh."""
+        values = [row[c] for c in _SETTINGS]
+        stored = con.execute(
+            "SELECT s.timezone, s.currency, s.locale, s.week_start, r.raw::VARCHAR "
+            "FROM core.settings s, raw.settings r"
+        ).fetchall()
+        if stored != [(*values, row["raw"])]:
+            con.execute("DELETE FROM core.settings")
+            con.execute("INSERT INTO core.settings VALUES (?, ?, ?, ?, ?)", [*values, rid])
+            con.execute("DELETE FROM raw.settings")
+            con.execute("INSERT INTO raw.settings VALUES (?, ?::JSON)", [rid, row["raw"]])
+            con.execute("DELETE FROM ops.meta WHERE key = 'timezone'")
+            con.execute("INSERT INTO ops.meta VALUES ('timezone', ?, now())", [row["timezone"]])
+        if self._snapshotted("settings"):
+            con.execute("DELETE FROM history.settings WHERE refresh_id = ?", [rid])
+        con.execute("INSERT INTO history.settings VALUES (?, now(), ?, ?, ?, ?)", [rid, *values])
+
+
+# core.settings' columns before its refresh_id, in order (history.settings' after snapshot_at)
+_SETTINGS = ("timezone", "currency", "locale", "week_start")

@@ -317,6 +317,12 @@ def _parse(col: pl.Expr, kind: Kind, dtype: pl.DataType) -> pl.Expr:
     return col.cast(pl.String, strict=False)
 
 
+def _nulls(height: int) -> pl.Series:
+    """`height` null texts: one null repeated (`pl.repeat` plans a query: 0.22 ms, this 0.015,
+    and a household refresh makes ~20)."""
+    return pl.Series("", [None], dtype=pl.String).new_from_index(0, height)
+
+
 def _short(value: Any, limit: int = 80) -> str:
     text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -388,7 +394,7 @@ def normalise(spec: EntitySpec, frame: pl.DataFrame) -> tuple[pl.DataFrame, pl.S
         ).to_series()
         parse_reason = parse_reason.replace("", None)
     else:
-        parse_reason = pl.repeat(None, frame.height, dtype=pl.String, eager=True)
+        parse_reason = _nulls(frame.height)
     return out, parse_reason.alias("parse_reason")
 
 
@@ -438,7 +444,7 @@ def split_valid(entity: str | EntitySpec, frame: pl.DataFrame) -> Split:
     normal, parse_reason = normalise(spec, frame)
     keep, conflict = _dedupe(spec, normal)
     if conflict is None:
-        conflict = pl.repeat(None, normal.height, dtype=pl.String, eager=True)
+        conflict = _nulls(normal.height)
     if keep is not None:
         normal, parse_reason, conflict = (
             normal.filter(keep),

@@ -104,6 +104,24 @@ def test_settings_snapshot_reports_a_timezone_change(wh: Warehouse) -> None:
     assert wh.con.execute("SELECT raw->>'extra' FROM raw.settings").fetchone() == ("1",)
 
 
+def test_unchanged_settings_are_not_rewritten_but_each_refresh_has_its_history_row(
+    wh: Warehouse,
+) -> None:
+    settings = {"timezone": "Europe/Madrid", "currency": "EUR", "locale": "es-ES"}
+    wh.snapshot_settings(settings)
+    wh.refresh_id = "r2"
+    wh.snapshot_settings(settings)
+    stored = "SELECT (SELECT refresh_id FROM core.settings), (SELECT refresh_id FROM raw.settings)"
+    assert wh.con.execute(stored).fetchone() == ("r1", "r1")  # the refresh that wrote them
+    history = wh.con.execute("SELECT refresh_id, timezone FROM history.settings ORDER BY 1")
+    assert history.fetchall() == [("r1", "Europe/Madrid"), ("r2", "Europe/Madrid")]
+    wh.refresh_id = "r3"
+    wh.snapshot_settings({**settings, "week_start": "monday"})  # a change: written again
+    assert wh.con.execute(stored).fetchone() == ("r3", "r3")
+    assert wh.con.execute("SELECT week_start FROM core.settings").fetchone() == ("monday",)
+    assert wh.get_meta("timezone") == "Europe/Madrid"
+
+
 def test_an_invalid_timezone_is_rejected_and_the_last_one_kept(wh: Warehouse) -> None:
     wh.snapshot_settings({"timezone": "Europe/Madrid", "currency": "EUR"})
     bad = wh.snapshot_settings({"timezone": "Mars/Olympus", "currency": "EUR"})

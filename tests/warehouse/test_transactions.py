@@ -191,3 +191,66 @@ def test_a_month_the_server_no_longer_has_is_emptied_by_a_bare_empty_frame(wh: W
     result = wh.replace_months(["2024-01"], pl.DataFrame())
     assert (result.landed, result.deleted) == (0, 4)
     assert wh.months_present() == []
+
+
+def _refresh_ids(wh: Warehouse, table: str) -> dict[str, str]:
+    rows = wh.con.execute(f"SELECT id::VARCHAR, refresh_id FROM {table}").fetchall()
+    return dict(rows)
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["months", "whole ledger"])
+def test_a_replace_rewrites_only_what_changed_and_repairs_a_damaged_copy(
+    wh: Warehouse, whole: bool
+) -> None:
+    jan = with_raw(transactions(12, months=["2024-01"], seed=5))
+    wh.replace_months(["2024-01"], jan)
+    ids = jan.get_column("id").to_list()
+    # damage: a row gone from core only, a payload gone from raw only, a raw row of an id the
+    # service no longer has (its core row gone too)
+    wh.con.execute("DELETE FROM core.transactions WHERE id = ?", [ids[0]])
+    wh.con.execute("DELETE FROM raw.transactions WHERE id = ?", [ids[1]])
+    wh.con.execute("DELETE FROM core.transactions WHERE id = ?", [ids[2]])
+    # the service's changes: an amount (row 3), a field core does not keep (row 4), row 2 gone
+    raws = jan.get_column("raw").to_list()
+    raws[4] = raws[4].replace('"kept"', '"changed"')
+    later = (
+        jan.with_columns(
+            pl.when(pl.col("id") == ids[3]).then(-7).otherwise(pl.col("amount")).alias("amount")
+        )
+        .with_columns(pl.Series("raw", raws, dtype=pl.String))
+        .filter(pl.col("id") != ids[2])
+    )
+    later = later.with_columns(  # row 3's payload says what its amount now is
+        pl.when(pl.col("id") == ids[3])
+        .then(pl.col("raw").str.replace(r'"amount":-?\d+', '"amount":-7'))
+        .otherwise(pl.col("raw"))
+        .alias("raw")
+    )
+    wh.refresh_id = "r2"
+    if whole:
+        result = wh.replace_all_transactions(later)
+    else:
+        result = wh.replace_months(["2024-01"], later)
+    # the copy is exact again: core and raw hold the service's rows, each once
+    assert _ids(wh, "core.transactions") == set(later.get_column("id"))
+    assert wh.con.execute("SELECT count(*), count(DISTINCT id) FROM raw.transactions").fetchone() == (
+        11,
+        11,
+    )
+    assert _ids(wh, "raw.transactions") == set(later.get_column("id"))
+    payload = wh.con.execute(
+        "SELECT raw->>'unknown_field' FROM raw.transactions WHERE id = ?", [ids[4]]
+    ).fetchone()
+    assert payload == ("changed",)
+    amount = wh.con.execute("SELECT amount FROM core.transactions WHERE id = ?", [ids[3]])
+    assert amount.fetchone() == (-7,)
+    # only the rows that changed (or were damaged) were written by the later refresh
+    rewritten = {ids[0], ids[1], ids[3], ids[4]}
+    for table in ("core.transactions", "raw.transactions"):
+        written = _refresh_ids(wh, table)
+        assert {i for i, r in written.items() if r == "r2"} == rewritten, table
+        assert {i for i, r in written.items() if r == "r1"} == set(ids) - rewritten - {ids[2]}
+    # counts: row 0 is new to core, row 3 differs in a compared column (row 4's payload only
+    # and row 1's missing payload are rewritten without counting as updates), row 2 was gone
+    # from core already
+    assert (result.inserted, result.updated, result.deleted) == (1, 1, 0)
