@@ -1,4 +1,5 @@
-"""Refresh benchmark: first sync and no-change refresh of a 10-year ledger over loopback.
+"""Refresh benchmark: first sync, no-change refresh and full re-read of a 10-year ledger over
+loopback (the full re-read reads every row again and, nothing having changed, writes none).
 
 The sandbox runs as its own process (`centsync sandbox serve --no-rate-limit`); this process
 runs the refresh (extract, validate, load, publish) and reports its own peak RSS.
@@ -47,15 +48,21 @@ def one(n: int, years: int) -> None:
         wh = tmp / "centsync.duckdb"
         floor = math.ceil(n / 200)
         with ApiClient(keys["base_url"], keys["read_only"], max_window_rows=10**12) as client:
-            for label in ("first refresh", "no-change refresh"):
+            for label, mode in (
+                ("first refresh", "auto"),
+                ("no-change refresh", "auto"),
+                ("full re-read", "full"),
+            ):
                 t = time.perf_counter()
-                s = run_refresh(client, str(wh), RefreshOptions())
+                s = run_refresh(client, str(wh), RefreshOptions(mode=mode))  # type: ignore[arg-type]
                 secs = time.perf_counter() - t
                 rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-                extra = s.requests_total - floor if label == "first refresh" else s.requests_total
+                extra = (
+                    s.requests_total - floor if label != "no-change refresh" else s.requests_total
+                )
                 print(
                     f"{n:>9,} rows, {years} years, {label:<17}: {secs:7.2f} s, {s.requests_total:6,} requests "
-                    f"(floor {floor:,}; {'over floor ' + str(extra) if label == 'first refresh' else 'budget 6+3y+hot+aggregates+verification'}), "
+                    f"(floor {floor:,}; {'over floor ' + str(extra) if label != 'no-change refresh' else 'budget 6+3y+hot+aggregates+verification'}), "
                     f"{s.transactions / secs:10,.0f} rows/s, changed {s.rows_changed:,}, peak RSS {rss:,.0f} MB",
                     flush=True,
                 )
