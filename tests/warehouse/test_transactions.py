@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from functools import partial
 
 import polars as pl
 import pytest
@@ -227,13 +228,13 @@ def test_a_replace_rewrites_only_what_changed_and_repairs_a_damaged_copy(
         .alias("raw")
     )
     wh.refresh_id = "r2"
-    if whole:
-        result = wh.replace_all_transactions(later)
-    else:
-        result = wh.replace_months(["2024-01"], later)
+    replace = wh.replace_all_transactions if whole else partial(wh.replace_months, ["2024-01"])
+    result = replace(later)
     # the copy is exact again: core and raw hold the service's rows, each once
     assert _ids(wh, "core.transactions") == set(later.get_column("id"))
-    assert wh.con.execute("SELECT count(*), count(DISTINCT id) FROM raw.transactions").fetchone() == (
+    assert wh.con.execute(
+        "SELECT count(*), count(DISTINCT id) FROM raw.transactions"
+    ).fetchone() == (
         11,
         11,
     )
