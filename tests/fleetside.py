@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from centsync.sandbox.server import free_port
+from system_packages import apt_install
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 BIN = Path(sys.executable).parent
@@ -26,6 +27,12 @@ BIN = Path(sys.executable).parent
 def available() -> bool:
     """Whether Debian's postgresql 15 and redis-server are installed."""
     return (PG_BIN / "initdb").exists() and shutil.which("redis-server") is not None
+
+
+def install() -> None:
+    """Debian's postgresql 15 and redis-server, installed with apt when missing (CI starts
+    from a clean machine: the fleet's tests run there too, they are not skipped)."""
+    apt_install(["postgresql-15", "redis-server"], available)
 
 
 def _as_postgres_user(*cmd: str) -> list[str]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -19,6 +18,7 @@ from centsync.pipelines.cli.main import main
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
+from system_packages import apt_install
 
 
 class Env:
@@ -136,21 +136,9 @@ CHROMIUM_FLAGS = [
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's chromium, installed with apt when missing (never a downloaded browser build)."""
-    import fcntl
-
-    # one install at a time: each pytest-xdist worker asks
-    with open("/tmp/centsync-chromium-install.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        found = shutil.which("chromium")
-        if found is None:
-            env = {"DEBIAN_FRONTEND": "noninteractive", "PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
-            for cmd in (
-                ["apt-get", "update", "-qq"],
-                ["apt-get", "install", "-y", "-qq", "chromium"],
-            ):
-                subprocess.run(cmd, check=True, capture_output=True, env=env, timeout=900)
-            found = shutil.which("chromium")
-    assert found, "chromium could not be installed with apt"
+    apt_install(["chromium"], lambda: shutil.which("chromium") is not None)
+    found = shutil.which("chromium")
+    assert found is not None
     return found
 
 

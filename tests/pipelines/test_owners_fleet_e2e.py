@@ -20,24 +20,20 @@ from centsync.sandbox.server import run_in_thread
 from fleetside import BIN, Fleetside
 from helpers import START
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(
-        not fleetside.available(),
-        reason="needs Debian's postgresql 15 and redis-server (apt-get install postgresql "
-        "redis-server)",
-    ),
-]
+# Debian's postgresql 15 and redis-server are installed with apt when missing (fleetside.install)
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[dict[str, str]]:
+    fleetside.install()
     with fleetside.postgres() as env:
         yield env
 
 
 @pytest.fixture(scope="module")
 def redis() -> Iterator[str]:
+    fleetside.install()
     with fleetside.redis() as url:
         yield url
 
