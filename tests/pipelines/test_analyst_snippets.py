@@ -20,6 +20,7 @@ import duckdb
 import pytest
 
 from centsync.pipelines.settings import Settings
+from system_packages import apt_install
 
 from .test_sql_cli import copy_warehouse, query, shared_demo
 
@@ -96,8 +97,7 @@ class Place:
 
 @pytest.fixture(scope="module")
 def place(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Place:
-    if shutil.which("jq") is None:
-        pytest.skip("jq is not installed (apt-get install -y jq): the snippets use it")
+    apt_install(["jq"], lambda: shutil.which("jq") is not None)  # the snippets use it
     return Place(shared_demo(tmp_path_factory, worker_id), tmp_path_factory.mktemp("snippets"))
 
 
