@@ -5,6 +5,7 @@ downloaded build)."""
 from __future__ import annotations
 
 import fcntl
+import shutil
 import subprocess
 from collections.abc import Callable
 
@@ -25,3 +26,12 @@ def apt_install(packages: list[str], present: Callable[[], bool]) -> None:
                     f"{' '.join(cmd)} failed (exit {done.returncode}): {done.stderr[-2000:]}"
                 )
     assert present(), f"{' '.join(packages)}: still missing after apt-get install"
+
+
+def need_command(name: str, package: str | None = None) -> str:
+    """The path of command `name`, its Debian package (`package`, default the same name)
+    installed with apt first when it is not on PATH."""
+    apt_install([package or name], lambda: shutil.which(name) is not None)
+    found = shutil.which(name)
+    assert found is not None
+    return found

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,7 +17,7 @@ from centsync.pipelines.cli.main import main
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
-from system_packages import apt_install
+from system_packages import need_command
 
 
 class Env:
@@ -136,10 +135,7 @@ CHROMIUM_FLAGS = [
 @pytest.fixture(scope="session")
 def chromium() -> str:
     """Debian's chromium, installed with apt when missing (never a downloaded browser build)."""
-    apt_install(["chromium"], lambda: shutil.which("chromium") is not None)
-    found = shutil.which("chromium")
-    assert found is not None
-    return found
+    return need_command("chromium")
 
 
 @contextmanager

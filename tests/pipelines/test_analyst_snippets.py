@@ -11,7 +11,6 @@ import io
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,7 +19,7 @@ import duckdb
 import pytest
 
 from centsync.pipelines.settings import Settings
-from system_packages import apt_install
+from system_packages import need_command
 
 from .test_sql_cli import copy_warehouse, query, shared_demo
 
@@ -97,7 +96,7 @@ class Place:
 
 @pytest.fixture(scope="module")
 def place(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> Place:
-    apt_install(["jq"], lambda: shutil.which("jq") is not None)  # the snippets use it
+    need_command("jq")  # the snippets use it
     return Place(shared_demo(tmp_path_factory, worker_id), tmp_path_factory.mktemp("snippets"))
 
 

@@ -23,7 +23,7 @@ from filelock import FileLock
 
 from centsync.pipelines.cli.main import main
 from centsync.warehouse import RefreshInProgressError, Warehouse
-from system_packages import apt_install
+from system_packages import need_command
 
 ROOT = Path(__file__).resolve().parents[2]
 # a query whose result has text, a date, integer cents and a UUID
@@ -358,7 +358,7 @@ def children(pid: int) -> list[int]:
 def workbench(demo_warehouse: Path, tmp_path: Path) -> Iterator[Terminal]:
     """`centsync sql` in tmux on the demo warehouse, with a HOME and XDG folders of its own
     (Harlequin keeps its history and caches there)."""
-    apt_install(["tmux"], lambda: shutil.which("tmux") is not None)
+    need_command("tmux")
     home = tmp_path / "home"
     home.mkdir()
     env = {
