@@ -33,11 +33,17 @@ class Fleet:
         self._index()
 
     @classmethod
-    def build(cls, n: int, base: SandboxConfig) -> Fleet:
-        """N owners, owner i seeded `base.seed + i` (so owner-001 is the one-owner sandbox)."""
+    def build(cls, n: int, base: SandboxConfig, dialect: str = "contract") -> Fleet:
+        """N owners, owner i seeded `base.seed + i` (so owner-001 is the one-owner sandbox),
+        all answering in one dialect (`dialects.py`)."""
         from dataclasses import replace
 
-        return cls({owner_name(i): Sandbox(replace(base, seed=base.seed + i)) for i in range(n)})
+        return cls(
+            {
+                owner_name(i): Sandbox(replace(base, seed=base.seed + i), dialect=dialect)
+                for i in range(n)
+            }
+        )
 
     @property
     def app(self) -> Fleet:
