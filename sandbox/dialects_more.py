@@ -15,7 +15,8 @@ from centsync.sandbox.dialect import Ctx, Dialect, epoch, month_day, renamed, wi
 # ---- tagged: Stripe's style ------------------------------------------------------------------
 def _tagged_tx(rec: dict[str, Any], ctx: Ctx, in_list: bool) -> dict[str, Any]:
     out = {"object": "transaction", **without(rec, "created_at", "updated_at")}
-    out["created"] = epoch(rec.get("created_at"))
+    if "created_at" in rec:  # (not with the `drop_extra_fields` fault)
+        out["created"] = epoch(rec["created_at"])
     return {**out, "livemode": False, "metadata": {}}
 
 

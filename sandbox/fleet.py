@@ -96,9 +96,11 @@ class Fleet:
         if scope["path"] == "/openapi.json":
             await _answer(send, 200, self._openapi)
             return
+        # in the owners' dialect (`dialects.py`): one for the whole fleet
+        dialect = next(iter(self.owners.values())).app.dialect
         err = ServiceError(
             401,
-            "unauthenticated",
+            dialect.codes.get("unauthenticated", "unauthenticated"),
             "Unknown or revoked API key: send `Authorization: Bearer <API key>` with one of "
             "the keys in the sandbox's keys file.",
         )

@@ -16,12 +16,18 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
+from click.testing import CliRunner
 from starlette.testclient import TestClient
 
+from centsync.extract import ConfigurationError
+from centsync.pipelines.cli.main import main
+from centsync.pipelines.settings import Settings
 from centsync.sandbox import Sandbox
 from centsync.sandbox.app import SandboxApp
 from centsync.sandbox.dialects import DIALECTS
+from centsync.sandbox.server import run_in_thread
 from helpers import Api, make_sandbox
 
 from .dialect_readings import READINGS
@@ -377,3 +383,30 @@ def _pages(api: Api, **params: str) -> list[dict[str, Any]]:
             assert len(rows) == body["total"]
             return rows
         page += 1
+
+
+# ---- over loopback HTTP, and how a user picks one --------------------------------------------
+def test_a_dialect_over_loopback_http() -> None:
+    """A real server (uvicorn) sends a dialect's 204, its headers and its shapes."""
+    sb = make_sandbox(dialect="bare", years=1)
+    with (
+        run_in_thread(sb) as base_url,
+        httpx.Client(
+            base_url=base_url, headers={"Authorization": f"Bearer {sb.keys['read_write']}"}
+        ) as c,
+    ):
+        assert "tz" in c.get("/v1/settings").json()
+        synced = c.post("/v1/sync", json={})
+        assert synced.status_code == 204 and synced.content == b""
+        assert int(synced.headers["x-ratelimit-reset"]) > time.time()
+        assert isinstance(c.get("/v1/connections").json(), list)
+
+
+def test_serve_and_the_setting_name_the_known_dialects_when_given_another() -> None:
+    result = CliRunner().invoke(main, ["sandbox", "serve", "--dialect", "klingon"])
+    assert result.exit_code == 2
+    assert "'klingon' is not a dialect; use one of contract, keyed" in result.output
+    with pytest.raises(ConfigurationError, match="CENTSYNC_SANDBOX_DIALECT='klingon'"):
+        Settings.from_env({"CENTSYNC_SANDBOX_DIALECT": "klingon"})
+    assert Settings.from_env({"CENTSYNC_SANDBOX_DIALECT": "Tagged"}).sandbox_dialect == "tagged"
+    assert Settings.from_env({}).sandbox_dialect == "contract"
