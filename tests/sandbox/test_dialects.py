@@ -14,6 +14,7 @@ import math
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -439,3 +440,21 @@ def test_serve_and_the_setting_name_the_known_dialects_when_given_another() -> N
         Settings.from_env({"CENTSYNC_SANDBOX_DIALECT": "klingon"})
     assert Settings.from_env({"CENTSYNC_SANDBOX_DIALECT": "Tagged"}).sandbox_dialect == "tagged"
     assert Settings.from_env({}).sandbox_dialect == "contract"
+
+
+def test_the_embedded_sandbox_speaks_the_dialect_the_setting_names(tmp_path: Path) -> None:
+    try:  # where the embedded sandbox's lifecycle lives (it is moving out of the CLI)
+        from centsync.pipelines.embedded import embedded_api
+    except ImportError:
+        from centsync.pipelines.cli.sandbox import embedded_api
+    settings = Settings.from_env(
+        {"CENTSYNC_WAREHOUSE": str(tmp_path / "w.duckdb"), "CENTSYNC_SANDBOX_DIALECT": "camel"}
+    )
+    with (
+        embedded_api(settings) as run,
+        httpx.Client(
+            base_url=run.api_base_url, headers={"Authorization": f"Bearer {run.api_key}"}
+        ) as c,
+    ):
+        assert c.get("/v1/settings").json()["kind"] == "centsync#settings"
+        assert c.get("/v1/nowhere").json()["error"]["code"] == "NOT_FOUND"
