@@ -35,7 +35,6 @@ import psutil
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
-sys.path.insert(0, str(BENCH.parent / "tests"))  # the fleet's loopback machinery
 
 from owners import advance_clocks, serve  # noqa: E402
 

@@ -21,6 +21,7 @@ import polars as pl
 
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh.plan import ONE_THREAD_ROWS
+from centsync.transform import bisection
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
 from centsync.transform.calendar import (
@@ -236,7 +237,7 @@ def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: i
     the range less the asked one), at most `budget` requests in all. Month rows, or none."""
     wide = rules.to_narrow(results)
     found: list[tuple[str, dt.date, str | None, str, rules.Cell, rules.Cell]] = []
-    left = [budget]
+    left = budget
     for (check,), rows in wide.group_by("check", maintain_order=True):
         group_by = str(check).split(".", 1)[1]
         for (lo, hi), part in rows.group_by(["from_date", "to_date"], maintain_order=True):
@@ -246,9 +247,9 @@ def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: i
             }
             labels = {r["subject"]: r["label"] for r in part.iter_rows(named=True)}
             months = months_between(lo, hi)
-            for month, subject, local, there in _bisect(
-                client, tx.lazy(), group_by, months, server, left
-            ):
+            located, spent = _bisect(client, tx.lazy(), group_by, months, server, left)
+            left -= spent
+            for month, subject, local, there in located:
                 found.append((str(check), month, subject, labels[subject], local, there))
     return rules.month_rows(found)
 
@@ -276,33 +277,40 @@ def replay_narrowing(
     return rules.month_rows(found)
 
 
+# a grouping's spending by subject (category or merchant), and each differing subject's
+# (local, server) spending
+Spending = dict[str | None, rules.Cell]
+Differing = dict[str | None, tuple[rules.Cell, rules.Cell]]
+
+
 def _bisect(
     client: ApiClient,
     tx: pl.LazyFrame,
     group_by: str,
     months: list[dt.date],
-    server: dict[str | None, rules.Cell],
-    left: list[int],
-) -> list[tuple[dt.date, str | None, rules.Cell, rules.Cell]]:
+    server: Spending,
+    budget: int,
+) -> tuple[list[tuple[dt.date, str | None, rules.Cell, rules.Cell]], int]:
     """The (month, subject, local, server) that differ among `months`, given the service's
-    spending of each subject over them (`left`: requests still allowed, shared)."""
-    local = rules.subject_spending(tx, group_by, months[0], month_end(months[-1]))
-    differ = {s: v for s, v in server.items() if local.get(s, (0, 0)) != v}
-    if not differ:
-        return []
-    if len(months) == 1:
-        return [(months[0], s, local.get(s, (0, 0)), v) for s, v in differ.items()]
-    if left[0] <= 0:
-        return []  # out of requests: the range's own comparison stays the narrowest
-    left[0] -= 1
-    older, newer = months[: len(months) // 2], months[len(months) // 2 :]
-    got = client.spending(older[0], month_end(older[-1]), group_by=group_by)
-    asked = {r["key"]: (r["amount"], r["count"]) for r in got.rows.iter_rows(named=True)}
-    first = {s: asked.get(s, (0, 0)) for s in differ}
-    rest = {s: (v[0] - first[s][0], v[1] - first[s][1]) for s, v in differ.items()}
-    return _bisect(client, tx, group_by, older, first, left) + _bisect(
-        client, tx, group_by, newer, rest, left
-    )
+    spending of each subject over them, and the requests spent placing them (at most `budget`):
+    the one halving search (transform/bisection.py) asking for spending, one request a halving
+    for every differing subject at once."""
+
+    def differs(part: list[dt.date], there: Spending) -> Differing:
+        local = rules.subject_spending(tx, group_by, part[0], month_end(part[-1]))
+        return {s: (local.get(s, (0, 0)), v) for s, v in there.items() if local.get(s, (0, 0)) != v}
+
+    def ask(older: list[dt.date], differ: Differing) -> Spending:
+        got = client.spending(older[0], month_end(older[-1]), group_by=group_by)
+        asked = {r["key"]: (r["amount"], r["count"]) for r in got.rows.iter_rows(named=True)}
+        return {s: asked.get(s, (0, 0)) for s in differ}
+
+    def rest(whole: Spending, part: Spending) -> Spending:
+        return {s: (whole[s][0] - v[0], whole[s][1] - v[1]) for s, v in part.items()}
+
+    search = bisection.locate(months, server, differs=differs, ask=ask, rest=rest, budget=budget)
+    located, spent = bisection.collect(search)
+    return [(f.leaves[0], s, *cells) for f in located for s, cells in f.differ.items()], spent
 
 
 def gather_evidence(

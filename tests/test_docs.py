@@ -223,6 +223,7 @@ def _run(example: Example, workdir: Path) -> str:
 
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
+@pytest.mark.e2e
 def test_the_console_examples_run_and_print_the_documented_keys(tmp_path: Path) -> None:
     """In the page's order, on one warehouse (a refresh first, then the commands that read
     it), with no service configured: the embedded sandbox. One test, so that pytest-xdist

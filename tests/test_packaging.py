@@ -72,6 +72,7 @@ def test_every_package_folder_is_listed_in_pyproject() -> None:
 
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
+@pytest.mark.e2e
 def test_installed_wheel_runs_outside_the_repository(wheel: Path, tmp_path: Path) -> None:
     venv = tmp_path / "venv"
     subprocess.run([uv(), "venv", "-q", "--python", sys.executable, str(venv)], check=True)

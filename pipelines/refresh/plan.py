@@ -459,12 +459,6 @@ def read_rather_than_bisect(
     return math.ceil(rows / PAGE) + 1 <= bisect_cost(rows, months, components)
 
 
-def halves(months: Sequence[Range]) -> tuple[list[Range], list[Range]]:
-    """A range of months split in two (the older half first)."""
-    mid = len(months) // 2
-    return list(months[:mid]), list(months[mid:])
-
-
 def span(months: Sequence[Range]) -> Range:
     """One range from the first month's start to the last month's end."""
     return months[0][0], months[-1][1]

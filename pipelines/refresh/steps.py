@@ -25,6 +25,7 @@ from centsync.pipelines.refresh import fingerprints as fp
 from centsync.pipelines.refresh.plan import Range, Window
 from centsync.pipelines.refresh.read import WindowRead, WindowReader
 from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
+from centsync.transform import bisection
 from centsync.transform.calendar import contiguous, month_key, parse_month
 from centsync.warehouse import Warehouse, connect_readonly
 from centsync.warehouse import reads as warehouse_reads
@@ -321,18 +322,23 @@ class Refresher:
 
     def _bisect(self, label: str, months: list[Range], server: fp.Partial) -> None:
         """Re-read the months of `months` whose rows differ from `server` (their fingerprint,
-        the components known)."""
-        parts = fp.differing(server, fp.local(self.warehouse.con, *plan.span(months)))
-        if not parts:
-            return
-        count = server[0][0] if server[0] is not None else None
-        if plan.read_rather_than_bisect(count, len(months), len(parts)):
-            self._read([plan.span(months)], reason=f"month differs in {label}")
-            return
-        older, newer = plan.halves(months)
-        found = fp.server_parts(self.client, *plan.span(older), parts)
-        self._bisect(label, older, found)
-        self._bisect(label, newer, fp.subtract(server, found))
+        the components known): the one halving search (transform/bisection.py) asking for the
+        differing components' fingerprints, a run of months read whole when that costs no
+        more (plan.read_rather_than_bisect). Each is read as it is found, before the next."""
+        for found in bisection.locate(
+            months,
+            server,
+            differs=lambda part, there: fp.differing(
+                there, fp.local(self.warehouse.con, *plan.span(part))
+            ),
+            ask=lambda older, parts: fp.server_parts(self.client, *plan.span(older), parts),
+            rest=fp.subtract,
+            settle=lambda part, there, parts: plan.read_rather_than_bisect(
+                there[0][0] if there[0] is not None else None, len(part), len(parts)
+            ),
+            cost=len,
+        ):
+            self._read([plan.span(found.leaves)], reason=f"month differs in {label}")
 
     # ---- the cost-based plan (issue 26) ------------------------------------------------------
     def _history_plan(self, hot_start: dt.date, now: dt.datetime) -> plan.HistoryPlan:

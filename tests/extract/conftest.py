@@ -50,7 +50,7 @@ class Admin:
         return (await self.call("POST", "/_sandbox/keys", body))["key"]  # type: ignore[no-any-return]
 
 
-class Env:
+class AsgiEnv:
     """A sandbox with an admin and a factory of clients, all in-process."""
 
     def __init__(self, sb: Sandbox) -> None:
@@ -68,7 +68,7 @@ class Env:
         return Admin(self.sb, httpx.AsyncClient(transport=self.transport, base_url=BASE))
 
 
-def make_sandbox(transactions: int = 3000, **config: Any) -> Sandbox:
+def small_sandbox(transactions: int = 3000, **config: Any) -> Sandbox:
     config.setdefault("rate_limit", False)
     return Sandbox(
         SandboxConfig(seed=config.pop("seed", 7), years=2, transactions=transactions, **config)
@@ -76,15 +76,15 @@ def make_sandbox(transactions: int = 3000, **config: Any) -> Sandbox:
 
 
 @pytest.fixture
-def env() -> Env:
+def asgi_env() -> AsgiEnv:
     """A fresh small sandbox (3,000 transactions, no rate limit) per test."""
-    return Env(make_sandbox())
+    return AsgiEnv(small_sandbox())
 
 
 @pytest.fixture
-def limited_env() -> Env:
+def limited_asgi_env() -> AsgiEnv:
     """A fresh small sandbox that enforces rate limits."""
-    return Env(make_sandbox(1000, rate_limit=True))
+    return AsgiEnv(small_sandbox(1000, rate_limit=True))
 
 
 def state_frame(state: dict[str, Any]) -> pl.DataFrame:

@@ -16,7 +16,7 @@ from centsync.extract import (
     ServiceUnavailable,
 )
 
-from .conftest import Env, comparable, run, state_frame
+from .conftest import AsgiEnv, comparable, run, state_frame
 
 HOSTILE = {
     "error_rate": 0.1,
@@ -28,16 +28,16 @@ HOSTILE = {
 
 @pytest.mark.parametrize("parse_batch_pages", [100, 1, 3])
 def test_faulty_drifting_run_reads_exactly_the_server_state(
-    env: Env, parse_batch_pages: int, monkeypatch: pytest.MonkeyPatch
+    asgi_env: AsgiEnv, parse_batch_pages: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # small parse batches: a window's pages are parsed in several batches while it is read
     monkeypatch.setattr("centsync.extract._reader.PARSE_BATCH_PAGES", parse_batch_pages)
 
     async def go() -> None:
-        admin = env.admin()
+        admin = asgi_env.admin()
         await admin.faults(**HOSTILE, drift={"inserts": 1, "updates": 1, "deletes": 1, "pages": 10})
         years = [("2026-01-01", None), ("2025-01-01", "2025-12-31"), (None, "2024-12-31")]
-        async with env.client(max_attempts=12) as c:
+        async with asgi_env.client(max_attempts=12) as c:
             batches = [b async for b in c.read_transactions(years)]
             stats = c.stats.total()
         frame = pl.concat([b.frame for b in batches])
@@ -52,11 +52,11 @@ def test_faulty_drifting_run_reads_exactly_the_server_state(
     run(go())
 
 
-def test_insert_and_delete_between_pages_triggers_a_reread(env: Env) -> None:
+def test_insert_and_delete_between_pages_triggers_a_reread(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        admin = env.admin()
+        admin = asgi_env.admin()
         await admin.faults(drift={"inserts": 2, "deletes": 1, "pages": 2})
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             batches = [b async for b in c.read_transactions([("2025-01-01", "2025-12-31")])]
             snapshot = c.stats.snapshot()["GET /v1/transactions"]
         report = batches[0].report
@@ -69,12 +69,12 @@ def test_insert_and_delete_between_pages_triggers_a_reread(env: Env) -> None:
     run(go())
 
 
-def test_amount_changes_on_read_pages_are_caught_by_the_summary(env: Env) -> None:
+def test_amount_changes_on_read_pages_are_caught_by_the_summary(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        admin = env.admin()
+        admin = asgi_env.admin()
         # updates only: total and ids never move, only the server's sums can tell
         await admin.faults(drift={"updates": 3, "pages": 3})
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             batches = [b async for b in c.read_transactions([("2025-01-01", "2025-12-31")])]
         state = await admin.state()
         rows = {t["id"]: t["amount"] for t in state["transactions"]}
@@ -87,10 +87,10 @@ def test_amount_changes_on_read_pages_are_caught_by_the_summary(env: Env) -> Non
     run(go())
 
 
-def test_endless_drift_raises_after_the_reread_budget(env: Env) -> None:
+def test_endless_drift_raises_after_the_reread_budget(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        await env.admin().faults(drift={"inserts": 1, "deletes": 1, "pages": 1000})
-        async with env.client(max_rereads=2) as c:
+        await asgi_env.admin().faults(drift={"inserts": 1, "deletes": 1, "pages": 1000})
+        async with asgi_env.client(max_rereads=2) as c:
             with pytest.raises(DriftError) as err:
                 async for _ in c.read_transactions([("2025-01-01", "2025-12-31")]):
                     pass
@@ -99,11 +99,11 @@ def test_endless_drift_raises_after_the_reread_budget(env: Env) -> None:
     run(go())
 
 
-def test_retry_after_is_honoured_on_429(env: Env) -> None:
+def test_retry_after_is_honoured_on_429(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             await c.me()  # the pace is set; the next two requests meet the injected 429s
-            await env.admin().faults(rate_limit_burst=2)
+            await asgi_env.admin().faults(rate_limit_burst=2)
             started = time.monotonic()
             await c.settings()
             elapsed = time.monotonic() - started
@@ -115,15 +115,15 @@ def test_retry_after_is_honoured_on_429(env: Env) -> None:
 
 
 def test_a_burst_of_429s_longer_than_the_retry_count_is_waited_out(
-    env: Env, caplog: pytest.LogCaptureFixture
+    asgi_env: AsgiEnv, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Four 429s with Retry-After: 1, more than the 2 attempts other failures get: a wait the
     service asks for is a time budget, not a count; each wait is a visible warning. (Ten, on a
     whole refresh: tests/pipelines/test_edit_kinds_e2e.py.)"""
 
     async def go() -> None:
-        async with env.client(max_attempts=2) as c:
-            await env.admin().faults(rate_limit_burst=4)
+        async with asgi_env.client(max_attempts=2) as c:
+            await asgi_env.admin().faults(rate_limit_burst=4)
             started = time.monotonic()
             with caplog.at_level(logging.WARNING, logger="centsync.extract"):
                 me = await c.me()
@@ -140,11 +140,11 @@ def test_a_burst_of_429s_longer_than_the_retry_count_is_waited_out(
     run(go())
 
 
-def test_a_rate_limit_past_the_wait_budget_stops_saying_when_to_retry(env: Env) -> None:
+def test_a_rate_limit_past_the_wait_budget_stops_saying_when_to_retry(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client(max_wait=2.5) as c:
+        async with asgi_env.client(max_wait=2.5) as c:
             await c.me()
-            await env.admin().faults(rate_limit_burst=10)
+            await asgi_env.admin().faults(rate_limit_burst=10)
             started = time.monotonic()
             with pytest.raises(RateLimited) as err:
                 await c.settings()
@@ -158,10 +158,10 @@ def test_a_rate_limit_past_the_wait_budget_stops_saying_when_to_retry(env: Env) 
     run(go())
 
 
-def test_503_retry_after_is_waited_then_succeeds(env: Env) -> None:
+def test_503_retry_after_is_waited_then_succeeds(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        await env.admin().faults(error_rate=1.0, error_statuses=[503])
-        async with env.client(max_attempts=2) as c:
+        await asgi_env.admin().faults(error_rate=1.0, error_statuses=[503])
+        async with asgi_env.client(max_attempts=2) as c:
             started = time.monotonic()
             with pytest.raises(ServiceUnavailable) as err:
                 await c.settings()
@@ -172,10 +172,10 @@ def test_503_retry_after_is_waited_then_succeeds(env: Env) -> None:
     run(go())
 
 
-def test_permanent_error_surfaces_once_with_code_and_no_retry(env: Env) -> None:
+def test_permanent_error_surfaces_once_with_code_and_no_retry(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        await env.admin().faults(latency_ms=1)
-        async with env.client() as c:
+        await asgi_env.admin().faults(latency_ms=1)
+        async with asgi_env.client() as c:
             with pytest.raises(NotFound) as err:
                 await c.transaction("00000000-0000-4000-8000-000000000000")
             stats = c.stats.snapshot()["GET /v1/transactions/{id}"]
@@ -188,13 +188,13 @@ def test_permanent_error_surfaces_once_with_code_and_no_retry(env: Env) -> None:
 
 
 def test_key_never_appears_in_logs_exceptions_or_reprs(
-    env: Env, caplog: pytest.LogCaptureFixture, key_leak_check
+    asgi_env: AsgiEnv, caplog: pytest.LogCaptureFixture, key_leak_check
 ) -> None:
-    key = env.keys["read_only"]
+    key = asgi_env.keys["read_only"]
     texts: list[str] = []
 
     async def go() -> None:
-        admin = env.admin()
+        admin = asgi_env.admin()
         await admin.faults(
             error_rate=0.1,
             drop_rate=0.05,
@@ -202,7 +202,7 @@ def test_key_never_appears_in_logs_exceptions_or_reprs(
             rate_limit_burst=1,
             drift={"inserts": 1, "pages": 3},
         )
-        async with env.client(key, max_attempts=12) as c:
+        async with asgi_env.client(key, max_attempts=12) as c:
             texts.append(repr(c))
             texts.append(repr(c._http))
             texts.append(repr(c._auth))

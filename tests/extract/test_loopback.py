@@ -14,14 +14,14 @@ from centsync.extract import ApiClient, AsyncApiClient, InsufficientScope
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import free_port, run_in_thread, spawn_serve
 
-from .conftest import FAST, Admin, comparable, make_sandbox, run, state_frame
+from .conftest import FAST, Admin, comparable, run, small_sandbox, state_frame
 
 pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
 def served() -> Iterator[tuple[Sandbox, str]]:
-    sb = make_sandbox(4000)
+    sb = small_sandbox(4000)
     with run_in_thread(sb) as base_url:
         yield sb, base_url
 

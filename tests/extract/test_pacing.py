@@ -11,7 +11,7 @@ import pytest
 from centsync.extract import Allowance, Pacer, RateLimited
 from centsync.extract._pacing import safe_bucket
 
-from .conftest import Env, run
+from .conftest import AsgiEnv, run
 
 
 def test_safe_bucket_never_admits_more_than_the_limit_in_any_period() -> None:
@@ -65,12 +65,12 @@ def test_pacer_goes_blind_without_headers() -> None:
     run(go())
 
 
-def test_client_paces_blind_when_the_server_omits_headers(limited_env: Env) -> None:
+def test_client_paces_blind_when_the_server_omits_headers(limited_asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        admin = limited_env.admin()
+        admin = limited_asgi_env.admin()
         key = await admin.new_key(scopes=["data.read"], minute_limit=1200, hour_limit=100_000)
         await admin.faults(omit_rate_limit_headers=True)
-        async with limited_env.client(key) as c:
+        async with limited_asgi_env.client(key) as c:
             started = time.monotonic()
             await asyncio.gather(*(c.settings() for _ in range(40)))
             elapsed = time.monotonic() - started
@@ -88,12 +88,12 @@ def _windows_needed(requests: int, remaining: int, limit: int) -> int:
 
 @pytest.mark.slow
 def test_minute_limit_30_with_100_requests_no_429_and_close_to_the_limit(
-    limited_env: Env,
+    limited_asgi_env: AsgiEnv,
 ) -> None:
     async def go() -> None:
-        admin = limited_env.admin()
+        admin = limited_asgi_env.admin()
         key = await admin.new_key(scopes=["data.read"], minute_limit=30, hour_limit=10_000)
-        async with limited_env.client(key) as c:
+        async with limited_asgi_env.client(key) as c:
             me = await c.me()
             started = time.monotonic()
             first_boundary = 60 - (time.time() % 60)
@@ -111,12 +111,12 @@ def test_minute_limit_30_with_100_requests_no_429_and_close_to_the_limit(
 
 
 @pytest.mark.slow
-def test_minute_limit_30_blind_no_429(limited_env: Env) -> None:
+def test_minute_limit_30_blind_no_429(limited_asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        admin = limited_env.admin()
+        admin = limited_asgi_env.admin()
         key = await admin.new_key(scopes=["data.read"], minute_limit=30, hour_limit=10_000)
         await admin.faults(omit_rate_limit_headers=True)
-        async with limited_env.client(key) as c:
+        async with limited_asgi_env.client(key) as c:
             await asyncio.gather(*(c.settings() for _ in range(40)))
             assert c.stats.total().rate_limited == 0
 
@@ -144,7 +144,7 @@ def test_headers_appearing_after_a_blind_start_do_not_stall_requests() -> None:
 
 
 def test_a_spent_hourly_allowance_stops_at_once_saying_when_to_run_again(
-    limited_env: Env,
+    limited_asgi_env: AsgiEnv,
 ) -> None:
     """Past the wait budget (CENTSYNC_MAX_WAIT) the client does not sit out the hour: it stops
     at once, with the time to run again."""
@@ -152,9 +152,9 @@ def test_a_spent_hourly_allowance_stops_at_once_saying_when_to_run_again(
         pytest.skip("too close to the hour: the allowance would come back within the budget")
 
     async def go() -> None:
-        admin = limited_env.admin()
+        admin = limited_asgi_env.admin()
         key = await admin.new_key(scopes=["data.read"], minute_limit=1200, hour_limit=5)
-        async with limited_env.client(key, max_wait=20) as c:
+        async with limited_asgi_env.client(key, max_wait=20) as c:
             for _ in range(4):  # /v1/me (the pace) and four more: the hour's five are spent
                 await c.settings()
             started = time.monotonic()

@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from .conftest import Env, run
+from .conftest import AsgiEnv, run
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux nice")
 
@@ -29,13 +29,13 @@ def _threads(prefixes: tuple[str, ...]) -> list[int]:
     return tids
 
 
-def test_parsing_threads_run_below_the_event_loop(env: Env) -> None:
+def test_parsing_threads_run_below_the_event_loop(asgi_env: AsgiEnv) -> None:
     loop_nice: list[int] = []
     seen: dict[str, int] = {}
 
     async def go() -> None:
         loop_nice.append(_nice(0))
-        async with env.client(parse_nice=7) as c:
+        async with asgi_env.client(parse_nice=7) as c:
             rows = sum([b.frame.height async for b in c.read_transactions([(None, None)])])
             assert rows == 3000
             for t in threading.enumerate():
@@ -50,11 +50,11 @@ def test_parsing_threads_run_below_the_event_loop(env: Env) -> None:
     assert _nice(0) == loop_nice[0]
 
 
-def test_parse_nice_zero_leaves_the_parsing_threads_as_they_are(env: Env) -> None:
+def test_parse_nice_zero_leaves_the_parsing_threads_as_they_are(asgi_env: AsgiEnv) -> None:
     seen: list[int] = []
 
     async def go() -> None:
-        async with env.client(parse_nice=0) as c:
+        async with asgi_env.client(parse_nice=0) as c:
             async for _ in c.read_transactions([(None, None)]):
                 pass
             seen.extend(

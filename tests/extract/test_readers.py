@@ -16,12 +16,12 @@ from centsync.extract import (
     NotFound,
 )
 
-from .conftest import BASE, FAST, Env, comparable, run, state_frame
+from .conftest import BASE, FAST, AsgiEnv, comparable, run, state_frame
 
 
-def test_me_reports_owner_scopes_and_allowance(env: Env) -> None:
+def test_me_reports_owner_scopes_and_allowance(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             me = await c.me()
             assert me.scopes == ("data.read", "data.write")
             assert me.can_write
@@ -32,11 +32,11 @@ def test_me_reports_owner_scopes_and_allowance(env: Env) -> None:
     run(go())
 
 
-def test_settings_give_timezone_and_currency(env: Env) -> None:
+def test_settings_give_timezone_and_currency(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        admin = env.admin()
+        admin = asgi_env.admin()
         state = await admin.state()
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             settings = await c.settings()
         assert settings.timezone == state["settings"]["timezone"]
         assert settings.currency == state["settings"]["currency"]
@@ -44,10 +44,10 @@ def test_settings_give_timezone_and_currency(env: Env) -> None:
     run(go())
 
 
-def test_accounts_frame_is_typed_and_equals_server_state(env: Env) -> None:
+def test_accounts_frame_is_typed_and_equals_server_state(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
-        async with env.client() as c:
+        state = await asgi_env.admin().state()
+        async with asgi_env.client() as c:
             accounts = await c.accounts()
         assert dict(accounts.schema) == ACCOUNT_SCHEMA
         assert accounts["id"].to_list() == [a["id"] for a in state["accounts"]]
@@ -57,10 +57,10 @@ def test_accounts_frame_is_typed_and_equals_server_state(env: Env) -> None:
     run(go())
 
 
-def test_connections_and_sync_status_frames(env: Env) -> None:
+def test_connections_and_sync_status_frames(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
-        async with env.client() as c:
+        state = await asgi_env.admin().state()
+        async with asgi_env.client() as c:
             connections = await c.connections()
             status = await c.sync_status()
         assert dict(connections.schema) == CONNECTION_SCHEMA
@@ -75,10 +75,10 @@ def test_connections_and_sync_status_frames(env: Env) -> None:
     run(go())
 
 
-def test_aggregates_are_typed_integer_cents(env: Env) -> None:
+def test_aggregates_are_typed_integer_cents(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
-        async with env.client() as c:
+        state = await asgi_env.admin().state()
+        async with asgi_env.client() as c:
             summary = await c.accounts_summary()
             worth = await c.net_worth()
             totals = await c.transactions_summary()
@@ -94,9 +94,9 @@ def test_aggregates_are_typed_integer_cents(env: Env) -> None:
 
 
 @pytest.mark.parametrize("group_by", ["category", "merchant", "month"])
-def test_spending_rows_sum_to_total(env: Env, group_by: str) -> None:
+def test_spending_rows_sum_to_total(asgi_env: AsgiEnv, group_by: str) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             spending = await c.spending("2025-01-01", "2025-12-31", group_by=group_by)
         assert spending.group_by == group_by
         assert spending.from_ == dt.date(2025, 1, 1)
@@ -107,10 +107,10 @@ def test_spending_rows_sum_to_total(env: Env, group_by: str) -> None:
     run(go())
 
 
-def test_read_all_transactions_equals_server_state(env: Env) -> None:
+def test_read_all_transactions_equals_server_state(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
-        async with env.client() as c:
+        state = await asgi_env.admin().state()
+        async with asgi_env.client() as c:
             frame, reports = await c.read_all_transactions()
         assert dict(frame.schema) == TRANSACTION_SCHEMA
         assert comparable(frame).equals(state_frame(state))
@@ -120,10 +120,10 @@ def test_read_all_transactions_equals_server_state(env: Env) -> None:
     run(go())
 
 
-def test_raw_column_is_each_record_as_sent(env: Env) -> None:
+def test_raw_column_is_each_record_as_sent(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
-        async with env.client() as c:
+        state = await asgi_env.admin().state()
+        async with asgi_env.client() as c:
             frame, _ = await c.read_all_transactions()
         by_id = {t["id"]: t for t in state["transactions"]}
         for raw in frame["raw"].head(50):
@@ -134,10 +134,10 @@ def test_raw_column_is_each_record_as_sent(env: Env) -> None:
     run(go())
 
 
-def test_transactions_without_extra_fields_still_read(env: Env) -> None:
+def test_transactions_without_extra_fields_still_read(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        await env.admin().faults(drop_extra_fields=True)
-        async with env.client() as c:
+        await asgi_env.admin().faults(drop_extra_fields=True)
+        async with asgi_env.client() as c:
             frame, _ = await c.read_all_transactions()
         assert frame.height == 3000
         assert frame["created_at"].null_count() == frame.height
@@ -146,9 +146,9 @@ def test_transactions_without_extra_fields_still_read(env: Env) -> None:
     run(go())
 
 
-def test_filters_reach_the_server(env: Env) -> None:
+def test_filters_reach_the_server(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             expenses = [
                 b.frame
                 async for b in c.read_transactions([("2025-01-01", "2025-06-30")], type="expense")
@@ -162,9 +162,9 @@ def test_filters_reach_the_server(env: Env) -> None:
     run(go())
 
 
-def test_unknown_filter_is_refused_before_any_request(env: Env) -> None:
+def test_unknown_filter_is_refused_before_any_request(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             with pytest.raises(TypeError):
                 await c.transactions_summary(colour="red")
             assert c.stats.total().requests == 0
@@ -172,11 +172,11 @@ def test_unknown_filter_is_refused_before_any_request(env: Env) -> None:
     run(go())
 
 
-def test_single_transaction_includes_notes(env: Env) -> None:
+def test_single_transaction_includes_notes(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
+        state = await asgi_env.admin().state()
         first = state["transactions"][0]
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             tx = await c.transaction(first["id"])
             with pytest.raises(NotFound) as err:
                 await c.transaction("00000000-0000-4000-8000-000000000000")
@@ -188,9 +188,9 @@ def test_single_transaction_includes_notes(env: Env) -> None:
     run(go())
 
 
-def test_windows_are_read_in_order_with_reports(env: Env) -> None:
+def test_windows_are_read_in_order_with_reports(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             windows = [("2025-03-01", "2025-03-31"), ("2025-02-01", "2025-02-28")]
             batches = [b async for b in c.read_transactions(windows)]
         assert [b.window for b in batches] == [
@@ -206,9 +206,9 @@ def test_windows_are_read_in_order_with_reports(env: Env) -> None:
     run(go())
 
 
-def test_large_window_is_split_to_bound_memory(env: Env) -> None:
+def test_large_window_is_split_to_bound_memory(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client(max_window_rows=500) as c:
+        async with asgi_env.client(max_window_rows=500) as c:
             batches = [b async for b in c.read_transactions([("2024-01-01", "2026-12-31")])]
             summary = await c.transactions_summary("2024-01-01", "2026-12-31")
         assert len(batches) > 2
@@ -219,9 +219,9 @@ def test_large_window_is_split_to_bound_memory(env: Env) -> None:
     run(go())
 
 
-def test_request_accounting_counts_every_endpoint(env: Env) -> None:
+def test_request_accounting_counts_every_endpoint(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             await c.accounts()
             await c.read_all_transactions()
             stats = c.stats.snapshot()
@@ -234,10 +234,12 @@ def test_request_accounting_counts_every_endpoint(env: Env) -> None:
     run(go())
 
 
-def test_a_key_close_to_expiry_is_warned_about(env: Env, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_key_close_to_expiry_is_warned_about(
+    asgi_env: AsgiEnv, caplog: pytest.LogCaptureFixture
+) -> None:
     async def go() -> None:
-        key = await env.admin().new_key(scopes=["data.read"], expires_in_days=10)
-        async with env.client(key) as c:
+        key = await asgi_env.admin().new_key(scopes=["data.read"], expires_in_days=10)
+        async with asgi_env.client(key) as c:
             me = await c.me()
         assert me.key_expires_at is not None
 
@@ -246,9 +248,9 @@ def test_a_key_close_to_expiry_is_warned_about(env: Env, caplog: pytest.LogCaptu
     assert any("expires on" in r.getMessage() for r in caplog.records)
 
 
-def test_created_at_order_reads_the_same_rows(env: Env) -> None:
+def test_created_at_order_reads_the_same_rows(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             windows = [("2025-01-01", "2025-12-31")]
             by_booked = [b async for b in c.read_transactions(windows)]
             by_created = [b async for b in c.read_transactions(windows, sort="created_at")]
@@ -258,10 +260,12 @@ def test_created_at_order_reads_the_same_rows(env: Env) -> None:
     run(go())
 
 
-def test_blocking_facade_stops_cleanly_when_the_caller_breaks(env: Env) -> None:
+def test_blocking_facade_stops_cleanly_when_the_caller_breaks(asgi_env: AsgiEnv) -> None:
     from centsync.extract import ApiClient
 
-    with ApiClient("http://sandbox.test", env.keys["read_only"], transport=env.transport) as c:
+    with ApiClient(
+        "http://sandbox.test", asgi_env.keys["read_only"], transport=asgi_env.transport
+    ) as c:
         months = [("2025-03-01", "2025-03-31"), ("2025-02-01", "2025-02-28")]
         for batch in c.read_transactions(months):
             assert batch.frame.height > 0
@@ -269,13 +273,17 @@ def test_blocking_facade_stops_cleanly_when_the_caller_breaks(env: Env) -> None:
         assert c.settings().timezone  # the client is still usable afterwards
 
 
-def test_gather_answers_in_order_in_one_round_and_raises_a_failure_as_itself(env: Env) -> None:
+def test_gather_answers_in_order_in_one_round_and_raises_a_failure_as_itself(
+    asgi_env: AsgiEnv,
+) -> None:
     """The blocking client's `gather` (the refresh's fingerprints and after-ledger requests):
     every call's answer in the calls' order, the same requests as one by one, and a failing
     call's own error (not an exception group) for the refresh's error messages."""
     from centsync.extract import ApiClient, NotFound
 
-    with ApiClient(BASE, env.keys["read_only"], transport=env.transport, **FAST) as client:
+    with ApiClient(
+        BASE, asgi_env.keys["read_only"], transport=asgi_env.transport, **FAST
+    ) as client:
         one_by_one = [
             client.transactions_summary("2025-01-01", "2025-12-31").count,
             client.spending("2025-01-01", "2025-12-31", group_by="merchant").total,

@@ -11,7 +11,7 @@ import pytest
 from centsync.extract import ApiClient, WindowDone, WindowRows, WindowVoid
 from centsync.sandbox.server import run_in_thread
 
-from .conftest import FAST, Admin, Env, comparable, make_sandbox, run, state_frame
+from .conftest import FAST, Admin, AsgiEnv, comparable, run, small_sandbox, state_frame
 
 
 def _collect(events: list[Any]) -> tuple[pl.DataFrame, int]:
@@ -30,18 +30,18 @@ def _collect(events: list[Any]) -> tuple[pl.DataFrame, int]:
 
 
 def test_stream_voids_a_drifted_pass_and_ends_exact(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    asgi_env: AsgiEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("centsync.extract._reader.PARSE_BATCH_PAGES", 2)
 
     async def go() -> None:
-        admin = env.admin()
+        admin = asgi_env.admin()
         await admin.faults(
             error_rate=0.1,
             error_statuses=[500, 503],
             drift={"inserts": 1, "updates": 1, "deletes": 1, "pages": 4},
         )
-        async with env.client(max_attempts=12) as c:
+        async with asgi_env.client(max_attempts=12) as c:
             events = [e async for e in c.stream_window((None, None))]
         await admin.clear_faults()
         frame, voids = _collect(events)
@@ -54,8 +54,9 @@ def test_stream_voids_a_drifted_pass_and_ends_exact(
     run(go())
 
 
+@pytest.mark.e2e
 def test_blocking_stream_over_loopback_and_early_stop() -> None:
-    sb = make_sandbox(3000)
+    sb = small_sandbox(3000)
     with run_in_thread(sb) as base_url, ApiClient(base_url, sb.keys["read_only"], **FAST) as c:
         events = list(c.stream_window((None, None), depth=1))
         frame, voids = _collect(events)

@@ -274,6 +274,7 @@ def test_the_httpx_internals_the_direct_path_relies_on() -> None:
     assert "self.CHUNK_SIZE" in inspect.getsource(AiohttpResponseStream.__aiter__)
 
 
+@pytest.mark.e2e
 def test_a_large_chunk_transport_reads_whole_bodies_and_leaves_the_class_alone() -> None:
     from httpx_aiohttp.transport import AiohttpResponseStream
 

@@ -14,18 +14,18 @@ from centsync.extract import (
     Unauthenticated,
 )
 
-from .conftest import Env, run
+from .conftest import AsgiEnv, run
 
 
-async def _account(env: Env) -> str:
-    state = await env.admin().state()
+async def _account(asgi_env: AsgiEnv) -> str:
+    state = await asgi_env.admin().state()
     return next(a["id"] for a in state["accounts"] if a["type"] == "depository")
 
 
-def test_create_returns_the_typed_transaction(env: Env) -> None:
+def test_create_returns_the_typed_transaction(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        account = await _account(env)
-        async with env.client() as c:
+        account = await _account(asgi_env)
+        async with asgi_env.client() as c:
             tx = await c.create_transaction(
                 account_id=account,
                 amount=-1250,
@@ -36,35 +36,35 @@ def test_create_returns_the_typed_transaction(env: Env) -> None:
             )
         assert tx.amount == -1250 and tx.type == "expense" and tx.notes == "eggs"
         assert not tx.replayed
-        state = await env.admin().state()
+        state = await asgi_env.admin().state()
         assert tx.id in {t["id"] for t in state["transactions"]}
 
     run(go())
 
 
-def test_same_idempotency_key_replays_instead_of_creating(env: Env) -> None:
+def test_same_idempotency_key_replays_instead_of_creating(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        account = await _account(env)
+        account = await _account(asgi_env)
         body = dict(account_id=account, amount=-300, concept="Bus", booked_at="2025-05-03")
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             first = await c.create_transaction(**body, idempotency_key="evt-42")
             second = await c.create_transaction(**body, idempotency_key="evt-42")
             with pytest.raises(IdempotencyKeyReused) as err:
                 await c.create_transaction(**{**body, "amount": -301}, idempotency_key="evt-42")
         assert second.replayed and second.id == first.id
         assert err.value.permanent and not err.value.retryable
-        state = await env.admin().state()
+        state = await asgi_env.admin().state()
         assert sum(t["concept"] == "Bus" for t in state["transactions"]) == 1
 
     run(go())
 
 
-def test_dropped_connections_resend_with_the_same_key_and_create_once(env: Env) -> None:
+def test_dropped_connections_resend_with_the_same_key_and_create_once(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        account = await _account(env)
-        admin = env.admin()
+        account = await _account(asgi_env)
+        admin = asgi_env.admin()
         await admin.faults(drop_rate=0.5, error_rate=0.2, error_statuses=[500])
-        async with env.client(max_attempts=20) as c:
+        async with asgi_env.client(max_attempts=20) as c:
             for i in range(20):
                 await c.create_transaction(
                     account_id=account,
@@ -83,10 +83,10 @@ def test_dropped_connections_resend_with_the_same_key_and_create_once(env: Env) 
     run(go())
 
 
-def test_read_only_key_gets_insufficient_scope_once_with_advice(env: Env) -> None:
+def test_read_only_key_gets_insufficient_scope_once_with_advice(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        account = await _account(env)
-        async with env.client(env.keys["read_only"]) as c:
+        account = await _account(asgi_env)
+        async with asgi_env.client(asgi_env.keys["read_only"]) as c:
             with pytest.raises(InsufficientScope) as err:
                 await c.create_transaction(
                     account_id=account,
@@ -104,12 +104,12 @@ def test_read_only_key_gets_insufficient_scope_once_with_advice(env: Env) -> Non
     run(go())
 
 
-def test_expired_and_unknown_keys_are_permanent(env: Env) -> None:
+def test_expired_and_unknown_keys_are_permanent(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client(env.keys["expired"], pacing=False) as c:
+        async with asgi_env.client(asgi_env.keys["expired"], pacing=False) as c:
             with pytest.raises(KeyExpired):
                 await c.settings()
-        async with env.client("pfd_live_" + "x" * 40, pacing=False) as c:
+        async with asgi_env.client("pfd_live_" + "x" * 40, pacing=False) as c:
             with pytest.raises(Unauthenticated):
                 await c.settings()
             assert c.stats.total().retries == 0
@@ -117,16 +117,16 @@ def test_expired_and_unknown_keys_are_permanent(env: Env) -> None:
     run(go())
 
 
-def test_patch_and_assign_return_updated_transactions(env: Env) -> None:
+def test_patch_and_assign_return_updated_transactions(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        state = await env.admin().state()
+        state = await asgi_env.admin().state()
         expense = next(
             t
             for t in state["transactions"]
             if t["type"] == "expense" and t["expense_goal_id"] is None
         )
         goal = state["expenses"][0]["id"]
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             patched = await c.update_transaction(expense["id"], concept="Renamed", notes="n")
             assigned = await c.assign_expense(expense["id"], goal)
             cleared = await c.assign_expense(expense["id"], None)
@@ -139,9 +139,9 @@ def test_patch_and_assign_return_updated_transactions(env: Env) -> None:
     run(go())
 
 
-def test_sync_is_queued_and_a_spent_quota_is_not_retried(env: Env) -> None:
+def test_sync_is_queued_and_a_spent_quota_is_not_retried(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             providers = (await c.connections())["provider"].unique().to_list()
             first = await c.trigger_sync(providers[0])
             assert first.status == "queued" and first.providers == (providers[0],)
@@ -156,9 +156,9 @@ def test_sync_is_queued_and_a_spent_quota_is_not_retried(env: Env) -> None:
     run(go())
 
 
-def test_amount_must_be_integer_cents(env: Env) -> None:
+def test_amount_must_be_integer_cents(asgi_env: AsgiEnv) -> None:
     async def go() -> None:
-        async with env.client() as c:
+        async with asgi_env.client() as c:
             with pytest.raises(TypeError):
                 await c.create_transaction(
                     account_id="a",

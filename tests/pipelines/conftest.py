@@ -20,7 +20,7 @@ from helpers import make_sandbox
 from system_packages import need_command
 
 
-class Env:
+class HttpEnv:
     """One sandbox on loopback plus a warehouse and Dagster instance in a temp folder."""
 
     def __init__(
@@ -106,17 +106,17 @@ class Env:
 
 
 @contextmanager
-def serving(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+def serving(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpEnv]:
     """A sandbox on loopback and a warehouse in `tmp`, its settings set through `monkeypatch`."""
     sb = make_sandbox(rate_limit=False)
     with run_in_thread(sb) as base_url:
-        yield Env(sb, base_url, tmp, monkeypatch)
+        yield HttpEnv(sb, base_url, tmp, monkeypatch)
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
-    with serving(tmp_path, monkeypatch) as env:
-        yield env
+def http_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpEnv]:
+    with serving(tmp_path, monkeypatch) as served:
+        yield served
 
 
 # ------------------------------------------------------------------ a real headless browser

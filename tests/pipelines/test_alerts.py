@@ -11,7 +11,9 @@ import pytest
 from centsync.pipelines import alerts
 
 from .alert_receiver import Receiver
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
 def _report(**over: object) -> dict[str, object]:
@@ -55,45 +57,49 @@ def test_an_alert_never_carries_the_key() -> None:
     assert "sk_live_123" not in json.dumps(alerts.scrubbed(alert, ("sk_live_123",)).as_json())
 
 
-def _differ(env: Env) -> None:
-    env.refresh()
-    (tid,) = env.sql("SELECT id FROM core.transactions ORDER BY booked_at LIMIT 1")[0]
-    env.sql("UPDATE core.transactions SET amount = amount - 1234 WHERE id = ?", [tid])
+def _differ(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    (tid,) = http_env.sql("SELECT id FROM core.transactions ORDER BY booked_at LIMIT 1")[0]
+    http_env.sql("UPDATE core.transactions SET amount = amount - 1234 WHERE id = ?", [tid])
 
 
-def test_a_differ_verdict_reaches_the_endpoint(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    _differ(env)
+def test_a_differ_verdict_reaches_the_endpoint(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _differ(http_env)
     with Receiver() as inbox:
         monkeypatch.setenv("CENTSYNC_ALERT_URL", inbox.url)
-        code, _ = env.reconcile()
+        code, _ = http_env.reconcile()
         got = inbox.wait_for(1, timeout=10)
     assert code == 1
     assert [m["title"] for m in got] == ["centsync: the numbers DIFFER from the service's"]
     assert got[0]["type"] == "failure" and "numbers differ" in got[0]["message"]
-    assert env.sb.keys["read_only"] not in json.dumps(got)
+    assert http_env.sb.keys["read_only"] not in json.dumps(got)
 
 
-def test_no_alert_url_sends_nothing(env: Env) -> None:
-    _differ(env)
+def test_no_alert_url_sends_nothing(http_env: HttpEnv) -> None:
+    _differ(http_env)
     with Receiver() as inbox:
-        code, _ = env.reconcile()  # no CENTSYNC_ALERT_URL in the environment
+        code, _ = http_env.reconcile()  # no CENTSYNC_ALERT_URL in the environment
         assert code == 1 and inbox.wait_for(1, timeout=1) == []
 
 
 def test_a_key_expiring_soon_and_a_failed_run_alert(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    soon = env.admin("POST", "/_sandbox/keys", {"scopes": ["data.read"], "expires_in_days": 10})
+    soon = http_env.admin(
+        "POST", "/_sandbox/keys", {"scopes": ["data.read"], "expires_in_days": 10}
+    )
     monkeypatch.setenv("CENTSYNC_API_KEY", soon["key"])
     with Receiver() as inbox:
         monkeypatch.setenv("CENTSYNC_ALERT_URL", inbox.url)
-        env.refresh()
+        http_env.refresh()
         got = inbox.wait_for(1, timeout=10)
         # the days are counted on our clock, the expiry set on the sandbox's (which lags ours)
         assert [m["title"][:33] for m in got] == ["centsync: the API key expires in "]
         assert "create a new one" in got[0]["message"]
         monkeypatch.setenv("CENTSYNC_API_KEY", "not-a-key-but-secret-all-the-same")
-        code, _ = env.cli("refresh")
+        code, _ = http_env.cli("refresh")
         got = inbox.wait_for(2, timeout=10)
     assert code == 3
     assert got[1]["title"] == "centsync: refresh_job failed"

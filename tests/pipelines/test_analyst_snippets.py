@@ -23,6 +23,8 @@ from system_packages import need_command
 
 from .test_sql_cli import copy_warehouse, query, shared_demo
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"^```(bash|python)\n(.*?)^```", re.MULTILINE | re.DOTALL)
 

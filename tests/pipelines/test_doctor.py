@@ -11,12 +11,14 @@ import pytest
 
 from centsync.pipelines.results import json_schemas
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
-def _doctor(env: Env) -> tuple[int, dict[str, Any]]:
+def _doctor(http_env: HttpEnv) -> tuple[int, dict[str, Any]]:
     """`doctor --json`'s exit code and object, the object held to its schema."""
-    code, out = env.cli("doctor", "--json")
+    code, out = http_env.cli("doctor", "--json")
     info = json.loads(out)
     jsonschema.validate(info, json_schemas()["doctor"])
     return code, info
@@ -26,9 +28,9 @@ def _by_name(info: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["name"]: c for c in info["checks"]}
 
 
-def test_a_working_set_up_is_all_well(env: Env) -> None:
-    env.refresh()
-    code, info = _doctor(env)
+def test_a_working_set_up_is_all_well(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    code, info = _doctor(http_env)
     checks = _by_name(info)
     assert code == 0 and info["status"] == "ok" and info["exit_code"] == 0
     assert list(checks) == [
@@ -36,41 +38,43 @@ def test_a_working_set_up_is_all_well(env: Env) -> None:
         "key_expiry", "allowance", "dagster_home", "schedules", "disk", "alerts",
     ]  # fmt: skip
     assert {c["status"] for c in checks.values()} == {"ok"}
-    assert checks["binding"]["value"].startswith(env.base_url)
+    assert checks["binding"]["value"].startswith(http_env.base_url)
     assert checks["scopes"]["value"] == "data.read"
-    assert checks["dagster_home"]["value"] == str(env.tmp / "dagster")
+    assert checks["dagster_home"]["value"] == str(http_env.tmp / "dagster")
     settings = {s["env"]: s["value"] for s in info["settings"]}
-    assert settings["CENTSYNC_WAREHOUSE"] == str(env.warehouse)
+    assert settings["CENTSYNC_WAREHOUSE"] == str(http_env.warehouse)
     assert settings["CENTSYNC_API_KEY"] == "set (not shown)"
-    assert env.sb.keys["read_only"] not in json.dumps(info)
-    code, text = env.cli("doctor")
-    assert code == 0 and "All is well." in text and env.sb.keys["read_only"] not in text
+    assert http_env.sb.keys["read_only"] not in json.dumps(info)
+    code, text = http_env.cli("doctor")
+    assert code == 0 and "All is well." in text and http_env.sb.keys["read_only"] not in text
 
 
 def test_a_refused_key_is_the_problem_and_exits_3(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("CENTSYNC_API_KEY", "sk_wrong_but_secret")
-    code, info = _doctor(env)
+    code, info = _doctor(http_env)
     assert code == 3 and info["exit_code"] == 3
     assert _by_name(info)["key"]["status"] == "fail"
     assert "sk_wrong_but_secret" not in json.dumps(info)
-    code, text = env.cli("doctor")
+    code, text = http_env.cli("doctor")
     assert code == 3 and "Problem: key:" in text
 
 
-def test_an_unreachable_service_exits_4(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_service_exits_4(http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CENTSYNC_API_BASE_URL", "http://127.0.0.1:9")
-    code, info = _doctor(env)
+    code, info = _doctor(http_env)
     assert code == 4 and _by_name(info)["service"]["status"] == "fail"
     assert "CENTSYNC_API_BASE_URL" in _by_name(info)["service"]["detail"]
 
 
-def test_a_warehouse_of_another_source_exits_6(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
-    env.refresh()
+def test_a_warehouse_of_another_source_exits_6(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    http_env.refresh()
     monkeypatch.delenv("CENTSYNC_API_BASE_URL")  # the embedded sandbox: another source
     monkeypatch.delenv("CENTSYNC_API_KEY")
-    code, info = _doctor(env)
+    code, info = _doctor(http_env)
     checks = _by_name(info)
     assert code == 6 and checks["binding"]["status"] == "fail"
     assert checks["service"]["status"] == "warn"  # the embedded sandbox was not started
@@ -81,8 +85,8 @@ def test_a_warehouse_of_another_source_exits_6(env: Env, monkeypatch: pytest.Mon
     [("CENTSYNC_MAX_WAIT", "soon", "settings"), ("CENTSYNC_ALERT_URL", "nope://x", "alerts")],
 )
 def test_an_unusable_setting_exits_2(
-    env: Env, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, check: str
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, check: str
 ) -> None:
     monkeypatch.setenv(variable, value)
-    code, info = _doctor(env)
+    code, info = _doctor(http_env)
     assert code == 2 and _by_name(info)[check]["status"] == "fail"

@@ -20,23 +20,26 @@ from typing import Any
 import httpx
 import pytest
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 HOT = "2026-10"  # the hot window starts here (sandbox clock 2026-11-15, two hot months)
 
 
-def _v1(env: Env, method: str, path: str, body: Any) -> dict[str, Any]:
+def _v1(http_env: HttpEnv, method: str, path: str, body: Any) -> dict[str, Any]:
     """A write through the public API with the read-write key (the application's edit)."""
     with httpx.Client(
-        base_url=env.base_url, headers={"Authorization": f"Bearer {env.sb.keys['read_write']}"}
+        base_url=http_env.base_url,
+        headers={"Authorization": f"Bearer {http_env.sb.keys['read_write']}"},
     ) as c:
         r = c.request(method, path, json=body)
         assert r.status_code == 200, r.text
         return r.json()
 
 
-def _local(env: Env, ids: list[str]) -> dict[str, tuple[Any, ...]]:
-    rows = env.sql(
+def _local(http_env: HttpEnv, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    rows = http_env.sql(
         "SELECT id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), "
         "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions "
         "WHERE id::VARCHAR IN (SELECT unnest(?))",
@@ -45,8 +48,8 @@ def _local(env: Env, ids: list[str]) -> dict[str, tuple[Any, ...]]:
     return {r[0]: r[1:] for r in rows}
 
 
-def _server(env: Env, ids: list[str]) -> dict[str, tuple[Any, ...]]:
-    by_id = {t["id"]: t for t in env.sb.state()["transactions"]}
+def _server(http_env: HttpEnv, ids: list[str]) -> dict[str, tuple[Any, ...]]:
+    by_id = {t["id"]: t for t in http_env.sb.state()["transactions"]}
     return {
         i: (
             by_id[i]["concept"],
@@ -80,42 +83,42 @@ def _swap_pair(tx: list[dict[str, Any]], *, same_merchant: bool, months: range) 
     raise AssertionError("the household has no such pair")
 
 
-def _swap(env: Env, a: dict[str, Any], b: dict[str, Any]) -> None:
-    env.admin("PATCH", f"/_sandbox/transactions/{a['id']}", {"amount": b["amount"]})
-    env.admin("PATCH", f"/_sandbox/transactions/{b['id']}", {"amount": a["amount"]})
+def _swap(http_env: HttpEnv, a: dict[str, Any], b: dict[str, Any]) -> None:
+    http_env.admin("PATCH", f"/_sandbox/transactions/{a['id']}", {"amount": b["amount"]})
+    http_env.admin("PATCH", f"/_sandbox/transactions/{b['id']}", {"amount": a["amount"]})
 
 
 def test_swaps_and_renames_of_expenses_are_caught_by_the_next_refresh(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # rolling verification off, and every year proven by its fingerprints (a household's years
     # are otherwise re-read, test_plan_e2e.py): what is caught here is caught by them alone
     monkeypatch.setenv("CENTSYNC_VERIFY_DAYS", "0")
     monkeypatch.setenv("CENTSYNC_PLAN", "fingerprints")
-    env.refresh()
-    tx = env.sb.state()["transactions"]
+    http_env.refresh()
+    tx = http_env.sb.state()["transactions"]
     a, b = _swap_pair(tx, same_merchant=False, months=range(1, 13))
-    _swap(env, a, b)
+    _swap(http_env, a, b)
     renamed = next(
         t
         for t in tx
         if t["type"] == "expense" and "2025-03" <= t["booked_at"] < "2025-04" and t not in (a, b)
     )
-    _v1(env, "PATCH", f"/v1/transactions/{renamed['id']}", {"concept": "Renamed by the user"})
+    _v1(http_env, "PATCH", f"/v1/transactions/{renamed['id']}", {"concept": "Renamed by the user"})
     ids = [a["id"], b["id"], renamed["id"]]
-    assert _local(env, ids) != _server(env, ids)  # the edits are not in the warehouse yet
+    assert _local(http_env, ids) != _server(http_env, ids)  # the edits are not in the warehouse yet
 
-    meta = env.refresh()
-    assert _local(env, ids) == _server(env, ids)
+    meta = http_env.refresh()
+    assert _local(http_env, ids) == _server(http_env, ids)
     assert meta["rows"]["changed"] >= 3
     reasons = {r["reason"] for r in meta["months_reread"]}
     assert any("differs" in r for r in reasons), reasons
     assert meta["verification"]["months"] == 0
-    env.assert_exact()
+    http_env.assert_exact()
 
 
 def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Daily refreshes with a 7-day period and a 1-page minimum: each day re-reads about a
     seventh of the history; by the seventh day every edit is in the warehouse. The plan proves
@@ -123,8 +126,8 @@ def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
     test_plan_e2e.py), so what catches them here is rolling verification alone."""
     monkeypatch.setenv("CENTSYNC_VERIFY_PAGES", "1")
     monkeypatch.setenv("CENTSYNC_PLAN", "fingerprints")
-    env.refresh()
-    state = env.sb.state()
+    http_env.refresh()
+    state = http_env.sb.state()
     tx = state["transactions"]
     old = [t for t in tx if "2025-05" <= t["booked_at"] < HOT]
     income = [t for t in old if t["type"] == "income"]
@@ -132,8 +135,13 @@ def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
     other_category = next(
         c["id"] for c in state["categories"] if c["id"] != recategorised["category_id"]
     )
-    _v1(env, "PATCH", f"/v1/transactions/{recategorised['id']}", {"category_id": other_category})
-    _v1(env, "PATCH", f"/v1/transactions/{renamed['id']}", {"concept": "Salary, renamed"})
+    _v1(
+        http_env,
+        "PATCH",
+        f"/v1/transactions/{recategorised['id']}",
+        {"category_id": other_category},
+    )
+    _v1(http_env, "PATCH", f"/v1/transactions/{renamed['id']}", {"concept": "Salary, renamed"})
     a, b = _swap_pair(tx, same_merchant=True, months=range(1, 13))
     assigned = next(
         t
@@ -141,67 +149,67 @@ def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
         if t["type"] == "expense" and t["expense_goal_id"] is None and t not in (a, b)
     )
     _v1(
-        env,
+        http_env,
         "POST",
         f"/v1/transactions/{assigned['id']}/expense",
         {"expense_goal_id": state["expenses"][0]["id"]},
     )
     moved = next(t for t in old if t["type"] == "transfer" and int(t["booked_at"][8:]) <= 20)
     day = int(moved["booked_at"][8:]) + 5
-    env.admin(
+    http_env.admin(
         "PATCH",
         f"/_sandbox/transactions/{moved['id']}",
         {"booked_at": f"{moved['booked_at'][:8]}{day:02d}"},
     )
-    _swap(env, a, b)
+    _swap(http_env, a, b)
     ids = [recategorised["id"], renamed["id"], assigned["id"], moved["id"], a["id"], b["id"]]
     assert len(set(ids)) == len(ids)
 
     caught_on: dict[str, int] = {}
     verified = []
     for day_n in range(1, 8):
-        env.admin("POST", "/_sandbox/clock/advance", {"days": 1})
-        meta = env.refresh()
+        http_env.admin("POST", "/_sandbox/clock/advance", {"days": 1})
+        meta = http_env.refresh()
         verified.append(meta["verification"]["months"])
-        local, server = _local(env, ids), _server(env, ids)
+        local, server = _local(http_env, ids), _server(http_env, ids)
         for i in ids:
             if local.get(i) == server[i]:
                 caught_on.setdefault(i, day_n)
         if len(caught_on) == len(ids):
             break
     assert set(caught_on) == set(ids), f"not caught within 7 days: {set(ids) - set(caught_on)}"
-    code, out = env.cli("status")
+    code, out = http_env.cli("status")
     assert code == 0 and "Verification: oldest month re-read" in out
-    code, out = env.cli("status", "--json")
+    code, out = http_env.cli("status", "--json")
     assert json.loads(out)["verification"]["months"] >= 20
     # spread out: no day re-read the whole history at once
     months = len({t["booked_at"][:7] for t in tx if t["booked_at"][:7] < HOT})
     assert max(verified) < months, verified
-    env.assert_exact()
+    http_env.assert_exact()
 
 
-def test_a_burst_of_ten_429s_is_waited_out_and_the_refresh_ends_exact(env: Env) -> None:
-    env.refresh()
-    env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 10})
-    meta = env.refresh()
+def test_a_burst_of_ten_429s_is_waited_out_and_the_refresh_ends_exact(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    http_env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 10})
+    meta = http_env.refresh()
     assert meta["requests"]["retries"] >= 10
-    env.assert_exact()
+    http_env.assert_exact()
 
 
 def test_a_rate_limit_past_the_wait_budget_stops_with_when_to_run_again(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from click.testing import CliRunner
 
     from centsync.pipelines.cli.main import main
 
-    env.refresh()
+    http_env.refresh()
     monkeypatch.setenv("CENTSYNC_MAX_WAIT", "0.5")  # shorter than the 1 s the service asks
-    env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 3})
+    http_env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 3})
     result = CliRunner().invoke(main, ["refresh"], catch_exceptions=False)
     assert result.exit_code == 5, result.output
     assert "CENTSYNC_MAX_WAIT" in result.output and "run again after" in result.output
-    assert env.sb.keys["read_only"] not in result.output
-    env.admin("DELETE", "/_sandbox/faults")
-    env.refresh()
-    env.assert_exact()
+    assert http_env.sb.keys["read_only"] not in result.output
+    http_env.admin("DELETE", "/_sandbox/faults")
+    http_env.refresh()
+    http_env.assert_exact()

@@ -27,6 +27,8 @@ from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
 
+pytestmark = pytest.mark.e2e
+
 # A command that fails with a bug, to see what a crash exits with: the group's own handling,
 # the same console script (`entry`), no stand-in for anything of centsync's.
 CRASH = r"""

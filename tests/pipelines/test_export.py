@@ -23,6 +23,8 @@ from centsync.pipelines.outputs.export import META_COLUMN, META_COMMENT, META_RE
 
 from .test_sql_cli import centsync, copy_warehouse, in_utc, query, shared_demo
 
+pytestmark = pytest.mark.e2e
+
 BEAN_CHECK = Path(sys.executable).with_name("bean-check")
 
 

@@ -22,11 +22,14 @@ from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
 
-from .conftest import Env
+from .conftest import HttpEnv
 
 # An interrupted read must leave nothing pending on the client's loop: a coroutine finalised
 # after the loop closed (a reader's queue waiter) would be reported here as an error.
-pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning"),
+]
 
 
 def _warehouse_state(path: Path) -> tuple[str, int, int]:
@@ -125,7 +128,7 @@ def test_the_cli_stops_cleanly_on_sigint_and_sigterm_and_the_next_refresh_resume
 ) -> None:
     sb = make_sandbox(rate_limit=False, transactions=60_000, years=4)
     with run_in_thread(sb) as base_url:
-        env = Env(sb, base_url, tmp_path, monkeypatch)
+        env = HttpEnv(sb, base_url, tmp_path, monkeypatch)
         sb.service.faults.latency_ms = 40
         proc = _cli_refresh(env.env)
         _wait_for_reading(proc)
@@ -149,7 +152,7 @@ def test_sigkill_at_several_points_never_loses_published_data(
 ) -> None:
     sb = make_sandbox(rate_limit=False, transactions=20_000, years=3)
     with run_in_thread(sb) as base_url:
-        env = Env(sb, base_url, tmp_path, monkeypatch)
+        env = HttpEnv(sb, base_url, tmp_path, monkeypatch)
         env.refresh()
         before = _warehouse_state(env.warehouse)[1]
         sb.service.faults.latency_ms = 30

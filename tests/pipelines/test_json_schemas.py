@@ -8,10 +8,13 @@ import re
 from typing import Any
 
 import jsonschema
+import pytest
 
 from centsync.pipelines.results import json_schemas
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
 def _valid(command: str, data: dict[str, Any]) -> None:
@@ -20,14 +23,14 @@ def _valid(command: str, data: dict[str, Any]) -> None:
     jsonschema.validate(data, schema)
 
 
-def test_reconcile_json_carries_its_run_and_exit_code(env: Env) -> None:
-    env.refresh()
-    code, agreed = env.reconcile()
+def test_reconcile_json_carries_its_run_and_exit_code(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    code, agreed = http_env.reconcile()
     assert code == 0 and agreed["exit_code"] == 0 and agreed["run_id"]
     _valid("reconcile", agreed)
-    (tid,) = env.sql("SELECT id FROM core.transactions ORDER BY booked_at LIMIT 1")[0]
-    env.sql("UPDATE core.transactions SET amount = amount + 1 WHERE id = ?", [tid])
-    code, differs = env.reconcile()
+    (tid,) = http_env.sql("SELECT id FROM core.transactions ORDER BY booked_at LIMIT 1")[0]
+    http_env.sql("UPDATE core.transactions SET amount = amount + 1 WHERE id = ?", [tid])
+    code, differs = http_env.reconcile()
     assert code == 1 and differs["exit_code"] == 1 and differs["run_id"] != agreed["run_id"]
     _valid("reconcile", differs)
 
@@ -35,9 +38,9 @@ def test_reconcile_json_carries_its_run_and_exit_code(env: Env) -> None:
 SECONDS = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d([+-]\d\d:\d\d)?$")
 
 
-def test_status_times_are_whole_seconds(env: Env) -> None:
-    env.refresh()
-    code, out = env.cli("status", "--json")
+def test_status_times_are_whole_seconds(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    code, out = http_env.cli("status", "--json")
     assert code == 0
     info = json.loads(out)
     _valid("status", info)

@@ -29,6 +29,8 @@ from centsync.pipelines.cli.main import main
 from centsync.pipelines.outputs.data_dictionary import EXAMPLE_QUERIES, render, undocumented
 from centsync.warehouse import Warehouse
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 # What each notebook must show once it ran through (not stopped early), and its charts.
 EXPECTED = {

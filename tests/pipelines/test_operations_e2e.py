@@ -16,7 +16,9 @@ from centsync.pipelines.cli import failures as errors
 from centsync.sandbox.server import free_port, run_in_thread
 from helpers import make_sandbox
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
 def _short_error(out: str) -> None:
@@ -24,40 +26,40 @@ def _short_error(out: str) -> None:
     assert len([line for line in out.splitlines() if line.strip()]) <= 6, out
 
 
-def test_a_refresh_against_another_owner_refuses_before_writing(env: Env) -> None:
-    env.refresh()
-    before = env.warehouse.read_bytes()
+def test_a_refresh_against_another_owner_refuses_before_writing(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    before = http_env.warehouse.read_bytes()
     other = make_sandbox(seed=99, rate_limit=False)  # another household: another owner
     with run_in_thread(other) as other_url:
         os.environ["CENTSYNC_API_BASE_URL"] = other_url
         os.environ["CENTSYNC_API_KEY"] = other.keys["read_only"]
-        code, out = env.cli("refresh", "--json")
+        code, out = http_env.cli("refresh", "--json")
         assert code == errors.WAREHOUSE
         report = json.loads(out.strip().splitlines()[-1])
         assert report["status"] == "failed" and report["error"]["class"] == "SourceMismatch"
         message = report["error"]["message"]
-        assert env.sb.service.owner in message and other.service.owner in message
+        assert http_env.sb.service.owner in message and other.service.owner in message
         assert "--rebind" in message and "CENTSYNC_WAREHOUSE" in message
-        assert env.warehouse.read_bytes() == before  # nothing written, not even a failed row
+        assert http_env.warehouse.read_bytes() == before  # nothing written, not even a failed row
         # --rebind keeps the old file and starts a warehouse of the new owner
-        meta = env.refresh("--rebind")
+        meta = http_env.refresh("--rebind")
         assert meta["source"]["owner"] == other.service.owner
-        backups = list(env.warehouse.parent.glob("centsync.duckdb.bak-*"))
+        backups = list(http_env.warehouse.parent.glob("centsync.duckdb.bak-*"))
         assert len(backups) == 1 and backups[0].read_bytes() == before
-        assert env.sql("SELECT value FROM ops.meta WHERE key = 'source.account_id'") == [
+        assert http_env.sql("SELECT value FROM ops.meta WHERE key = 'source.account_id'") == [
             (other.service.owner,)
         ]
 
 
 def test_a_refresh_against_another_service_refuses_and_the_sandbox_is_never_used(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env.refresh()
-    before = env.warehouse.read_bytes()
+    http_env.refresh()
+    before = http_env.warehouse.read_bytes()
     # the same household served at another address is another service
-    with run_in_thread(env.sb) as second_url:
+    with run_in_thread(http_env.sb) as second_url:
         monkeypatch.setenv("CENTSYNC_API_BASE_URL", second_url)
-        code, _ = env.cli("refresh")
+        code, _ = http_env.cli("refresh")
         assert code == errors.WAREHOUSE
     # no base URL: the embedded sandbox would replace a real warehouse; it is not even started
     monkeypatch.delenv("CENTSYNC_API_BASE_URL")
@@ -70,10 +72,10 @@ def test_a_refresh_against_another_service_refuses_and_the_sandbox_is_never_used
         timeout=120,
     )
     assert result.returncode == errors.WAREHOUSE
-    assert "embedded sandbox" in result.stderr and env.base_url in result.stderr
+    assert "embedded sandbox" in result.stderr and http_env.base_url in result.stderr
     assert "started the embedded sandbox" not in result.stderr
     _short_error(result.stderr)
-    assert env.warehouse.read_bytes() == before
+    assert http_env.warehouse.read_bytes() == before
 
 
 @pytest.mark.parametrize(
@@ -84,9 +86,9 @@ def test_a_refresh_against_another_service_refuses_and_the_sandbox_is_never_used
     ],
 )
 def test_key_failures_exit_3_with_a_short_message(
-    env: Env, monkeypatch: pytest.MonkeyPatch, key_name: str, code: int, headline: str
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch, key_name: str, code: int, headline: str
 ) -> None:
-    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys.get(key_name, key_name))
+    monkeypatch.setenv("CENTSYNC_API_KEY", http_env.sb.keys.get(key_name, key_name))
     result = subprocess.run(
         [sys.executable, "-m", "centsync.pipelines.cli", "refresh"],
         env=dict(os.environ),
@@ -97,7 +99,7 @@ def test_key_failures_exit_3_with_a_short_message(
     assert result.returncode == code, result.stderr
     assert headline in result.stderr and "What to do" in result.stderr
     _short_error(result.stderr)
-    assert env.sb.keys.get(key_name, key_name) not in result.stderr + result.stdout
+    assert http_env.sb.keys.get(key_name, key_name) not in result.stderr + result.stdout
     log = Path(result.stderr.split("Full log: ")[1].split()[0])
     assert (log.is_file() and "Traceback" in log.read_text()) or "Error" in log.read_text()
 
@@ -110,18 +112,18 @@ def test_key_failures_exit_3_with_a_short_message(
     ],
 )
 def test_an_unreachable_service_exits_4_within_seconds(
-    env: Env, monkeypatch: pytest.MonkeyPatch, base_url: str, says: str
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch, base_url: str, says: str
 ) -> None:
     monkeypatch.setenv("CENTSYNC_API_BASE_URL", base_url.format(closed_port=free_port()))
     started = time.monotonic()
-    code, out = env.cli("refresh", "--json")
+    code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.UNREACHABLE and report["exit_code"] == errors.UNREACHABLE
     assert report["error"]["class"] == "ServiceUnreachable" and says in report["error"]["message"]
     assert time.monotonic() - started < 10  # three attempts, not a backoff's worth
 
 
-def test_flags_that_make_no_sense_are_usage_errors(env: Env) -> None:
+def test_flags_that_make_no_sense_are_usage_errors(http_env: HttpEnv) -> None:
     for args in (
         ["refresh", "--full", "--hot"],
         ["refresh", "--full", "--months", "2025-01"],
@@ -129,32 +131,32 @@ def test_flags_that_make_no_sense_are_usage_errors(env: Env) -> None:
         ["refresh", "--months", "..2025-01"],
         ["refresh", "--months", "2025-1"],
     ):
-        code, _ = env.cli(*args)
+        code, _ = http_env.cli(*args)
         assert code == errors.USAGE, args
 
 
-def test_status_tells_the_source_the_last_refresh_and_the_verdict(env: Env) -> None:
-    env.refresh()
-    code, out = env.cli("status", "--json")
+def test_status_tells_the_source_the_last_refresh_and_the_verdict(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    code, out = http_env.cli("status", "--json")
     assert code == 0
     status = json.loads(out)
-    assert status["source"]["account_id"] == env.sb.service.owner
-    assert status["source"]["base_url"] == env.base_url.rstrip("/")
+    assert status["source"]["account_id"] == http_env.sb.service.owner
+    assert status["source"]["base_url"] == http_env.base_url.rstrip("/")
     assert status["last_refresh"]["status"] == "succeeded"
-    assert status["tables"]["core.transactions"] == len(env.sb.state()["transactions"])
+    assert status["tables"]["core.transactions"] == len(http_env.sb.state()["transactions"])
     assert status["reconciliation"]["verdict"] == "agree"
-    assert status["warehouse"] == str(env.warehouse.absolute())
-    code, out = env.cli("status")
-    assert code == 0 and "Reconciliation: AGREE" in out and env.sb.service.owner in out
+    assert status["warehouse"] == str(http_env.warehouse.absolute())
+    code, out = http_env.cli("status")
+    assert code == 0 and "Reconciliation: AGREE" in out and http_env.sb.service.owner in out
 
 
-def test_status_without_a_warehouse_says_what_to_do(env: Env) -> None:
-    code, _ = env.cli("status")
+def test_status_without_a_warehouse_says_what_to_do(http_env: HttpEnv) -> None:
+    code, _ = http_env.cli("status")
     assert code == errors.WAREHOUSE
 
 
-def test_cli_runs_are_tagged_with_their_command_and_mode(env: Env) -> None:
-    env.refresh("--hot")
+def test_cli_runs_are_tagged_with_their_command_and_mode(http_env: HttpEnv) -> None:
+    http_env.refresh("--hot")
     from dagster import DagsterInstance
 
     runs = DagsterInstance.get().get_runs()
@@ -163,22 +165,22 @@ def test_cli_runs_are_tagged_with_their_command_and_mode(env: Env) -> None:
 
 
 def test_rows_the_service_damages_are_rejected_with_reasons_and_the_refresh_goes_on(
-    env: Env,
+    http_env: HttpEnv,
 ) -> None:
-    state = env.sb.state()
+    state = http_env.sb.state()
     old = [t for t in state["transactions"] if t["booked_at"] < "2025-06-01"]
     kinds = ["amount_string", "non_integer_amount", "unknown_type", "missing_field", "bad_date"]
     damaged = {old[i * 9]["id"]: kind for i, kind in enumerate(kinds)}
-    env.admin("PUT", "/_sandbox/faults", {"corrupt": damaged})
-    code, out = env.cli("refresh", "--json")
+    http_env.admin("PUT", "/_sandbox/faults", {"corrupt": damaged})
+    code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.REJECTED and report["exit_code"] == errors.REJECTED
     assert report["status"] == "rejected" and report["rows"]["rejected"] == len(kinds)
     # every other row landed; the damaged ones are in raw.rejected_rows with a reason each
-    (landed,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+    (landed,) = http_env.sql("SELECT count(*) FROM core.transactions")[0]
     assert landed == len(state["transactions"]) - len(kinds)
     reasons = dict(
-        env.sql(
+        http_env.sql(
             "SELECT DISTINCT record->>'id', reason FROM raw.rejected_rows WHERE entity = 'transactions'"
         )
     )
@@ -196,12 +198,12 @@ def test_rows_the_service_damages_are_rejected_with_reasons_and_the_refresh_goes
     (execution,) = evaluation.values()
     assert execution.evaluation is not None and execution.evaluation.passed is False
     # the fault lifted, the next refresh lands them and agrees
-    env.admin("DELETE", "/_sandbox/faults")
-    meta = env.refresh("--months", f"{old[0]['booked_at'][:7]}..2025-05")
+    http_env.admin("DELETE", "/_sandbox/faults")
+    meta = http_env.refresh("--months", f"{old[0]['booked_at'][:7]}..2025-05")
     assert meta["rows"]["rejected"] == 0
-    meta = env.refresh()
+    meta = http_env.refresh()
     assert meta["verdict"] == "agree"
-    env.assert_exact()
+    http_env.assert_exact()
 
 
 def dg_check_key(asset: object, name: str) -> object:
@@ -230,43 +232,45 @@ def test_default_paths_are_per_user_and_absolute(
 
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
-def test_a_service_that_keeps_failing_exits_5(env: Env) -> None:
-    env.admin("PUT", "/_sandbox/faults", {"error_rate": 1.0, "error_statuses": [500]})
-    code, out = env.cli("refresh", "--json")
+def test_a_service_that_keeps_failing_exits_5(http_env: HttpEnv) -> None:
+    http_env.admin("PUT", "/_sandbox/faults", {"error_rate": 1.0, "error_statuses": [500]})
+    code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.SERVICE and report["error"]["class"] == "InternalError"
 
 
-def test_a_locked_warehouse_exits_6_and_says_who_holds_it(env: Env) -> None:
+def test_a_locked_warehouse_exits_6_and_says_who_holds_it(http_env: HttpEnv) -> None:
     import fcntl
 
-    env.refresh()
-    lock = env.warehouse.with_name(env.warehouse.name + ".lock")
+    http_env.refresh()
+    lock = http_env.warehouse.with_name(http_env.warehouse.name + ".lock")
     with lock.open("a") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        code, out = env.cli("refresh", "--json")
+        code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE and report["error"]["class"] == "RefreshInProgressError"
 
 
-def test_a_file_that_is_not_a_warehouse_exits_6_and_is_left_alone(env: Env) -> None:
-    env.warehouse.parent.mkdir(parents=True, exist_ok=True)
-    env.warehouse.write_bytes(b"not a duckdb file" * 100)
-    code, out = env.cli("refresh", "--json")
+def test_a_file_that_is_not_a_warehouse_exits_6_and_is_left_alone(http_env: HttpEnv) -> None:
+    http_env.warehouse.parent.mkdir(parents=True, exist_ok=True)
+    http_env.warehouse.write_bytes(b"not a duckdb file" * 100)
+    code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE, report
-    assert env.warehouse.read_bytes() == b"not a duckdb file" * 100
+    assert http_env.warehouse.read_bytes() == b"not a duckdb file" * 100
 
 
-def test_an_id_the_service_sends_twice_is_rejected_once_and_the_rest_lands(env: Env) -> None:
-    state = env.sb.state()
+def test_an_id_the_service_sends_twice_is_rejected_once_and_the_rest_lands(
+    http_env: HttpEnv,
+) -> None:
+    state = http_env.sb.state()
     victim = next(t for t in state["transactions"] if t["booked_at"] < "2025-06-01")
-    env.admin("PUT", "/_sandbox/faults", {"corrupt": {victim["id"]: "duplicate_id"}})
-    code, out = env.cli("refresh", "--json")
+    http_env.admin("PUT", "/_sandbox/faults", {"corrupt": {victim["id"]: "duplicate_id"}})
+    code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.REJECTED and report["rows"]["rejected"] == 1
     assert report["verdict"] == "explained"
-    (reason,) = env.sql("SELECT DISTINCT reason FROM raw.rejected_rows")[0]
+    (reason,) = http_env.sql("SELECT DISTINCT reason FROM raw.rejected_rows")[0]
     assert "different content" in reason
-    (landed,) = env.sql("SELECT count(*) FROM core.transactions")[0]
+    (landed,) = http_env.sql("SELECT count(*) FROM core.transactions")[0]
     assert landed == len(state["transactions"]) - 1  # the row sent under another id

@@ -25,6 +25,8 @@ from centsync.sandbox.fleet import Fleet, key_variable, owners_toml
 from centsync.sandbox.server import run_in_thread
 from helpers import START
 
+pytestmark = pytest.mark.e2e
+
 _OURS = ("CENTSYNC_", "DAGSTER_", "XDG_")
 TRANSFER = 42_000  # cents owner-001 pays owner-002, yesterday
 

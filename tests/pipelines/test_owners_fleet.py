@@ -22,6 +22,8 @@ from centsync.warehouse import lake as lake_module
 from centsync.warehouse.lake import collect, publish_many
 from helpers import START
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def fleet_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Fleet, Settings]]:

@@ -19,21 +19,28 @@ from centsync.sandbox.fleet import Fleet, key_variable, owners_toml
 from centsync.sandbox.server import run_in_thread
 from fleetside import BIN, Fleetside
 from helpers import START
+from system_packages import apt_install
 
-# Debian's postgresql 15 and redis-server are installed with apt when missing (fleetside.install)
-pytestmark = pytest.mark.slow
+# Debian's postgresql 15 and redis-server are installed with apt when missing (_install)
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+
+def _install() -> None:
+    """Debian's postgresql 15 and redis-server, installed with apt when missing (CI starts
+    from a clean machine: the fleet's tests run there too, they are not skipped)."""
+    apt_install(["postgresql-15", "redis-server"], fleetside.available)
 
 
 @pytest.fixture(scope="module")
 def postgres() -> Iterator[dict[str, str]]:
-    fleetside.install()
+    _install()
     with fleetside.postgres() as env:
         yield env
 
 
 @pytest.fixture(scope="module")
 def redis() -> Iterator[str]:
-    fleetside.install()
+    _install()
     with fleetside.redis() as url:
         yield url
 

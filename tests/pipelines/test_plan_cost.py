@@ -10,6 +10,7 @@ import pytest
 
 from centsync.pipelines.refresh import fingerprints as fp
 from centsync.pipelines.refresh import plan
+from centsync.transform.bisection import halves
 
 D = dt.date
 NOW = dt.datetime(2026, 11, 15, 12, tzinfo=dt.UTC)
@@ -182,7 +183,7 @@ def test_a_differing_range_is_read_when_that_costs_no_more_than_bisecting_it(
 
 
 def test_bisection_halves_keep_the_months_in_order() -> None:
-    older, newer = plan.halves(YEAR)
+    older, newer = halves(YEAR)
     assert len(older) == 6 and len(newer) == 6
     assert plan.span(older) == (None, D(2024, 6, 30))
     assert plan.span(newer) == (D(2024, 7, 1), D(2024, 12, 31))

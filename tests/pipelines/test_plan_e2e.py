@@ -17,15 +17,18 @@ import pytest
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 HOT = "2026-10"  # the hot window starts here (sandbox clock 2026-11-15, two hot months)
 
 
-def _v1(env: Env, method: str, path: str, body: Any) -> None:
+def _v1(http_env: HttpEnv, method: str, path: str, body: Any) -> None:
     """A write through the public API with the read-write key (the application's edit)."""
     with httpx.Client(
-        base_url=env.base_url, headers={"Authorization": f"Bearer {env.sb.keys['read_write']}"}
+        base_url=http_env.base_url,
+        headers={"Authorization": f"Bearer {http_env.sb.keys['read_write']}"},
     ) as c:
         r = c.request(method, path, json=body)
         assert r.status_code == 200, r.text
@@ -35,11 +38,11 @@ def _old(tx: list[dict[str, Any]], kind: str, month: str) -> list[dict[str, Any]
     return [t for t in tx if t["type"] == kind and t["booked_at"].startswith(month)]
 
 
-def _every_edit_kind(env: Env) -> None:
+def _every_edit_kind(http_env: HttpEnv) -> None:
     """One edit of each kind in docs/refresh.md's table, each in a month before the hot window."""
-    state = env.sb.state()
+    state = http_env.sb.state()
     tx = state["transactions"]
-    patch = lambda t, body: env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", body)  # noqa: E731
+    patch = lambda t, body: http_env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", body)  # noqa: E731
     e1, e2, e3, e4, e5, e6 = _old(tx, "expense", "2025-02")[:6]
     income = _old(tx, "income", "2025-04") + _old(tx, "income", "2025-06")
     transfer = next(t for t in tx if t["type"] == "transfer" and t["booked_at"] < "2025-09-20")
@@ -47,7 +50,7 @@ def _every_edit_kind(env: Env) -> None:
     income_category = next(
         c["id"] for c in state["categories"] if c["id"] != income[0]["category_id"]
     )
-    env.admin(  # added, backdated older than anything local
+    http_env.admin(  # added, backdated older than anything local
         "POST",
         "/_sandbox/transactions",
         {
@@ -57,35 +60,35 @@ def _every_edit_kind(env: Env) -> None:
             "booked_at": "2023-01-05",
         },
     )
-    env.admin("DELETE", f"/_sandbox/transactions/{e1['id']}")  # deleted
+    http_env.admin("DELETE", f"/_sandbox/transactions/{e1['id']}")  # deleted
     patch(e2, {"amount": e2["amount"] - 99})  # amount changed
     patch(e3, {"booked_at": "2025-05-14"})  # moved to another month
-    _v1(env, "PATCH", f"/v1/transactions/{e4['id']}", {"category_id": other_category})
-    _v1(env, "PATCH", f"/v1/transactions/{e5['id']}", {"concept": e5["concept"].upper() + " "})
+    _v1(http_env, "PATCH", f"/v1/transactions/{e4['id']}", {"category_id": other_category})
+    _v1(http_env, "PATCH", f"/v1/transactions/{e5['id']}", {"concept": e5["concept"].upper() + " "})
     _v1(
-        env,
+        http_env,
         "POST",
         f"/v1/transactions/{e6['id']}/expense",
         {"expense_goal_id": state["expenses"][0]["id"]},
     )
-    _v1(env, "PATCH", f"/v1/transactions/{income[0]['id']}", {"category_id": income_category})
-    _v1(env, "PATCH", f"/v1/transactions/{income[1]['id']}", {"concept": "Salary, renamed"})
+    _v1(http_env, "PATCH", f"/v1/transactions/{income[0]['id']}", {"category_id": income_category})
+    _v1(http_env, "PATCH", f"/v1/transactions/{income[1]['id']}", {"concept": "Salary, renamed"})
     day = int(transfer["booked_at"][8:]) + 5  # moved within its month
     patch(transfer, {"booked_at": f"{transfer['booked_at'][:8]}{day:02d}"})
 
 
 def test_a_household_catches_every_edit_kind_at_once_for_no_more_than_a_first_sync(
-    env: Env,
+    http_env: HttpEnv,
 ) -> None:
-    first = env.refresh()
+    first = http_env.refresh()
     assert first["mode"] == "full"
-    _every_edit_kind(env)
-    meta = env.refresh()
-    env.assert_exact()  # every kind, including those only rolling verification caught before
+    _every_edit_kind(http_env)
+    meta = http_env.refresh()
+    http_env.assert_exact()  # every kind, including those only rolling verification caught before
     assert meta["mode"] == "incremental" and "re-reading everything" in meta["reason"]
     assert meta["requests"]["total"] <= first["requests"]["total"]
     assert meta["rows"]["changed"] >= 10
-    again = env.refresh()  # nothing changed: still no dearer than re-reading everything
+    again = http_env.refresh()  # nothing changed: still no dearer than re-reading everything
     assert again["rows"]["changed"] == 0
     assert again["requests"]["total"] <= first["requests"]["total"]
 
@@ -94,44 +97,46 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def test_refresh_plan_writes_nothing_and_estimates_what_the_refresh_spends(env: Env) -> None:
-    code, out = env.cli("refresh", "--plan", "--json")
+def test_refresh_plan_writes_nothing_and_estimates_what_the_refresh_spends(
+    http_env: HttpEnv,
+) -> None:
+    code, out = http_env.cli("refresh", "--plan", "--json")
     assert code == 0, out
     planned = json.loads(out.strip().splitlines()[-1])["plan"]
     assert planned["mode"] == "full" and planned["reason"] == "first sync"
     assert planned["requests_spent"] == 4  # me, settings, net worth, the ledger's count
-    assert not env.warehouse.exists()
-    first = env.refresh()
+    assert not http_env.warehouse.exists()
+    first = http_env.refresh()
     assert first["requests"]["total"] == planned["estimate"]
 
-    before = _digest(env.warehouse)
-    code, out = env.cli("refresh", "--dry-run")
+    before = _digest(http_env.warehouse)
+    code, out = http_env.cli("refresh", "--dry-run")
     assert code == 0, out
     assert "Nothing was read or written: 3 request(s)" in out
     assert "re-read" in out and "Estimate: about" in out
-    code, out = env.cli("refresh", "--plan", "--json")
+    code, out = http_env.cli("refresh", "--plan", "--json")
     planned = json.loads(out.strip().splitlines()[-1])["plan"]
-    assert _digest(env.warehouse) == before  # the plan wrote nothing
+    assert _digest(http_env.warehouse) == before  # the plan wrote nothing
     assert planned["everything"] is True
     assert {p["choice"] for p in planned["parts"]} == {"re-read"}
-    second = env.refresh()
+    second = http_env.refresh()
     assert second["rows"]["changed"] == 0
     assert second["requests"]["total"] == planned["estimate"]
 
-    code, out = env.cli("refresh", "--plan", "--hot", "--full")
+    code, out = http_env.cli("refresh", "--plan", "--hot", "--full")
     assert code == 2  # a usage error, before any request
 
 
 @pytest.fixture
-def big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+def big(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpEnv]:
     """A ledger of 30,000 rows over 3 years: a year is 50 pages, proven by its fingerprints."""
     sb = make_sandbox(rate_limit=False, years=3, transactions=30_000)
     with run_in_thread(sb) as base_url:
-        yield Env(sb, base_url, tmp_path, monkeypatch)
+        yield HttpEnv(sb, base_url, tmp_path, monkeypatch)
 
 
 def test_a_big_ledger_places_old_edits_in_their_months_and_rereads_only_those(
-    big: Env,
+    big: HttpEnv,
 ) -> None:
     env = big
     env.refresh()

@@ -8,12 +8,15 @@ from typing import Any
 
 import duckdb
 import polars as pl
+import pytest
 
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.transform.marts import MART_NAMES
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
 def _differences(report: dict[str, Any], status: str = "differ") -> dict[tuple[str, str], int]:
@@ -24,40 +27,40 @@ def _differences(report: dict[str, Any], status: str = "differ") -> dict[tuple[s
     }
 
 
-def test_a_refresh_builds_every_mart_and_everything_agrees(env: Env) -> None:
-    meta = env.refresh()
+def test_a_refresh_builds_every_mart_and_everything_agrees(http_env: HttpEnv) -> None:
+    meta = http_env.refresh()
     assert meta["verdict"] == "agree" and meta["reconciliation"]["differ"] == 0
     assert meta["reconciliation"]["checked"] > 50
     for name in MART_NAMES:
-        (n,) = env.sql(f"SELECT count(*) FROM marts.{name}")[0]
+        (n,) = http_env.sql(f"SELECT count(*) FROM marts.{name}")[0]
         assert n > 0, name
     # the marts are the ledger's numbers: spending per month equals the server's own
-    state = env.sb.state()
+    state = http_env.sb.state()
     want: dict[str, int] = {}
     for t in state["transactions"]:
         if t["type"] == "expense":
             want[t["booked_at"][:7]] = want.get(t["booked_at"][:7], 0) + t["amount"]
     got = dict(
-        env.sql(
+        http_env.sql(
             "SELECT strftime(month, '%Y-%m'), sum(amount_cents) FROM marts.spending_by_month_category GROUP BY 1"
         )
     )
     assert got == want
     # today's reconstructed net worth is the accounts' net worth
-    (nw,) = env.sql("SELECT net_worth_cents FROM marts.net_worth_daily ORDER BY date DESC LIMIT 1")[
-        0
-    ]
+    (nw,) = http_env.sql(
+        "SELECT net_worth_cents FROM marts.net_worth_daily ORDER BY date DESC LIMIT 1"
+    )[0]
     assert nw == sum(a["balance"] for a in state["accounts"])
-    code, report = env.reconcile()
+    code, report = http_env.reconcile()
     assert code == 0 and report["verdict"] == "agree" and report["differences"] == []
     assert report["checked"] == meta["reconciliation"]["checked"]
-    (runs,) = env.sql("SELECT count(*) FROM recon.runs")[0]
+    (runs,) = http_env.sql("SELECT count(*) FROM recon.runs")[0]
     assert runs == 2
     # --live proves every synced month on its own: categories, merchants and totals per type
-    code, live = env.reconcile("--live")
+    code, live = http_env.reconcile("--live")
     assert code == 0 and live["verdict"] == "agree" and live["checked"] > report["checked"]
     months = {t["booked_at"][:7] for t in state["transactions"]}
-    per_month = env.sql(
+    per_month = http_env.sql(
         """
         SELECT "check", count(DISTINCT strftime(from_date, '%Y-%m')) FROM recon.results
         WHERE recon_id = ? AND from_date IS NOT NULL AND date_trunc('month', from_date) = from_date
@@ -71,9 +74,9 @@ def test_a_refresh_builds_every_mart_and_everything_agrees(env: Env) -> None:
         assert counts[check] >= len(months), (check, counts)
 
 
-def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(env: Env) -> None:
-    env.refresh()
-    old = env.sql(
+def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    old = http_env.sql(
         """
         SELECT id::VARCHAR, strftime(month, '%Y-%m'), amount, category_id::VARCHAR, type
         FROM core.transactions WHERE type = 'expense' AND category_id IS NOT NULL
@@ -83,15 +86,15 @@ def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(env: Env) -> Non
     changed, deleted, moved = old[0], old[40], old[80]
     assert len({changed[1], deleted[1], moved[1]}) == 3  # three different months
     other = next(r[3] for r in old if r[3] != moved[3])
-    env.sql("UPDATE core.transactions SET amount = amount - 1234 WHERE id = ?", [changed[0]])
-    env.sql("DELETE FROM core.transactions WHERE id = ?", [deleted[0]])
-    env.sql("UPDATE core.transactions SET category_id = ? WHERE id = ?", [other, moved[0]])
-    (account, acc_type) = env.sql(
+    http_env.sql("UPDATE core.transactions SET amount = amount - 1234 WHERE id = ?", [changed[0]])
+    http_env.sql("DELETE FROM core.transactions WHERE id = ?", [deleted[0]])
+    http_env.sql("UPDATE core.transactions SET category_id = ? WHERE id = ?", [other, moved[0]])
+    (account, acc_type) = http_env.sql(
         "SELECT id::VARCHAR, type FROM core.accounts ORDER BY id LIMIT 1"
     )[0]
-    env.sql("UPDATE core.accounts SET balance = balance + 500 WHERE id = ?", [account])
+    http_env.sql("UPDATE core.accounts SET balance = balance + 500 WHERE id = ?", [account])
 
-    code, report = env.reconcile()
+    code, report = http_env.reconcile()
     assert code == 1 and report["verdict"] == "differ"
     diffs = _differences(report)
     # the month of each changed amount, with the right difference; the recategorised month
@@ -113,10 +116,10 @@ def test_corruption_is_flagged_exactly_and_a_refresh_repairs_it(env: Env) -> Non
     assert len(rows) == 4
     assert all(d["explanation"] for d in report["differences"])
 
-    meta = env.refresh()  # the fingerprints see the changed months; snapshots replace accounts
+    meta = http_env.refresh()  # the fingerprints see the changed months; snapshots replace accounts
     assert meta["verdict"] == "agree", meta
-    env.assert_exact()
-    code, report = env.reconcile()
+    http_env.assert_exact()
+    code, report = http_env.reconcile()
     assert code == 0 and report["verdict"] == "agree"
 
 
@@ -170,21 +173,21 @@ class _EditsBetweenTheSnapshotAndTheSummary(ApiClient):
 
 
 def test_a_server_change_between_the_read_and_the_aggregates_is_explained(
-    env: Env, tmp_path: Path
+    http_env: HttpEnv, tmp_path: Path
 ) -> None:
-    env.refresh()
-    state = env.sb.state()
+    http_env.refresh()
+    state = http_env.sb.state()
     t = next(
         t for t in state["transactions"] if t["type"] == "expense" and t["booked_at"] < "2025-06-01"
     )
 
     def edit() -> None:
-        env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"amount": t["amount"] - 999})
+        http_env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"amount": t["amount"] - 999})
 
     with _ChangesTheServerBeforeItsAggregates(
-        env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=edit
+        http_env.base_url, http_env.sb.keys["read_only"], max_window_rows=10**12, edit=edit
     ) as client:
-        summary = run_refresh(client, str(env.warehouse), RefreshOptions(mode="full"))
+        summary = run_refresh(client, str(http_env.warehouse), RefreshOptions(mode="full"))
     assert summary.verdict == "explained", summary.differences
     explained = [d for d in summary.differences if d["status"] == "explained"]
     assert any(
@@ -197,26 +200,26 @@ def test_a_server_change_between_the_read_and_the_aggregates_is_explained(
         for d in explained
     ), [(d["check"], d["explanation"]) for d in explained]
     # offline, the same verdict: the local rows are what the service sent
-    code, report = env.reconcile()
+    code, report = http_env.reconcile()
     unexplained = [d for d in report["differences"] if d["status"] == "differ"]
     assert code == 0 and report["verdict"] == "explained", unexplained
     assert not report["row_differences"]
     # live: the service's numbers now, still explained (the warehouse is behind, not wrong)
-    code, report = env.reconcile("--live")
+    code, report = http_env.reconcile("--live")
     assert code == 0 and report["verdict"] == "explained"
     # the next refresh re-reads the month and everything agrees
-    meta = env.refresh()
+    meta = http_env.refresh()
     assert meta["verdict"] == "agree"
-    env.assert_exact()
+    http_env.assert_exact()
 
 
-def test_reconciliation_runs_are_dagster_runs_with_check_results(env: Env) -> None:
-    env.refresh()
-    env.sql(
+def test_reconciliation_runs_are_dagster_runs_with_check_results(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    http_env.sql(
         "UPDATE core.transactions SET amount = amount + 1 WHERE id = "
         "(SELECT id FROM core.transactions WHERE type = 'expense' ORDER BY id LIMIT 1)"
     )
-    code, report = env.reconcile()
+    code, report = http_env.reconcile()
     assert code == 1
     from dagster import DagsterInstance
 
@@ -232,7 +235,7 @@ def test_reconciliation_runs_are_dagster_runs_with_check_results(env: Env) -> No
         and r.event_log_entry.dagster_event.event_type_value == "ASSET_CHECK_EVALUATION"
     ]
     assert len(evaluations) >= len(MART_NAMES)
-    con = duckdb.connect(str(env.warehouse), read_only=True)
+    con = duckdb.connect(str(http_env.warehouse), read_only=True)
     try:
         latest = pl.from_arrow(
             con.sql(
@@ -246,22 +249,22 @@ def test_reconciliation_runs_are_dagster_runs_with_check_results(env: Env) -> No
     assert report["recon_id"].startswith("recon-")
 
 
-def test_an_account_hidden_after_the_snapshot_is_explained_by_name(env: Env) -> None:
-    env.refresh()
-    state = env.sb.state()
+def test_an_account_hidden_after_the_snapshot_is_explained_by_name(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    state = http_env.sb.state()
     account = min(state["accounts"], key=lambda a: abs(a["balance"]) if a["balance"] else 10**15)
 
     def hide() -> None:
-        env.admin("PATCH", f"/_sandbox/accounts/{account['id']}", {"hidden": True})
+        http_env.admin("PATCH", f"/_sandbox/accounts/{account['id']}", {"hidden": True})
 
     with _EditsBetweenTheSnapshotAndTheSummary(
-        env.base_url, env.sb.keys["read_only"], max_window_rows=10**12, edit=hide
+        http_env.base_url, http_env.sb.keys["read_only"], max_window_rows=10**12, edit=hide
     ) as client:
-        summary = run_refresh(client, str(env.warehouse), RefreshOptions())
+        summary = run_refresh(client, str(http_env.warehouse), RefreshOptions())
     assert summary.verdict == "explained", [
         (d["check"], d["scope"], d["status"], d["explanation"]) for d in summary.differences
     ]
     hidden = summary.checks["accounts.net_worth"]["first"]
     assert hidden and account["name"] in hidden[0]["explanation"], hidden
-    meta = env.refresh()  # the account and its rows are gone from the next snapshot and ledger
+    meta = http_env.refresh()  # the account and its rows are gone from the next snapshot and ledger
     assert meta["verdict"] == "agree"

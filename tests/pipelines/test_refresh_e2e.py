@@ -16,48 +16,52 @@ from click.testing import CliRunner
 
 from centsync.pipelines.cli.main import main
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
-def _budget(env: Env, meta: dict[str, Any]) -> int:
+def _budget(http_env: HttpEnv, meta: dict[str, Any]) -> int:
     """docs/refresh.md: 6 + 3 x years of history + pages of the hot window + 1 + 5 aggregates
     + the verification slice (its page budget, 4 by default, plus one check per window)."""
-    state = env.sb.state()
+    state = http_env.sb.state()
     years = len({t["booked_at"][:4] for t in state["transactions"]})
     hot = [t for t in state["transactions"] if t["booked_at"] >= "2026-10-01"]
     windows = [r for r in meta["months_reread"] if r["reason"].startswith("verification")]
     return 6 + 3 * years + max(1, -(-len(hot) // 200)) + 6 + 4 + len(windows)
 
 
-def test_first_refresh_equals_the_server_and_a_second_changes_nothing_cheaply(env: Env) -> None:
-    first = env.refresh()
+def test_first_refresh_equals_the_server_and_a_second_changes_nothing_cheaply(
+    http_env: HttpEnv,
+) -> None:
+    first = http_env.refresh()
     assert first["rows"]["rejected"] == 0
-    env.assert_exact()
-    n = len(env.sb.state()["transactions"])
+    http_env.assert_exact()
+    n = len(http_env.sb.state()["transactions"])
     assert first["requests"]["total"] <= -(-n // 200) + 3 + 10  # floor + years + 10
-    second = env.refresh()
+    second = http_env.refresh()
     assert second["rows"]["changed"] == 0
-    assert second["requests"]["total"] <= _budget(env, second)
+    assert second["requests"]["total"] <= _budget(http_env, second)
     # a household: the plan re-reads everything, never dearer than the first sync (issue 26)
     assert second["requests"]["total"] <= first["requests"]["total"]
-    env.assert_exact()
+    http_env.assert_exact()
 
 
-def test_converges_after_clock_edits_deletes_and_recategorisation(env: Env) -> None:
-    env.refresh()
-    state = env.sb.state()
+def test_converges_after_clock_edits_deletes_and_recategorisation(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    state = http_env.sb.state()
     old = [t for t in state["transactions"] if t["booked_at"] < "2025-06-01"]
     other_cat = state["categories"][2]["id"]
-    env.admin(
+    http_env.admin(
         "PATCH", f"/_sandbox/transactions/{old[0]['id']}", {"category_id": other_cat}
     )  # re-categorised only
-    env.admin("DELETE", f"/_sandbox/transactions/{old[10]['id']}")
-    env.admin(
+    http_env.admin("DELETE", f"/_sandbox/transactions/{old[10]['id']}")
+    http_env.admin(
         "PATCH",
         f"/_sandbox/transactions/{old[20]['id']}",
         {"concept": "Edited by the bank", "amount": old[20]["amount"] - 7},
     )
-    env.admin(
+    http_env.admin(
         "POST",
         "/_sandbox/transactions",
         {
@@ -67,44 +71,44 @@ def test_converges_after_clock_edits_deletes_and_recategorisation(env: Env) -> N
             "booked_at": "2024-12-03",
         },
     )
-    env.admin(
+    http_env.admin(
         "POST", "/_sandbox/clock/advance", {"days": 5}
     )  # new bank rows, pending ones settle or vanish
-    meta = env.refresh()
+    meta = http_env.refresh()
     assert meta["rows"]["changed"] > 0
-    env.assert_exact()
+    http_env.assert_exact()
 
 
 def test_recategorisation_alone_is_caught_by_the_category_fingerprint(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # every year proven by its fingerprints (a household's are otherwise simply re-read)
     monkeypatch.setenv("CENTSYNC_PLAN", "fingerprints")
-    env.refresh()
-    state = env.sb.state()
+    http_env.refresh()
+    state = http_env.sb.state()
     t = next(
         t
         for t in state["transactions"]
         if t["booked_at"] < "2025-01-01" and t["type"] == "expense" and t["category_id"]
     )
     other = next(c["id"] for c in state["categories"] if c["id"] != t["category_id"])
-    env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"category_id": other})
-    meta = env.refresh()
+    http_env.admin("PATCH", f"/_sandbox/transactions/{t['id']}", {"category_id": other})
+    meta = http_env.refresh()
     assert meta["rows"]["changed"] >= 1
     assert any("differs" in r["reason"] for r in meta["months_reread"])
-    env.assert_exact()
+    http_env.assert_exact()
 
 
-def test_a_timezone_change_makes_the_refresh_full_and_exact(env: Env) -> None:
-    env.refresh()
-    env.admin("PUT", "/_sandbox/settings", {"timezone": "Pacific/Auckland"})
-    meta = env.refresh()
+def test_a_timezone_change_makes_the_refresh_full_and_exact(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    http_env.admin("PUT", "/_sandbox/settings", {"timezone": "Pacific/Auckland"})
+    meta = http_env.refresh()
     assert meta["mode"] == "full" and "timezone" in meta["reason"]
-    env.assert_exact()
+    http_env.assert_exact()
 
 
-def test_exact_under_faults_and_drift(env: Env) -> None:
-    env.admin(
+def test_exact_under_faults_and_drift(http_env: HttpEnv) -> None:
+    http_env.admin(
         "PUT",
         "/_sandbox/faults",
         {
@@ -114,50 +118,52 @@ def test_exact_under_faults_and_drift(env: Env) -> None:
             "drift": {"inserts": 1, "updates": 1, "deletes": 1, "pages": 6},
         },
     )
-    env.refresh("--full")
-    env.admin("DELETE", "/_sandbox/faults")
-    env.assert_exact()
+    http_env.refresh("--full")
+    http_env.admin("DELETE", "/_sandbox/faults")
+    http_env.assert_exact()
 
 
-def test_months_option_rereads_only_that_range(env: Env) -> None:
-    env.refresh()
-    meta = env.refresh("--months", "2025-01..2025-03")
+def test_months_option_rereads_only_that_range(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    meta = http_env.refresh("--months", "2025-01..2025-03")
     assert len(meta["months_reread"]) == 1 and meta["rows"]["changed"] == 0
     # recorded as what it did, as the JSON says it (status reads ops.refreshes)
     assert meta["mode"] == "months"
-    hot = env.refresh("--hot")
-    recorded = env.sql("SELECT mode FROM ops.refreshes ORDER BY started_at")
+    hot = http_env.refresh("--hot")
+    recorded = http_env.sql("SELECT mode FROM ops.refreshes ORDER BY started_at")
     assert [m for (m,) in recorded] == ["full", "months", hot["mode"]] == ["full", "months", "hot"]
     result = CliRunner().invoke(main, ["refresh", "--months", "2025-13"])
     assert result.exit_code != 0 and "YYYY-MM" in result.output
 
 
-def test_killed_refresh_leaves_the_last_good_warehouse_and_the_next_completes(env: Env) -> None:
-    env.refresh()
-    env.admin("PUT", "/_sandbox/faults", {"latency_ms": 150})
-    env.admin("POST", "/_sandbox/clock/advance", {"days": 3})
+def test_killed_refresh_leaves_the_last_good_warehouse_and_the_next_completes(
+    http_env: HttpEnv,
+) -> None:
+    http_env.refresh()
+    http_env.admin("PUT", "/_sandbox/faults", {"latency_ms": 150})
+    http_env.admin("POST", "/_sandbox/clock/advance", {"days": 3})
     proc = subprocess.Popen(
         [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--full"],
-        env={**os.environ, **env.env},
+        env={**os.environ, **http_env.env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     time.sleep(6)  # imports and the first requests: the refresh is mid-way
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    con = duckdb.connect(str(env.warehouse), read_only=True)
+    con = duckdb.connect(str(http_env.warehouse), read_only=True)
     assert con.execute("SELECT count(*) FROM core.transactions").fetchone()[0] > 0  # type: ignore[index]
     con.close()
-    env.admin("DELETE", "/_sandbox/faults")
-    env.refresh()
-    env.assert_exact()
+    http_env.admin("DELETE", "/_sandbox/faults")
+    http_env.refresh()
+    http_env.assert_exact()
 
 
-def test_the_key_never_reaches_the_warehouse_or_the_dagster_instance(env: Env) -> None:
-    env.admin("PUT", "/_sandbox/faults", {"error_rate": 0.2})
-    env.refresh()
-    key = env.sb.keys["read_only"]
-    for path in env.tmp.rglob("*"):
+def test_the_key_never_reaches_the_warehouse_or_the_dagster_instance(http_env: HttpEnv) -> None:
+    http_env.admin("PUT", "/_sandbox/faults", {"error_rate": 0.2})
+    http_env.refresh()
+    key = http_env.sb.keys["read_only"]
+    for path in http_env.tmp.rglob("*"):
         if path.is_file():
             assert key.encode() not in path.read_bytes(), path
 

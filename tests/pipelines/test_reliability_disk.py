@@ -19,16 +19,18 @@ from centsync.pipelines.cli.main import main
 from centsync.warehouse.outbox import Outbox, outbox_path
 from centsync.warehouse.paths import stale_copies
 
-from .conftest import Env
+from .conftest import HttpEnv
 from .test_writeback_e2e import HEADER, drop, server_rows, writer
+
+pytestmark = pytest.mark.e2e
 
 
 @pytest.fixture
-def small_disk(env: Env) -> Iterator[Path]:
+def small_disk(http_env: HttpEnv) -> Iterator[Path]:
     """The warehouse's folder on a 48 MB tmpfs of its own, unmounted after."""
     if os.geteuid() != 0:
         pytest.skip("mounting a tmpfs needs root (the disk-full tests run as root in CI)")
-    folder = env.warehouse.parent
+    folder = http_env.warehouse.parent
     folder.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
         ["mount", "-t", "tmpfs", "-o", "size=48m", "tmpfs", str(folder)],
@@ -57,103 +59,103 @@ def fill(folder: Path, leave: int = 0) -> Path:
 
 
 def test_a_write_back_on_a_full_disk_blocks_nothing_once_space_is_back(
-    env: Env, small_disk: Path, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, small_disk: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer(env, monkeypatch)
-    env.refresh()
-    drop(env, "cash.csv", HEADER + "d-1,Cash Wallet,2026-11-12,-4.50,DISK Lunch,,\n")
+    writer(http_env, monkeypatch)
+    http_env.refresh()
+    drop(http_env, "cash.csv", HEADER + "d-1,Cash Wallet,2026-11-12,-4.50,DISK Lunch,,\n")
     filler = fill(small_disk)
-    code, out = env.cli("writeback", "--json")
+    code, out = http_env.cli("writeback", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE, out
     assert "disk is full" in report["error"]["what_to_do"] + report["error"]["message"] or (
         os.strerror(errno.ENOSPC) in report["error"]["message"]
     ), report
     assert "another process" not in report["error"]["message"]
-    assert server_rows(env, "DISK Lunch") == []  # nothing was sent
-    box = outbox_path(env.warehouse)
+    assert server_rows(http_env, "DISK Lunch") == []  # nothing was sent
+    box = outbox_path(http_env.warehouse)
     assert not box.exists() or box.stat().st_size < 12288  # what the full disk left, if any
     filler.unlink()
     # space is back: the incomplete outbox is recognised and removed, nothing is blocked
-    code, out = env.cli("writeback", "--json")
+    code, out = http_env.cli("writeback", "--json")
     assert code == 0, out
-    assert len(server_rows(env, "DISK Lunch")) == 1
+    assert len(server_rows(http_env, "DISK Lunch")) == 1
     assert [r["state"] for r in Outbox(box).rows()] == ["sent"]
-    assert env.refresh()["status"] == "ok"
+    assert http_env.refresh()["status"] == "ok"
     assert [r["state"] for r in Outbox(box).rows()] == ["confirmed"]
 
 
 def test_a_refresh_on_a_full_disk_leaves_no_working_copy_and_says_so(
-    env: Env, small_disk: Path
+    http_env: HttpEnv, small_disk: Path
 ) -> None:
-    env.refresh()
-    before = env.warehouse.read_bytes()
-    filler = fill(small_disk, leave=env.warehouse.stat().st_size // 2)
-    code, out = env.cli("refresh", "--json", "--full")
+    http_env.refresh()
+    before = http_env.warehouse.read_bytes()
+    filler = fill(small_disk, leave=http_env.warehouse.stat().st_size // 2)
+    code, out = http_env.cli("refresh", "--json", "--full")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE, out
     assert report["error"]["what_to_do"].startswith("free space"), report
-    assert stale_copies(env.warehouse) == []  # the working copy did not stay to fill the disk
-    assert env.warehouse.read_bytes() == before  # the published warehouse is untouched
+    assert stale_copies(http_env.warehouse) == []  # the working copy did not stay to fill the disk
+    assert http_env.warehouse.read_bytes() == before  # the published warehouse is untouched
     filler.unlink()
-    assert env.refresh("--full")["status"] == "ok"
+    assert http_env.refresh("--full")["status"] == "ok"
 
 
 def test_a_damaged_warehouse_is_kept_aside_and_rebuilt_with_its_outbox(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer(env, monkeypatch)
-    env.refresh()
-    drop(env, "cash.csv", HEADER + "w-1,Cash Wallet,2026-11-12,-3.20,DAMAGE Coffee,,\n")
-    assert env.cli("writeback")[0] == 0
-    size = env.warehouse.stat().st_size
-    os.truncate(env.warehouse, size // 2)  # a torn copy, a bad disk
-    code, out = env.cli("status", "--json")
+    writer(http_env, monkeypatch)
+    http_env.refresh()
+    drop(http_env, "cash.csv", HEADER + "w-1,Cash Wallet,2026-11-12,-3.20,DAMAGE Coffee,,\n")
+    assert http_env.cli("writeback")[0] == 0
+    size = http_env.warehouse.stat().st_size
+    os.truncate(http_env.warehouse, size // 2)  # a torn copy, a bad disk
+    code, out = http_env.cli("status", "--json")
     assert code == errors.WAREHOUSE and "damaged" in out
-    code, out = env.cli("refresh", "--json")
+    code, out = http_env.cli("refresh", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE and report["error"]["class"] == "DamagedError", out
     assert "centsync refresh" in report["error"]["what_to_do"]
-    (kept,) = env.warehouse.parent.glob("centsync.duckdb.damaged-*")
+    (kept,) = http_env.warehouse.parent.glob("centsync.duckdb.damaged-*")
     assert kept.stat().st_size == size // 2 and kept.name in report["error"]["message"]
     # the recovery named: a new refresh rebuilds it; the outbox was never touched
-    rebuilt = env.refresh()
+    rebuilt = http_env.refresh()
     assert rebuilt["reason"] == "first sync" and rebuilt["verdict"] == "agree"
-    env.assert_exact()
-    assert env.sql("SELECT concept, state FROM ops.outbox") == [("DAMAGE Coffee", "confirmed")]
-    assert len(server_rows(env, "DAMAGE Coffee")) == 1
+    http_env.assert_exact()
+    assert http_env.sql("SELECT concept, state FROM ops.outbox") == [("DAMAGE Coffee", "confirmed")]
+    assert len(server_rows(http_env, "DAMAGE Coffee")) == 1
 
 
 def test_an_outbox_that_was_never_completed_is_removed_not_blamed_on_another_process(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer(env, monkeypatch)
-    env.refresh()
-    outbox_path(env.warehouse).write_bytes(b"")  # a create that ran out of disk
-    drop(env, "cash.csv", HEADER + "z-1,Cash Wallet,2026-11-12,-2.10,ZERO Tea,,\n")
-    code, out = env.cli("writeback", "--json")
+    writer(http_env, monkeypatch)
+    http_env.refresh()
+    outbox_path(http_env.warehouse).write_bytes(b"")  # a create that ran out of disk
+    drop(http_env, "cash.csv", HEADER + "z-1,Cash Wallet,2026-11-12,-2.10,ZERO Tea,,\n")
+    code, out = http_env.cli("writeback", "--json")
     assert code == 0, out
-    assert len(server_rows(env, "ZERO Tea")) == 1
+    assert len(server_rows(http_env, "ZERO Tea")) == 1
     # an outbox that held requests and is damaged is named, kept, and nothing is sent
-    box = outbox_path(env.warehouse)
+    box = outbox_path(http_env.warehouse)
     data = bytearray(box.read_bytes())
     data[8:12] = b"XXXX"
     box.write_bytes(bytes(data))
-    drop(env, "more.csv", HEADER + "z-2,Cash Wallet,2026-11-12,-2.20,ZERO Cake,,\n")
-    code, out = env.cli("writeback", "--json")
+    drop(http_env, "more.csv", HEADER + "z-2,Cash Wallet,2026-11-12,-2.20,ZERO Cake,,\n")
+    code, out = http_env.cli("writeback", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE and report["error"]["class"] == "OutboxDamagedError", out
     assert "backup" in report["error"]["message"] and box.read_bytes() == bytes(data)
-    assert server_rows(env, "ZERO Cake") == []
+    assert server_rows(http_env, "ZERO Cake") == []
 
 
 def test_every_reader_of_a_damaged_warehouse_says_so_with_exit_6_and_names_the_recovery(
-    env: Env, tmp_path: Path
+    http_env: HttpEnv, tmp_path: Path
 ) -> None:
     """status, reconcile, export and sql on a warehouse with bad checksums: exit 6, the word
     damaged, the recovery (`centsync refresh`, the outbox kept), never a traceback."""
-    env.refresh()
-    good = env.warehouse.read_bytes()
+    http_env.refresh()
+    good = http_env.warehouse.read_bytes()
     damaged = bytearray(good)
     damaged[5000:5100] = b"x" * 100  # a bad block: its checksum no longer matches
     commands = [
@@ -163,7 +165,7 @@ def test_every_reader_of_a_damaged_warehouse_says_so_with_exit_6_and_names_the_r
         ("reconcile", "--json"),
     ]
     for args in commands:
-        env.warehouse.write_bytes(bytes(damaged))
+        http_env.warehouse.write_bytes(bytes(damaged))
         result = CliRunner().invoke(main, list(args))
         text = result.output + (result.stderr if result.stderr_bytes is not None else "")
         assert result.exit_code == errors.WAREHOUSE, (args, text)
@@ -172,8 +174,8 @@ def test_every_reader_of_a_damaged_warehouse_says_so_with_exit_6_and_names_the_r
         if "--json" in args:
             (line,) = [ln for ln in result.stdout.splitlines() if ln.startswith("{")]
             assert json.loads(line)["exit_code"] == errors.WAREHOUSE
-        for kept in env.warehouse.parent.glob("centsync.duckdb.damaged-*"):
+        for kept in http_env.warehouse.parent.glob("centsync.duckdb.damaged-*"):
             assert kept.read_bytes() == bytes(damaged)  # set aside whole, never changed
             kept.unlink()
-    env.warehouse.write_bytes(good)
-    assert env.cli("status")[0] == 0
+    http_env.warehouse.write_bytes(good)
+    assert http_env.cli("status")[0] == 0

@@ -13,23 +13,25 @@ from centsync.pipelines.cli import failures as errors
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 ROWS = 40_000  # 200 pages: batches of 75 pages at the default 300 requests a minute
 HOUR_LIMIT = 185  # the opening requests and some 160 pages: one batch read whole, not the ledger
 
 
 @pytest.fixture
-def paced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+def paced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[HttpEnv]:
     """A sandbox that enforces its rate limits, over loopback."""
     sb = make_sandbox(transactions=ROWS)
     with run_in_thread(sb) as base_url:
-        yield Env(sb, base_url, tmp_path, monkeypatch)
+        yield HttpEnv(sb, base_url, tmp_path, monkeypatch)
 
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_a_first_sync_stopped_by_the_hourly_allowance_keeps_its_rows_and_resumes(
-    paced: Env, monkeypatch: pytest.MonkeyPatch
+    paced: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env = paced
     small = env.admin("POST", "/_sandbox/keys", {"scopes": ["data.read"], "hour_limit": HOUR_LIMIT})

@@ -26,29 +26,31 @@ from centsync.sandbox.server import free_port
 from centsync.warehouse import outbox as outbox_module
 from centsync.warehouse.outbox import Outbox, outbox_path
 
-from .conftest import Env
+from .conftest import HttpEnv
 from .test_writeback_e2e import HEADER, _client, drop, server_rows, writer
+
+pytestmark = pytest.mark.e2e
 
 
 def test_past_the_key_window_on_the_services_clock_nothing_is_posted_twice(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    writer(env, monkeypatch)
-    env.refresh()
+    writer(http_env, monkeypatch)
+    http_env.refresh()
     drop(
-        env,
+        http_env,
         "late.csv",
         HEADER
         + "s-1,Cash Wallet,2026-11-12,-6.00,SKEW Cinema,,\n"
         + "s-2,Cash Wallet,2026-11-12,-7.00,SKEW Popcorn,,\n"
         + "s-3,Cash Wallet,2026-11-12,-8.00,SKEW Parking,,\n",
     )
-    writeback.run_writeback(None, env.warehouse, writeback.WritebackOptions())  # intake only
-    box = Outbox(outbox_path(env.warehouse))
+    writeback.run_writeback(None, http_env.warehouse, writeback.WritebackOptions())  # intake only
+    box = Outbox(outbox_path(http_env.warehouse))
     cinema, popcorn, parking = box.rows()
     # Three sends started, then their answers were lost: cinema and popcorn reached the
     # service, parking never left. The drain records the service's time with each send.
-    with _client(env) as c:
+    with _client(http_env) as c:
         service_then = c.net_worth().as_of
         for row in (cinema, popcorn, parking):
             box.mark_attempt(row["id"], writeback.WritebackOptions().now(), service_then)
@@ -66,14 +68,14 @@ def test_past_the_key_window_on_the_services_clock_nothing_is_posted_twice(
             idempotency_key="rename-popcorn",
         )
     # the service's clock passes 24 h; this machine's does not move (clock skew is enough)
-    env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
-    code, out = env.cli("writeback", "--json")
+    http_env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
+    code, out = http_env.cli("writeback", "--json")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.REJECTED, out  # one row needs attention
     # the service holds each once: found, parked, sent once (it was provably absent)
-    assert len(server_rows(env, "SKEW Cinema")) == 1
-    assert len(server_rows(env, "Popcorn")) == 1
-    assert len(server_rows(env, "SKEW Parking")) == 1
+    assert len(server_rows(http_env, "SKEW Cinema")) == 1
+    assert len(server_rows(http_env, "Popcorn")) == 1
+    assert len(server_rows(http_env, "SKEW Parking")) == 1
     cinema, popcorn, parking = box.rows()
     assert cinema["state"] == "sent" and cinema["found_by_lookup"]
     assert cinema["server_id"] is not None and str(cinema["server_id"]) == made["SKEW Cinema"]
@@ -84,7 +86,7 @@ def test_past_the_key_window_on_the_services_clock_nothing_is_posted_twice(
     assert parking["state"] == "sent" and parking["attempts"] == 2
     assert report["found_by_lookup"] == 1 and report["needs_attention"] == 1
     # a refresh confirms what is there and leaves the parked row to a person
-    env.refresh()
+    http_env.refresh()
     states = {r["concept"]: r["state"] for r in box.rows()}
     assert states == {
         "SKEW Cinema": "confirmed",
@@ -94,30 +96,32 @@ def test_past_the_key_window_on_the_services_clock_nothing_is_posted_twice(
 
 
 def test_a_refresh_waits_for_a_write_back_and_gives_up_with_exit_6(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    env.refresh()
-    before = env.warehouse.read_bytes()
+    http_env.refresh()
+    before = http_env.warehouse.read_bytes()
     monkeypatch.setattr(outbox_module, "DRAIN_WAIT", 0.5)
-    lock = outbox_path(env.warehouse).with_name(outbox_path(env.warehouse).name + ".lock")
+    lock = outbox_path(http_env.warehouse).with_name(outbox_path(http_env.warehouse).name + ".lock")
     with lock.open("a") as held:  # a write-back draining, as another process would hold it
         fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        code, out = env.cli("refresh", "--json", "--full")
+        code, out = http_env.cli("refresh", "--json", "--full")
     report = json.loads(out.strip().splitlines()[-1])
     assert code == errors.WAREHOUSE and report["error"]["class"] == "OutboxBusyError"
     assert "write-back" in report["error"]["message"]
-    assert env.warehouse.read_bytes() == before  # nothing was read, nothing published
-    assert env.refresh("--full")["status"] == "ok"  # the lock released, it goes
+    assert http_env.warehouse.read_bytes() == before  # nothing was read, nothing published
+    assert http_env.refresh("--full")["status"] == "ok"  # the lock released, it goes
 
 
-def test_the_service_clock_is_its_answers_date_header_with_no_extra_request(env: Env) -> None:
+def test_the_service_clock_is_its_answers_date_header_with_no_extra_request(
+    http_env: HttpEnv,
+) -> None:
     """The sandbox dates every answer by its own (moved) clock; the write-back's service clock
     reads it from the answers it has anyway, not from one more GET of net worth."""
-    before = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
-    env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
-    service_now = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
-    with _client(env) as c:
-        answer = httpx.get(f"{env.base_url}/v1/settings", headers=_bearer(env))
+    before = dt.datetime.fromisoformat(http_env.admin("GET", "/_sandbox/clock")["now"])
+    http_env.admin("POST", "/_sandbox/clock/advance", {"hours": 25})
+    service_now = dt.datetime.fromisoformat(http_env.admin("GET", "/_sandbox/clock")["now"])
+    with _client(http_env) as c:
+        answer = httpx.get(f"{http_env.base_url}/v1/settings", headers=_bearer(http_env))
         told = parsedate_to_datetime(answer.headers["date"])
         assert answer.headers.get_list("date") == [answer.headers["date"]]  # one Date, its own
         assert abs(told - service_now) < dt.timedelta(seconds=1)
@@ -127,12 +131,12 @@ def test_the_service_clock_is_its_answers_date_header_with_no_extra_request(env:
         assert abs(clock.now() - service_now) < dt.timedelta(seconds=5)
         assert clock.requests == 0  # no net worth GET: the answer's Date was enough
         # an error answer is dated too, and a service that sends no Date falls back to as_of
-        env.admin("POST", "/_sandbox/clock/advance", {"hours": 2})
+        http_env.admin("POST", "/_sandbox/clock/advance", {"hours": 2})
         with pytest.raises(NotFound):
             c.transaction("00000000-0000-4000-8000-000000000000")
-        later = dt.datetime.fromisoformat(env.admin("GET", "/_sandbox/clock")["now"])
+        later = dt.datetime.fromisoformat(http_env.admin("GET", "/_sandbox/clock")["now"])
         assert abs(clock.now() - later) < dt.timedelta(seconds=5)
-    with _client(env) as bare:
+    with _client(http_env) as bare:
         # before any answer there is no Date to go by: net worth's as_of, one request
         assert bare.service_offset() is None
         clock = ServiceClock(bare, lambda: dt.datetime.now(dt.UTC))
@@ -140,8 +144,8 @@ def test_the_service_clock_is_its_answers_date_header_with_no_extra_request(env:
         assert clock.requests == 1
 
 
-def _bearer(env: Env) -> dict[str, str]:
-    return {"Authorization": f"Bearer {env.sb.keys['read_only']}"}
+def _bearer(http_env: HttpEnv) -> dict[str, str]:
+    return {"Authorization": f"Bearer {http_env.sb.keys['read_only']}"}
 
 
 @pytest.mark.slow  # three CLI processes and a served sandbox: about 20-40 s on 2 cores

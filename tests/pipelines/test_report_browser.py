@@ -18,11 +18,13 @@ import pytest
 from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.outputs import report_data
 
-from .conftest import Env, serving
+from .conftest import HttpEnv, serving
+
+pytestmark = pytest.mark.e2e
 
 
 @contextmanager
-def _env(tmp: Path) -> Iterator[Env]:
+def _env(tmp: Path) -> Iterator[HttpEnv]:
     """A sandbox on loopback and a warehouse, for a module's tests (one refresh for many)."""
     with pytest.MonkeyPatch.context() as mp, serving(tmp, mp) as env:
         yield env

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+import pytest
 
 from centsync.pipelines.results import (
     ReconcileResult,
@@ -16,7 +17,9 @@ from centsync.pipelines.results import (
     json_schemas,
 )
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
 def _valid(command: str, data: dict[str, Any]) -> None:
@@ -25,28 +28,28 @@ def _valid(command: str, data: dict[str, Any]) -> None:
     jsonschema.validate(data, schema)
 
 
-def test_every_json_output_matches_its_schema_and_the_key_stays_out(env: Env) -> None:
-    refreshed = env.refresh()
+def test_every_json_output_matches_its_schema_and_the_key_stays_out(http_env: HttpEnv) -> None:
+    refreshed = http_env.refresh()
     _valid("refresh", refreshed)
     assert RefreshResult.from_json({"report": refreshed}).verdict == refreshed["verdict"]
 
-    code, reconciled = env.reconcile()
+    code, reconciled = http_env.reconcile()
     assert code == 0
     _valid("reconcile", reconciled)
     assert ReconcileResult.from_json(reconciled).recon_id == reconciled["recon_id"]
 
-    code, out = env.cli("writeback", "--dry-run", "--json")
+    code, out = http_env.cli("writeback", "--dry-run", "--json")
     written = json.loads(out.strip().splitlines()[-1])
     assert code == 0
     _valid("writeback", written)
     assert WritebackResult.from_json(written).dry_run
 
-    code, out = env.cli("status", "--json")
+    code, out = http_env.cli("status", "--json")
     assert code == 0
     _valid("status", json.loads(out))
 
-    key = env.env["CENTSYNC_API_KEY"].encode()
-    home = Path(env.env["DAGSTER_HOME"])
+    key = http_env.env["CENTSYNC_API_KEY"].encode()
+    home = Path(http_env.env["DAGSTER_HOME"])
     holding = [p for p in home.rglob("*") if p.is_file() and key in p.read_bytes()]
     assert not holding, holding  # not in the run config, the event log or the logs
 

@@ -17,8 +17,10 @@ from click.testing import CliRunner
 from centsync.pipelines.cli.main import main
 from centsync.warehouse.outbox import Outbox, outbox_path
 
-from .conftest import Env
+from .conftest import HttpEnv
 from .statements import camt_statement, ofx_statement
+
+pytestmark = pytest.mark.e2e
 
 RULES = """
 [[rule]]
@@ -40,63 +42,65 @@ def last(out: str) -> dict[str, Any]:
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-35 s on 2 cores (three refreshes)
 def test_a_rules_file_applied_twice_posts_once_and_a_changed_rule_posts_the_difference(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys["read_write"])
-    env.refresh()
-    rules = env.tmp / "rules.toml"
+    monkeypatch.setenv("CENTSYNC_API_KEY", http_env.sb.keys["read_write"])
+    http_env.refresh()
+    rules = http_env.tmp / "rules.toml"
     rules.write_text(RULES.format(version=1, notes="coffee"), "utf-8")
-    starbucks = env.sql(
+    starbucks = http_env.sql(
         "SELECT t.id::VARCHAR FROM core.transactions t JOIN core.accounts a ON a.id = t.account_id "
         "WHERE t.concept ILIKE '%starbucks%' AND a.name = 'Visa Platinum'"
     )
     assert starbucks, "the household has Starbucks rows on the card"
-    code, out = env.cli("rules", str(rules), "--dry-run", "--json")
+    code, out = http_env.cli("rules", str(rules), "--dry-run", "--json")
     preview = last(out)
     assert code == 0, out
     fields = {c["field"] for c in preview["changes"]}
     assert fields == {"category", "notes"}
     assert {c["transaction_id"] for c in preview["changes"]} == {s for (s,) in starbucks}
     assert all(c["after"] in ("Groceries", "coffee") for c in preview["changes"])
-    assert preview["queued"] == len(starbucks) and not Outbox(outbox_path(env.warehouse)).exists()
+    assert (
+        preview["queued"] == len(starbucks) and not Outbox(outbox_path(http_env.warehouse)).exists()
+    )
 
-    code, out = env.cli("rules", str(rules), "--json")
+    code, out = http_env.cli("rules", str(rules), "--json")
     assert (code, last(out)["queued"]) == (0, len(starbucks)), out
-    code, out = env.cli("rules", str(rules), "--json")  # again, before anything was sent
+    code, out = http_env.cli("rules", str(rules), "--json")  # again, before anything was sent
     assert (code, last(out)["queued"], last(out)["changes"]) == (0, 0, []), out
-    code, out = env.cli("writeback", "--json")
+    code, out = http_env.cli("writeback", "--json")
     assert (code, last(out)["sent"]) == (0, len(starbucks)), out
-    report = env.refresh()
+    report = http_env.refresh()
     assert report["verdict"] == "agree"
-    env.assert_exact()
-    assert env.sql(
+    http_env.assert_exact()
+    assert http_env.sql(
         "SELECT DISTINCT c.name FROM core.transactions t JOIN core.categories c ON c.id = "
         "t.category_id WHERE t.id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
         [[s for (s,) in starbucks]],
     ) == [("Groceries",)]
-    assert env.sql("SELECT DISTINCT notes FROM core.transaction_notes") == [("coffee",)]
-    code, out = env.cli("rules", str(rules), "--json")  # after the refresh: still nothing
+    assert http_env.sql("SELECT DISTINCT notes FROM core.transaction_notes") == [("coffee",)]
+    code, out = http_env.cli("rules", str(rules), "--json")  # after the refresh: still nothing
     assert last(out)["queued"] == 0 and last(out)["changes"] == []
 
     # the rule changed (version 2: another note): only the notes are posted, once
     rules.write_text(RULES.format(version=2, notes="coffee with friends"), "utf-8")
-    code, out = env.cli("rules", str(rules), "--json")
+    code, out = http_env.cli("rules", str(rules), "--json")
     run = last(out)
     assert {c["field"] for c in run["changes"]} == {"notes"} and run["queued"] == len(starbucks)
     bodies = [p["body"] for p in run["plan"]]
     assert bodies == [{"notes": "coffee with friends"}] * len(starbucks)
-    assert last(env.cli("rules", str(rules), "--json")[1])["queued"] == 0
-    code, out = env.cli("writeback", "--json")
+    assert last(http_env.cli("rules", str(rules), "--json")[1])["queued"] == 0
+    code, out = http_env.cli("writeback", "--json")
     assert last(out)["sent"] == len(starbucks)
-    env.refresh()
-    assert env.sql("SELECT DISTINCT notes FROM core.transaction_notes") == [
+    http_env.refresh()
+    assert http_env.sql("SELECT DISTINCT notes FROM core.transaction_notes") == [
         ("coffee with friends",)
     ]
 
 
-def test_a_rules_file_that_cannot_be_used_says_where_and_exits_2(env: Env) -> None:
-    env.refresh()
-    bad = env.tmp / "bad.toml"
+def test_a_rules_file_that_cannot_be_used_says_where_and_exits_2(http_env: HttpEnv) -> None:
+    http_env.refresh()
+    bad = http_env.tmp / "bad.toml"
     for text, words in [
         ("[[rule]]\nid = 'x'\nconcept = '('\nset = { notes = 'n' }\n", "not a regular expression"),
         ("[[rule]]\nid = 'x'\nconcpet = 'a'\nset = { notes = 'n' }\n", "unknown key(s) concpet"),
@@ -106,12 +110,12 @@ def test_a_rules_file_that_cannot_be_used_says_where_and_exits_2(env: Env) -> No
         bad.write_text(text, "utf-8")
         result = CliRunner().invoke(main, ["rules", str(bad), "--dry-run"])
         assert result.exit_code == 2 and words in result.stderr, result.stderr
-    assert not Outbox(outbox_path(env.warehouse)).exists()
+    assert not Outbox(outbox_path(http_env.warehouse)).exists()
 
 
-def _import(env: Env, path: Path, *extra: str) -> dict[str, Any]:
-    code, out = env.cli(
-        "import", str(path), "--account-map", str(env.tmp / "map.toml"), "--json", *extra
+def _import(http_env: HttpEnv, path: Path, *extra: str) -> dict[str, Any]:
+    code, out = http_env.cli(
+        "import", str(path), "--account-map", str(http_env.tmp / "map.toml"), "--json", *extra
     )
     assert code == 0, out
     return last(out)["files"][0]
@@ -119,14 +123,14 @@ def _import(env: Env, path: Path, *extra: str) -> dict[str, Any]:
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 15-20 s on 2 cores
 def test_ofx_and_camt_statements_imported_twice_and_overlapping_post_each_transaction_once(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys["read_write"])
-    env.refresh()
+    monkeypatch.setenv("CENTSYNC_API_KEY", http_env.sb.keys["read_write"])
+    http_env.refresh()
     accounts = RULES[RULES.index("[accounts]") :]
-    (env.tmp / "map.toml").write_text(accounts, "utf-8")
+    (http_env.tmp / "map.toml").write_text(accounts, "utf-8")
     # a row the service already has from its bank feed, on the checking account
-    (feed_day, feed_amount) = env.sql(
+    (feed_day, feed_amount) = http_env.sql(
         "SELECT t.booked_at, t.amount FROM core.transactions t JOIN core.accounts a ON a.id = "
         "t.account_id WHERE a.name = 'Everyday Checking' ORDER BY t.booked_at DESC LIMIT 1"
     )[0]
@@ -143,10 +147,10 @@ def test_ofx_and_camt_statements_imported_twice_and_overlapping_post_each_transa
         ("nov-a.xml", camt_statement("ES9121000418450200051332", camt1)),
         ("nov-b.xml", camt_statement("ES9121000418450200051332", camt2)),
     ]:
-        files[name] = env.tmp / name
+        files[name] = http_env.tmp / name
         files[name].write_bytes(data)
 
-    first = _import(env, files["nov-a.ofx"])
+    first = _import(http_env, files["nov-a.ofx"])
     assert [c["event_id"] for c in first["new"]] == [
         "bank:000123456789:F-1",
         "bank:000123456789:F-2",
@@ -154,17 +158,17 @@ def test_ofx_and_camt_statements_imported_twice_and_overlapping_post_each_transa
     assert [c["event_id"] for c in first["held"]] == ["bank:000123456789:FEED-1"]
     held = Path(first["held_file"])
     assert held.parent.name == "held" and "FEED-1" in held.read_text()
-    again = _import(env, files["nov-a.ofx"])  # the same statement again, before it was posted
+    again = _import(http_env, files["nov-a.ofx"])  # the same statement again, before it was posted
     assert (len(again["new"]), len(again["already_imported"]), len(again["held"])) == (0, 2, 1)
     assert again["inbox_file"] is None and again["held_file"] is None  # nothing written twice
-    _import(env, files["nov-b.ofx"])  # overlapping: F-2 again
-    camt = _import(env, files["nov-a.xml"])
+    _import(http_env, files["nov-b.ofx"])  # overlapping: F-2 again
+    camt = _import(http_env, files["nov-a.xml"])
     assert [c["amount"] for c in camt["new"]] == ["-7.77", "120.00"]
-    _import(env, files["nov-b.xml"])
-    code, out = env.cli("writeback", "--json")
+    _import(http_env, files["nov-b.xml"])
+    code, out = http_env.cli("writeback", "--json")
     assert code == 0, out
     assert last(out)["sent"] == 6  # F-1, F-2, F-3, R-1, R-2, R-3
-    bank = [t for t in env.sb.state()["transactions"] if t["concept"].startswith("BK ")]
+    bank = [t for t in http_env.sb.state()["transactions"] if t["concept"].startswith("BK ")]
     assert sorted((t["concept"], t["amount"]) for t in bank) == [
         ("BK Employer", 12000),
         ("BK Ferreteria", -1337),
@@ -173,30 +177,34 @@ def test_ofx_and_camt_statements_imported_twice_and_overlapping_post_each_transa
         ("BK Parking", -333),
         ("BK Refund", 4510),
     ]
-    assert not [t for t in env.sb.state()["transactions"] if "AS THE FEED HAS IT" in t["concept"]]
+    assert not [
+        t for t in http_env.sb.state()["transactions"] if "AS THE FEED HAS IT" in t["concept"]
+    ]
     # after the refresh, every statement again: nothing new, and nothing held twice over
-    report = env.refresh()
+    report = http_env.refresh()
     assert report["verdict"] == "agree"
     for name in files:
-        again = _import(env, files[name])
+        again = _import(http_env, files[name])
         assert again["new"] == [] and again["inbox_file"] is None, (name, again)
-    assert len(_import(env, files["nov-a.ofx"])["already_imported"]) == 2
-    code, out = env.cli("writeback", "--json")
+    assert len(_import(http_env, files["nov-a.ofx"])["already_imported"]) == 2
+    code, out = http_env.cli("writeback", "--json")
     assert last(out)["sent"] == 0
-    sent = [orjson.loads(r["body"]) for r in Outbox(outbox_path(env.warehouse)).rows()]
+    sent = [orjson.loads(r["body"]) for r in Outbox(outbox_path(http_env.warehouse)).rows()]
     assert len([b for b in sent if b.get("concept", "").startswith("BK ")]) == 6
 
 
-def test_an_unmapped_account_or_an_unreadable_file_exits_2_and_writes_nothing(env: Env) -> None:
-    env.refresh()
-    path = env.tmp / "x.ofx"
+def test_an_unmapped_account_or_an_unreadable_file_exits_2_and_writes_nothing(
+    http_env: HttpEnv,
+) -> None:
+    http_env.refresh()
+    path = http_env.tmp / "x.ofx"
     path.write_bytes(ofx_statement("999", [("F-9", dt.date.today(), "-1.00", "X")]))
-    code, _ = env.cli("import", str(path))
+    code, _ = http_env.cli("import", str(path))
     assert code == 2
     path.write_bytes(ofx_statement("999", [("F-9", dt.date.today(), "-1.00", "X")], "USD"))
     result = CliRunner().invoke(main, ["import", str(path), "--account", "999=Cash Wallet"])
     assert result.exit_code == 2 and "is in USD but 'Cash Wallet' keeps EUR" in result.stderr
     path.write_bytes(b"<html>not a statement</html>")
-    code, _ = env.cli("import", str(path), "--account", "999=Cash Wallet")
+    code, _ = http_env.cli("import", str(path), "--account", "999=Cash Wallet")
     assert code == 2
-    assert not (env.warehouse.parent / "inbox").exists()
+    assert not (http_env.warehouse.parent / "inbox").exists()

@@ -26,6 +26,8 @@ from centsync.sandbox.service import Service
 from centsync.sandbox.state import SandboxStateError, load, save
 from helpers import make_sandbox
 
+pytestmark = pytest.mark.e2e
+
 RECEIPTS = "cash-receipts.csv"
 
 

@@ -25,6 +25,8 @@ from centsync.pipelines.cli.main import main
 from centsync.warehouse import RefreshInProgressError, Warehouse
 from system_packages import need_command
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 # a query whose result has text, a date, integer cents and a UUID
 QUERY = "SELECT id, booked_at, amount, concept FROM core.transactions ORDER BY id"

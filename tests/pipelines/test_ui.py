@@ -16,6 +16,8 @@ import pytest
 from centsync.sandbox.server import free_port, run_in_thread
 from helpers import make_sandbox
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 @pytest.mark.parametrize(("sig", "code"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)])

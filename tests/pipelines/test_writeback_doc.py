@@ -14,8 +14,10 @@ from click.testing import CliRunner
 
 from centsync.pipelines.cli.main import main
 
-from .conftest import Env
+from .conftest import HttpEnv
 from .statements import ofx_statement
+
+pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = (ROOT / "docs" / "writeback.md").read_text("utf-8")
@@ -61,13 +63,13 @@ def test_the_rules_file_shown_is_the_shipped_example() -> None:
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 15-25 s on 2 cores
 def test_the_rules_and_bank_file_examples_run_as_shown(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys["read_write"])
-    env.refresh()
-    monkeypatch.chdir(env.tmp)
-    (env.tmp / "rules.toml").write_text(blocks("toml")[0], "utf-8")
-    ((day, amount),) = env.sql(
+    monkeypatch.setenv("CENTSYNC_API_KEY", http_env.sb.keys["read_write"])
+    http_env.refresh()
+    monkeypatch.chdir(http_env.tmp)
+    (http_env.tmp / "rules.toml").write_text(blocks("toml")[0], "utf-8")
+    ((day, amount),) = http_env.sql(
         "SELECT t.booked_at, t.amount FROM core.transactions t JOIN core.accounts a ON a.id = "
         "t.account_id WHERE a.name = 'Everyday Checking' ORDER BY t.booked_at DESC LIMIT 1"
     )
@@ -77,7 +79,7 @@ def test_the_rules_and_bank_file_examples_run_as_shown(
         ("NOV-2", recent, "-21.09", "Libreria Paris"),
         ("NOV-3", day, f"{amount / 100:.2f}", "CARD PAYMENT"),
     ]
-    (env.tmp / "november.ofx").write_bytes(ofx_statement("000123456789", rows))
+    (http_env.tmp / "november.ofx").write_bytes(ofx_statement("000123456789", rows))
     ran = examples()
     assert {c.split()[1] for c, _, _ in ran} == {"rules", "import", "writeback"}
     for command, code, lines in ran:
@@ -85,6 +87,6 @@ def test_the_rules_and_bank_file_examples_run_as_shown(
         assert result.exit_code == code, (command, result.output)
         for line in lines:
             assert shown(line, result.stdout), (command, line, result.stdout)
-    posted = [t["concept"] for t in env.sb.state()["transactions"]]
+    posted = [t["concept"] for t in http_env.sb.state()["transactions"]]
     assert posted.count("Ferreteria Sol") == 1 and posted.count("Libreria Paris") == 1
     assert "CARD PAYMENT" not in posted

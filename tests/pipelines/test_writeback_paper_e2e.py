@@ -12,27 +12,29 @@ import pytest
 
 from centsync.warehouse.outbox import Outbox, outbox_path
 
-from .conftest import Env
+from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 HEADER = "event_id,account,booked_at,amount,concept,type,notes\n"
 
 
-def drop(env: Env, name: str, text: str) -> Path:
-    inbox = env.warehouse.parent / "inbox"
+def drop(http_env: HttpEnv, name: str, text: str) -> Path:
+    inbox = http_env.warehouse.parent / "inbox"
     inbox.mkdir(parents=True, exist_ok=True)
     (inbox / name).write_text(text, "utf-8")
     return inbox
 
 
 def test_refunds_notes_split_files_future_dates_and_superseded_rejections(
-    env: Env, monkeypatch: pytest.MonkeyPatch
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("CENTSYNC_API_KEY", env.sb.keys["read_write"])
-    env.refresh()
+    monkeypatch.setenv("CENTSYNC_API_KEY", http_env.sb.keys["read_write"])
+    http_env.refresh()
     day = (dt.date.today() - dt.timedelta(days=2)).isoformat()
     ahead = (dt.date.today() + dt.timedelta(days=3)).isoformat()
     inbox = drop(
-        env,
+        http_env,
         "paper.csv",
         HEADER
         + f"pp-refund,Cash Wallet,{day},12.30,PP Refund shoes,expense,returned them\n"
@@ -40,15 +42,17 @@ def test_refunds_notes_split_files_future_dates_and_superseded_rejections(
         + f"pp-future,Cash Wallet,{ahead},-9.00,PP Concert,,\n"
         + f"pp-digits,Cash Wallet,{day},-１２.５０,PP Fullwidth,,\n",
     )
-    report = env.refresh()
+    report = http_env.refresh()
     wb = report["writeback"]
     assert (wb["sent"], wb["rejected"]) == (2, 2), wb
     assert report["verdict"] == "agree"  # the service's spending counts the refund, as we do
-    env.assert_exact()
-    (refund,) = [t for t in env.sb.state()["transactions"] if t["concept"] == "PP Refund shoes"]
+    http_env.assert_exact()
+    (refund,) = [
+        t for t in http_env.sb.state()["transactions"] if t["concept"] == "PP Refund shoes"
+    ]
     assert (refund["type"], refund["amount"]) == ("expense", 1230)
     # notes are kept beside their transaction
-    notes = dict(env.sql("SELECT concept, notes FROM core.transaction_notes"))
+    notes = dict(http_env.sql("SELECT concept, notes FROM core.transaction_notes"))
     assert notes == {"PP Refund shoes": "returned them", "PP Market": "paid in cash\nsecond line"}
     # the good rows posted: the file is in done/, its two bad rows split out with their reasons
     (entry,) = wb["files"]
@@ -62,24 +66,24 @@ def test_refunds_notes_split_files_future_dates_and_superseded_rejections(
     reasons = (inbox / "rejected" / "paper.csv.errors.csv").read_text("utf-8")
     assert "after the service's today" in reasons and "--allow-future" in reasons
     assert "write the digits 0-9" in reasons
-    code, out = env.cli("status", "--json")
+    code, out = http_env.cli("status", "--json")
     assert json.loads(out)["outbox"]["states"]["rejected"] == 2
 
     # fixed and dropped again (the same event ids): posted, and the rejections no longer count
     drop(
-        env,
+        http_env,
         "paper-fixed.csv",
         HEADER
         + f"pp-future,Cash Wallet,{ahead},-9.00,PP Concert,,\n"
         + f"pp-digits,Cash Wallet,{day},-12.50,PP Fullwidth,,\n",
     )
-    code, out = env.cli("writeback", "--allow-future", "--json")
+    code, out = http_env.cli("writeback", "--allow-future", "--json")
     assert code == 0, out
     assert json.loads(out.strip().splitlines()[-1])["sent"] == 2
-    states = [(r["event_ref"], r["state"]) for r in Outbox(outbox_path(env.warehouse)).rows()]
+    states = [(r["event_ref"], r["state"]) for r in Outbox(outbox_path(http_env.warehouse)).rows()]
     assert states.count(("event:pp-digits", "rejected")) == 1
-    code, out = env.cli("status", "--json")
+    code, out = http_env.cli("status", "--json")
     status = json.loads(out)
     assert status["outbox"]["states"]["rejected"] == 0
-    code, out = env.cli("status")
+    code, out = http_env.cli("status")
     assert f"Inbox: {inbox}" in out

@@ -249,6 +249,7 @@ def test_dropped_connection_raises_in_process(api: Api) -> None:
         api.get("/v1/settings")
 
 
+@pytest.mark.e2e
 def test_dropped_connection_over_loopback_is_a_transport_error(
     live_sandbox: tuple[Sandbox, str],
 ) -> None:

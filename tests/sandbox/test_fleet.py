@@ -90,6 +90,7 @@ def test_admin_token_drives_only_its_owner_and_new_keys_route(
     assert me.json()["account_id"] == own["account_id"] == a.service.owner
 
 
+@pytest.mark.e2e
 def test_serve_owners_writes_keys_owners_and_env_files(tmp_path: Path) -> None:
     keys_file, owners_file, env_file = tmp_path / "keys.json", tmp_path / "o.toml", tmp_path / "e"
     port = free_port()

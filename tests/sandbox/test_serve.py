@@ -12,8 +12,11 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 from centsync.sandbox.server import free_port
+
+pytestmark = pytest.mark.e2e
 
 
 def test_serve_writes_keys_once_ready_answers_and_stops_on_sigterm(tmp_path: Path) -> None:

@@ -1,6 +1,8 @@
-"""The fleet's own machinery on loopback, for the fleet's end-to-end tests and its bench
-(bench/owners_fleet.py): a private PostgreSQL (the Dagster instance) and Redis (the Celery
-broker), and a Dagster home whose processes (the daemon, a Celery worker) are started in it."""
+"""The fleet's own machinery on loopback, for its bench (bench/owners_fleet.py) and its
+end-to-end tests (tests/pipelines/test_owners_fleet_e2e.py, which import it through pytest's
+`pythonpath`; bench/ never imports tests/): a private PostgreSQL (the Dagster instance) and
+Redis (the Celery broker), and a Dagster home whose processes (the daemon, a Celery worker) are
+started in it."""
 
 from __future__ import annotations
 
@@ -18,7 +20,6 @@ from importlib import resources
 from pathlib import Path
 
 from centsync.sandbox.server import free_port
-from system_packages import apt_install
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 BIN = Path(sys.executable).parent
@@ -27,12 +28,6 @@ BIN = Path(sys.executable).parent
 def available() -> bool:
     """Whether Debian's postgresql 15 and redis-server are installed."""
     return (PG_BIN / "initdb").exists() and shutil.which("redis-server") is not None
-
-
-def install() -> None:
-    """Debian's postgresql 15 and redis-server, installed with apt when missing (CI starts
-    from a clean machine: the fleet's tests run there too, they are not skipped)."""
-    apt_install(["postgresql-15", "redis-server"], available)
 
 
 def _as_postgres_user(*cmd: str) -> list[str]:
