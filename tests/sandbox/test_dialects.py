@@ -416,6 +416,7 @@ def _pages(api: Api, **params: str) -> list[dict[str, Any]]:
 
 
 # ---- over loopback HTTP, and how a user picks one --------------------------------------------
+@pytest.mark.e2e
 def test_a_dialect_over_loopback_http() -> None:
     """A real server (uvicorn) sends a dialect's 204, its headers and its shapes."""
     sb = make_sandbox(dialect="bare", years=1)
