@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.group import JSON_OUTPUT
 
 if TYPE_CHECKING:
@@ -149,14 +149,14 @@ def _warehouse(config: Settings) -> list[Check]:
 
 def _source(config: Settings) -> str:
     """The source name the configured service binds a warehouse to."""
-    from centsync.pipelines.cli.sandbox import embedded_source
+    from centsync.pipelines.embedded import embedded_source
 
     return embedded_source() if config.embedded else config.api_base_url
 
 
 def _service(config: Settings, *, skip_embedded: bool) -> list[Check]:
     """The service: reachable (TLS), the key valid, its scopes, expiry and allowance."""
-    from centsync.pipelines.cli.sandbox import embedded_api
+    from centsync.pipelines.embedded import embedded_api
 
     where = "the embedded sandbox" if config.embedded else config.api_base_url
     if config.embedded and skip_embedded:

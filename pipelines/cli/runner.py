@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.group import DEBUG, Failed, command_name, imports_done
 
 if TYPE_CHECKING:
@@ -62,7 +62,7 @@ def execute(
     tags: dict[str, str] | None = None,
 ) -> ExecuteInProcessResult:
     """Run `job` in process with `settings` as its resource, recorded in the instance."""
-    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines import instance as dagster_storage
     from centsync.pipelines.definitions import build
 
     imports_done()
@@ -75,7 +75,7 @@ def execute(
     if ops:
         config["ops"] = ops
     definition = build(settings).resolve_job_def(job)
-    # Dagster's SQLite storage, keeping its connections for the run (cli/instance.py)
+    # Dagster's SQLite storage, keeping its connections for the run (pipelines/instance.py)
     with dagster_storage.instance(home) as instance:
         run = definition.execute_in_process(
             run_config=config,

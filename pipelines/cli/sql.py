@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.group import FILE, all_owners_option, settings
 
 if TYPE_CHECKING:

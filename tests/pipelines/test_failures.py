@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from centsync.extract import _errors as extract_errors
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.refresh.binding import SourceMismatch
 from centsync.warehouse import errors as warehouse_errors
