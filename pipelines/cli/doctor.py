@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 MIN_FREE_MB = 200
 # a no-change refresh spends about 30 requests; fewer left this hour and it may wait
 MIN_HOUR_ALLOWANCE = 60
-EXIT_WAREHOUSE = 6
 
 
 @dataclass
@@ -124,7 +123,7 @@ def _warehouse(config: Settings) -> list[Check]:
         folder = folder.parent
     if not os.access(folder, os.W_OK):
         detail = f"{folder} is not writable: set CENTSYNC_WAREHOUSE to a file in a folder you own."
-        return [Check("warehouse", "fail", str(path), detail, EXIT_WAREHOUSE)]
+        return [Check("warehouse", "fail", str(path), detail, errors.WAREHOUSE)]
     if not path.exists():
         first = "not there yet: the first `centsync refresh` creates it"
         return [Check("warehouse", "ok", str(path), first)]
@@ -261,7 +260,7 @@ def _disk(config: Settings) -> Check:
     value = f"{free:,.0f} MB free in {folder}"
     if free < need:
         detail = f"a refresh needs about {need:,.0f} MB: free some space"
-        return Check("disk", "fail", value, detail, EXIT_WAREHOUSE)
+        return Check("disk", "fail", value, detail, errors.WAREHOUSE)
     return Check("disk", "ok", value, "")
 
 

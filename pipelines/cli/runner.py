@@ -99,7 +99,7 @@ def alert(settings: Settings, job: str, run: ExecuteInProcessResult) -> int:
     found: list[alerts.Alert] = []
     if not run.success:
         f = failure(run)
-        if f.code in (errors.INTERRUPTED, 143):
+        if f.code in errors.STOPS:
             return 0  # a stop asked for is not a problem to report
         found.append(alerts.failed(job, run.run_id, f.message, f.kind.todo))
     for event in run.get_asset_materialization_events():
@@ -157,17 +157,17 @@ def interruptible() -> Iterator[None]:
     except KeyboardInterrupt as exc:
         _quiet_teardown()
         terminated = isinstance(exc, errors.Terminated) or errors.SIGTERM_RECEIVED
-        code = 143 if terminated else errors.INTERRUPTED
+        code = errors.TERMINATED if terminated else errors.INTERRUPTED
         message = errors.INTERRUPTED_MESSAGE
         raise Failed(
             errors.Failure(errors.Kind(code, "interrupted", ""), "Interrupted", message, message)
         ) from None
     except Failed as failed:
-        if failed.failure.code in (errors.INTERRUPTED, 143):
+        if failed.failure.code in errors.STOPS:
             _quiet_teardown()
-            if errors.SIGTERM_RECEIVED and failed.failure.code != 143:
+            if errors.SIGTERM_RECEIVED and failed.failure.code != errors.TERMINATED:
                 f = failed.failure
-                kind = errors.Kind(143, "interrupted", "")
+                kind = errors.Kind(errors.TERMINATED, "interrupted", "")
                 raise Failed(errors.Failure(kind, f.cls, f.message, f.detail, f.run_id)) from None
         raise
     finally:
