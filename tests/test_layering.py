@@ -179,10 +179,8 @@ def _pipelines_imports(source: Path) -> list[tuple[int, str]]:
             names = [module] + [f"{module}.{a.name}" for a in node.names]
         else:
             continue
-        for name in names:
-            parts = name.split(".")
-            if parts[:2] == ["centsync", "pipelines"] and len(parts) > 2:
-                found.append((node.lineno, parts[2]))
+        parts = {n.split(".")[2] for n in names if n.startswith("centsync.pipelines.")}
+        found += [(node.lineno, part) for part in sorted(parts)]
     return found
 
 
