@@ -2,13 +2,15 @@
 
 The library layers say what a failure MEANS (the kernel's `Outcome`: usage, the key, the
 network, the service, the warehouse); `EXIT_CODES` below is the one place that turns a meaning
-into the documented exit code (docs/cli.md, "Exit codes"). A known failure says what it is on
-its class (`outcome`, `headline`, `what_to_do` on extract's and the warehouse's error trees;
-`_outside` for the classes of other packages): `kind_of`. Runs execute inside Dagster, so the assets raise a known failure again as a
-`dg.Failure` with that in its metadata (`failure_metadata`), and `classify` reads the metadata
-back from the failed step: no exit code is chosen by a class's name or a message's text (an
-interrupt, which Dagster records by name only, and DuckDB's disk-full, which says so only in
-its message, are the two exceptions).
+into the documented exit code (docs/cli.md, "Exit codes").
+
+A known failure says what it is on its class (`outcome`, `headline`, `what_to_do` on extract's
+and the warehouse's error trees; `_outside` for the classes of other packages): `kind_of`. Runs
+execute inside Dagster, so the assets raise a known failure again as a `dg.Failure` with that
+in its metadata (`failure_metadata`), and `classify` reads the metadata back from the failed
+step, for the CLI and the alert sensors alike (`recorded.py`): no exit code is chosen by a
+class's name or a message's text (an interrupt, which Dagster records by name only, and
+DuckDB's disk-full, which says so only in its message, are the two exceptions).
 """
 
 from __future__ import annotations

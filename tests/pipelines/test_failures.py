@@ -6,7 +6,6 @@ import ast
 import errno
 import re
 from pathlib import Path
-from typing import Any
 
 import dagster as dg
 import duckdb
@@ -15,6 +14,7 @@ import pytest
 
 from centsync.extract import _errors as extract_errors
 from centsync.pipelines import failures as errors
+from centsync.pipelines import recorded
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.refresh.binding import SourceMismatch
 from centsync.sandbox.state import SandboxStateError
@@ -145,11 +145,8 @@ def _failed_run(exc: BaseException) -> dg.ExecuteInProcessResult:
 
 
 def _classified(run: dg.ExecuteInProcessResult) -> errors.Failure:
-    event = next(e for e in run.all_events if e.is_step_failure)
-    data: Any = event.event_specific_data
-    user = data.user_failure_data
-    metadata = {k: getattr(v, "value", v) for k, v in (user.metadata if user else {}).items()}
-    return errors.classify(data.error, run.run_id, metadata)
+    """The failure as the one reader of a run names it (the CLI's and the sensors')."""
+    return recorded.failure(run.all_events, run.run_id)
 
 
 def test_a_run_carries_the_known_failure_in_its_metadata() -> None:
