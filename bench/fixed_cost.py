@@ -42,7 +42,7 @@ if mode != "imports-gc":
 warnings.simplefilter("ignore")
 if mode != "python":
     import centsync.pipelines.definitions, centsync.pipelines.refresh.run, centsync.pipelines.reconcile
-    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines import instance as dagster_storage
     from centsync.pipelines.cli.group import imports_done
     imports_done()
 if mode.startswith("run"):

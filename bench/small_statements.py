@@ -6,7 +6,7 @@ A small ledger's refresh runs about 200 small DuckDB statements, and planning th
 than running them, and starting DuckDB costs more than most of them. Each `--switch` is one
 such choice, kept (as released) or undone:
 
-- `optimiser`: a refresh under ONE_THREAD_ROWS sets `enable_optimizer = false`
+- `optimiser`: a refresh under ONE_THREAD_ROWS (warehouse/session.py) sets `enable_optimizer = false`
   (`Session.refresh_settings`; undone: `warehouse.session.SMALL_REFRESH_OPTIMIZER = True`);
 - `shared-instance`: a small warehouse's working copy is attached to the thread's DuckDB
   instance (`warehouse/instances.py`; undone: `SHARED_MAX_BYTES = 0`, an instance each).

@@ -31,18 +31,18 @@
 Callers catch by meaning (``except InsufficientScope``, ``if err.retryable``), never by parsing
 messages. No exception text ever contains the API key.
 
-A class a command can fail with says so on itself: ``exit_code`` (the documented exit codes:
-2 usage or configuration, 3 the key, 4 unreachable, 5 the service), ``headline`` and
-``what_to_do``. ``exit_code`` None (the base classes above ApiError): the CLI looks further down the error
-chain. Every answer of the service (``ApiError``) has one: an answer is never a crash.
+A class a command can fail with says what that means on itself: ``outcome`` (the kernel's
+``Outcome``: USAGE, AUTH the key, UNREACHABLE, SERVICE), ``headline`` and ``what_to_do``; the
+exit code of each outcome is chosen at the edge, in one table (``pipelines/failures.py``).
+``outcome`` None (the base classes above ApiError): the CLI looks further down the error chain.
+Every answer of the service (``ApiError``) has one: an answer is never a crash.
 """
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-# the documented exit codes (README, "Exit codes") this package's errors end a command with
-EXIT_USAGE, EXIT_AUTH, EXIT_UNREACHABLE, EXIT_SERVICE = 2, 3, 4, 5
+from centsync.transform.contract import Outcome
 
 
 class ExtractError(Exception):
@@ -50,7 +50,7 @@ class ExtractError(Exception):
 
     retryable: ClassVar[bool] = False
     permanent: ClassVar[bool] = True
-    exit_code: ClassVar[int | None] = None
+    outcome: ClassVar[Outcome | None] = None
     headline: ClassVar[str] = ""
     what_to_do: ClassVar[str] = ""
 
@@ -58,7 +58,7 @@ class ExtractError(Exception):
 class ConfigurationError(ExtractError):
     """The client was configured in a way that would be unsafe or cannot work."""
 
-    exit_code = EXIT_USAGE
+    outcome = Outcome.USAGE
     headline = "a setting is not usable"
     what_to_do = "fix the variable named above (every setting: docs/configuration.md)."
 
@@ -66,7 +66,7 @@ class ConfigurationError(ExtractError):
 class ResponseFormatError(ExtractError):
     """The server answered 2xx with a body that is not the documented shape."""
 
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service answered in a shape centsync does not know"
     what_to_do = "report it with the log below."
 
@@ -76,7 +76,7 @@ class DriftError(ExtractError):
 
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service kept changing the same months while they were read"
     what_to_do = "run again; the months read so far are kept."
 
@@ -86,7 +86,7 @@ class TransportFailure(ExtractError):
 
     retryable = True
     permanent = False
-    exit_code = EXIT_UNREACHABLE
+    outcome = Outcome.UNREACHABLE
     headline = "the service could not be reached"
     what_to_do = "check CENTSYNC_API_BASE_URL, the network and the service's status; then run the command again."
 
@@ -105,7 +105,7 @@ class ServiceUnreachable(TransportFailure):
     them within the seconds a backoff would wait.
     """
 
-    exit_code = EXIT_UNREACHABLE
+    outcome = Outcome.UNREACHABLE
     headline = "the service could not be reached"
     what_to_do = "check CENTSYNC_API_BASE_URL (host and port) and that the service is up; then run the command again."
 
@@ -123,8 +123,8 @@ class ApiError(ExtractError):
 
     code: ClassVar[str] = ""
     hint: ClassVar[str] = ""
-    # an answer this client did not expect (404, 405, ...): the service's, exit 5, not a crash
-    exit_code = EXIT_SERVICE
+    # an answer this client did not expect (404, 405, ...): the service's, not a crash
+    outcome = Outcome.SERVICE
     headline = "the service refused a request"
     what_to_do = (
         "check that CENTSYNC_API_BASE_URL is the service's root (without /v1); "
@@ -171,7 +171,7 @@ class ApiError(ExtractError):
 class InvalidRequest(ApiError):
     code = "invalid_request"
     hint = "The request was rejected as sent; fix it before sending it again"
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service refused a request as invalid"
     what_to_do = "report it with the log below."
 
@@ -179,7 +179,7 @@ class InvalidRequest(ApiError):
 class Unauthenticated(ApiError):
     code = "unauthenticated"
     hint = "The key was not accepted (missing, unknown or revoked); check CENTSYNC_API_KEY"
-    exit_code = EXIT_AUTH
+    outcome = Outcome.AUTH
     headline = "the service refused the API key"
     what_to_do = "check CENTSYNC_API_KEY (a revoked or mistyped key is refused)."
 
@@ -187,7 +187,7 @@ class Unauthenticated(ApiError):
 class KeyExpired(ApiError):
     code = "key_expired"
     hint = "The key has expired; create a new key (Settings, Developer API, API keys)"
-    exit_code = EXIT_AUTH
+    outcome = Outcome.AUTH
     headline = "the API key has expired"
     what_to_do = "create a new key and set CENTSYNC_API_KEY."
 
@@ -195,7 +195,7 @@ class KeyExpired(ApiError):
 class InsufficientScope(ApiError):
     code = "insufficient_scope"
     hint = "This key lacks the scope (a read-only key cannot write); create a read and write key"
-    exit_code = EXIT_AUTH
+    outcome = Outcome.AUTH
     headline = "the API key lacks a scope this needs"
     what_to_do = "use a key with the data.read scope (data.write to post)."
 
@@ -228,7 +228,7 @@ class RateLimited(ApiError):
     code = "rate_limited"
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service's rate limit stayed exhausted past the wait budget"
     what_to_do = "run again later; months already read are kept and the next refresh resumes."
 
@@ -244,7 +244,7 @@ class InternalError(ApiError):
     code = "internal_error"
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service kept failing (HTTP 500)"
     what_to_do = "run again later; report it if it persists."
 
@@ -253,7 +253,7 @@ class ServiceUnavailable(ApiError):
     code = "service_unavailable"
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service is unavailable"
     what_to_do = "run again later; nothing read so far is lost."
 
@@ -262,7 +262,7 @@ class BadGateway(ApiError):
     code = "bad_gateway"
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "a proxy in front of the service failed (502)"
     what_to_do = "run again later."
 
@@ -271,7 +271,7 @@ class GatewayTimeout(ApiError):
     code = "gateway_timeout"
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "a proxy in front of the service timed out (504)"
     what_to_do = "run again later."
 
@@ -283,7 +283,7 @@ class UnknownApiError(ApiError):
 class UnknownClientError(UnknownApiError):
     """An unknown code with a 4xx status: permanent for this request."""
 
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service refused a request"
     what_to_do = "report it: centsync sent something the service did not accept."
 
@@ -293,7 +293,7 @@ class UnknownServerError(UnknownApiError):
 
     retryable = True
     permanent = False
-    exit_code = EXIT_SERVICE
+    outcome = Outcome.SERVICE
     headline = "the service answered with an unknown error"
     what_to_do = "run again later."
 

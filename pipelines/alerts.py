@@ -3,17 +3,21 @@ Apprise to the one URL of `CENTSYNC_ALERT_URL` (e-mail, ntfy, Slack, Matrix, web
 
 Both kinds of run send them: the CLI's own runs (`cli/runner.py`, after the run) and the runs
 Dagster starts, a schedule's or the sensor's (`defs/alerts.py`, a run-status sensor under the
-daemon). An alert is built from the run's recorded result or its classified failure, never
-from the settings, and any text that would carry the API key is refused (`scrubbed`).
+daemon). Both read the run the same way (`recorded.alerts`), so the same failure gives the same
+text. An alert is built from the run's recorded result or its classified failure, never from
+the settings, and any text that would carry the API key is refused (`scrubbed`).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from centsync.transform.contract import key_expires_soon
+
+if TYPE_CHECKING:
+    from centsync.pipelines.failures import Failure
 
 # a run the CLI started carries this tag (`cli/runner.py`): the CLI alerts for it itself
 CLI_TAG = "centsync/command"
@@ -85,13 +89,16 @@ def _rejected(report: dict[str, Any]) -> int:
     return 0
 
 
-def failed(job: str, run_id: str, message: str, what_to_do: str = "") -> Alert:
-    """The alert for a run that failed."""
-    todo = f" {what_to_do}" if what_to_do and what_to_do not in message else ""
+def failed(job: str, failure: Failure) -> Alert:
+    """The alert for a run that failed: the failure's headline, its message and what to do,
+    as the CLI prints them (`failures.classify` names it, whoever started the run)."""
+    todo = failure.kind.todo
+    advice = f" What to do: {todo}" if todo and todo not in failure.message else ""
     return Alert(
         "failed",
         f"centsync: {job} failed",
-        f"{message}{todo} (Dagster run {run_id}: `centsync ui` shows its log).",
+        f"{failure.kind.headline}: {failure.message.rstrip('.')}.{advice} "
+        f"(Dagster run {failure.run_id}: `centsync ui` shows its log).",
     )
 
 

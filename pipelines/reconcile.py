@@ -20,7 +20,6 @@ import duckdb
 import polars as pl
 
 from centsync.extract import ApiClient
-from centsync.pipelines.refresh.plan import ONE_THREAD_ROWS
 from centsync.transform import bisection
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
@@ -35,7 +34,7 @@ from centsync.warehouse import marts as store
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
 from centsync.warehouse.fingerprints import local_totals
-from centsync.warehouse.session import checkpoint
+from centsync.warehouse.session import ONE_THREAD_ROWS, checkpoint
 
 # a ledger this big is written to the file before the marts are built (see `reconcile`)
 CHECKPOINT_FIRST_ROWS = 100_000

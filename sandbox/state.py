@@ -21,7 +21,9 @@ FORMAT = "centsync-sandbox-state/1"
 class SandboxStateError(Exception):
     """The sandbox's state file cannot be used: nothing was changed."""
 
-    exit_code: ClassVar[int] = 6
+    # what it means: the kernel's Outcome.WAREHOUSE (exit 6), spelled as its value, for the
+    # sandbox shares no code with the client
+    outcome: ClassVar[str] = "warehouse"
     headline: ClassVar[str] = "the sandbox's state file cannot be used"
     what_to_do: ClassVar[str] = (
         "`centsync sandbox reset` starts the sandbox over (its write-backs are lost), or move "

@@ -8,11 +8,18 @@ One exception, the shared kernel: three small pure modules of transform (calenda
 contract's constants, money as text) that extract and warehouse may import too, so that each
 of those facts lives once. They import nothing but the standard library. The sandbox keeps its
 own copies: it is the contract's independent oracle and shares no code with the client.
+
+Inside pipelines, a rule too (`INSIDE_PIPELINES`, drawn in docs/architecture.md): what each
+part (a sub-package, or a top-level module) may import of the others, checked over every
+import, at module level or inside a function, with no cycle between parts.
 """
 
 from __future__ import annotations
 
 import ast
+import graphlib
+import re
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -29,11 +36,44 @@ ALLOWED: dict[str, set[str]] = {
 }
 # The shared kernel: the only modules of another layer that extract and warehouse may import.
 KERNEL = {"centsync.transform.calendar", "centsync.transform.contract", "centsync.transform.money"}
-KERNEL_MAY_IMPORT = {"__future__", "datetime", "math", "re", "collections", "typing"}
+KERNEL_MAY_IMPORT = {"__future__", "datetime", "enum", "math", "re", "collections", "typing"}
 # transform has no I/O: no network, files, processes, databases or orchestration.
 IO_MODULES = {
     "duckdb", "httpx", "aiohttp", "requests", "urllib", "socket", "os", "pathlib", "io",
     "shutil", "subprocess", "sqlite3", "dagster", "tempfile", "glob", "uvicorn", "starlette",
+}  # fmt: skip
+
+
+# Inside pipelines: what each part may import of the others (docs/architecture.md, "The rule
+# inside pipelines/"). From the bottom up: the foundations, the use cases, the boundary of a
+# run, Dagster, the shell. Nothing imports the CLI; Dagster's code never imports the CLI.
+BASE = {"settings", "owners", "failures", "clients"}  # plain Python every use case may use
+INSIDE_PIPELINES: dict[str, set[str]] = {
+    # foundations
+    "owners": set(),
+    "failures": set(),
+    "instance": set(),
+    "settings": {"owners"},
+    "clients": {"settings"},
+    "alerts": {"failures"},
+    # use cases (plain Python, no Dagster)
+    "reconcile": BASE,
+    "writeback": BASE,
+    "outputs": BASE,
+    "refresh": BASE | {"reconcile", "writeback"},
+    "embedded": BASE | {"refresh"},
+    # what a run returns across the Dagster boundary, and the one reader of a finished run
+    "results": BASE | {"refresh", "reconcile", "writeback"},
+    "recorded": BASE | {"results", "alerts"},
+    # Dagster: the definitions, the code location, the fleet's code location
+    "defs": BASE | {"alerts", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
+    "definitions": BASE | {"defs"},
+    "fleet": BASE | {"alerts", "defs", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
+    # the shell: anything but itself is below it
+    "cli": {
+        "alerts", "clients", "definitions", "defs", "embedded", "failures", "fleet", "instance",
+        "outputs", "owners", "recorded", "reconcile", "refresh", "results", "settings", "writeback",
+    },
 }  # fmt: skip
 
 
@@ -118,3 +158,79 @@ def test_each_top_level_layer_is_a_package_of_its_own_code() -> None:
         assert (ROOT / layer / "__init__.py").is_file(), layer
     assert (ROOT / "notebooks" / "README.md").is_file()
     assert not (ROOT / "src").exists()
+
+
+def _part(source: Path) -> str:
+    """The part of pipelines a file belongs to: its sub-package, or its own module name."""
+    return source.relative_to(ROOT / "pipelines").parts[0].removesuffix(".py")
+
+
+def _pipelines_imports(source: Path) -> list[tuple[int, str]]:
+    """(line, part) for every part of pipelines that `source` imports, wherever the import is."""
+    package = ["centsync", *source.relative_to(ROOT).with_suffix("").parts[:-1]]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(source.read_text(), str(source))):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
+            module = ".".join(x for x in (base, node.module or "") if x)
+            # `from centsync.pipelines import failures`: the names are the parts
+            names = [module] + [f"{module}.{a.name}" for a in node.names]
+        else:
+            continue
+        parts = {n.split(".")[2] for n in names if n.startswith("centsync.pipelines.")}
+        found += [(node.lineno, part) for part in sorted(parts)]
+    return found
+
+
+def _pipelines_edges() -> dict[tuple[str, str], list[str]]:
+    edges: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for source in python_files("pipelines"):
+        if source.name == "__init__.py" and source.parent == ROOT / "pipelines":
+            continue
+        here = _part(source)
+        for line, there in _pipelines_imports(source):
+            if there != here:
+                edges[(here, there)].append(f"{source.relative_to(ROOT)}:{line}")
+    return edges
+
+
+def test_every_part_of_pipelines_has_its_row() -> None:
+    parts = {
+        p.name.removesuffix(".py")
+        for p in (ROOT / "pipelines").iterdir()
+        if (p.suffix == ".py" and p.name != "__init__.py") or (p / "__init__.py").is_file()
+    }
+    assert parts == set(INSIDE_PIPELINES)
+
+
+def test_each_part_of_pipelines_imports_only_what_the_rule_allows() -> None:
+    offenders = [
+        f"{where}: {here} -> {there}"
+        for (here, there), places in sorted(_pipelines_edges().items())
+        if there not in INSIDE_PIPELINES[here]
+        for where in places
+    ]
+    assert offenders == []
+
+
+def test_the_parts_of_pipelines_import_each_other_in_no_cycle() -> None:
+    # the rule itself is drawn bottom-up, and so is what the code does
+    graphlib.TopologicalSorter(INSIDE_PIPELINES).prepare()
+    actual: dict[str, set[str]] = defaultdict(set)
+    for here, there in _pipelines_edges():
+        actual[here].add(there)
+    graphlib.TopologicalSorter(actual).prepare()
+    assert not any("cli" in allowed for allowed in INSIDE_PIPELINES.values())
+
+
+def test_the_architecture_page_draws_the_same_rule() -> None:
+    page = (ROOT / "docs" / "architecture.md").read_text("utf-8")
+    section = page.split("## The rule inside `pipelines/`", 1)[1].split("\n## ", 1)[0]
+    drawn = {}
+    for line in section.splitlines():
+        match = re.match(r"^\| `([a-z_]+)` \| (.*) \|$", line)
+        if match:
+            drawn[match[1]] = set(re.findall(r"`([a-z_]+)`", match[2]))
+    assert drawn == INSIDE_PIPELINES

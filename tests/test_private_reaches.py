@@ -42,24 +42,24 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("warehouse/pandera_screen.py", "._check_fn"): "the function a check runs",
     ("warehouse/pandera_screen.py", "._check_kwargs"): "its arguments",
     # dagster: tests/pipelines/test_dagster_storage.py::test_the_dagster_internals_...
-    ("pipelines/cli/instance.py", "._initdb"): "Dagster's schema set-up, overridden",
-    ("pipelines/cli/instance.py", "dagster._core.instance.ref"): "InstanceRef",
+    ("pipelines/instance.py", "._initdb"): "Dagster's schema set-up, overridden",
+    ("pipelines/instance.py", "dagster._core.instance.ref"): "InstanceRef",
     (
-        "pipelines/cli/instance.py",
+        "pipelines/instance.py",
         "dagster._core.storage.event_log.sqlite.sqlite_event_log",
     ): "SqliteEventLogStorage, subclassed",
     (
-        "pipelines/cli/instance.py",
+        "pipelines/instance.py",
         "dagster._core.storage.runs.sqlite.sqlite_run_storage",
     ): "SqliteRunStorage, subclassed",
-    ("pipelines/cli/instance.py", "dagster._core.storage.sql"): "create_engine",
-    ("pipelines/cli/instance.py", "dagster._core.storage.sqlite"): "the busy timeout",
-    ("pipelines/cli/instance.py", "dagster._serdes"): "ConfigurableClassData",
-    ("pipelines/cli/instance.py", "dagster._core.storage.sqlite_storage"): "by name",
-    ("pipelines/cli/instance.py", "dagster._core.storage.schedules"): "by name",
-    ("pipelines/cli/instance.py", "dagster._core.storage.legacy_storage"): "by name",
-    ("pipelines/cli/instance.py", "dagster._core.storage.local_compute_log_manager"): "by name",
-    ("pipelines/cli/instance.py", "dagster._core.storage.noop_compute_log_manager"): "by name",
+    ("pipelines/instance.py", "dagster._core.storage.sql"): "create_engine",
+    ("pipelines/instance.py", "dagster._core.storage.sqlite"): "the busy timeout",
+    ("pipelines/instance.py", "dagster._serdes"): "ConfigurableClassData",
+    ("pipelines/instance.py", "dagster._core.storage.sqlite_storage"): "by name",
+    ("pipelines/instance.py", "dagster._core.storage.schedules"): "by name",
+    ("pipelines/instance.py", "dagster._core.storage.legacy_storage"): "by name",
+    ("pipelines/instance.py", "dagster._core.storage.local_compute_log_manager"): "by name",
+    ("pipelines/instance.py", "dagster._core.storage.noop_compute_log_manager"): "by name",
 }
 
 _MODULE_STRING = re.compile(rf"^(?:{'|'.join(LIBRARIES)})(?:\.\w+)+$")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from enum import StrEnum
 
 # Section 4: an amount is an integer number of cents within +/- 10^12.
 MAX_AMOUNT = 10**12
@@ -20,6 +21,27 @@ UUID_RE = re.compile(UUID_PATTERN)
 KEY_WARNING = dt.timedelta(days=30)
 # What a reconciliation verdict says, in the CLI and in the report.
 VERDICTS = ("agree", "explained", "differ")
+
+
+class Outcome(StrEnum):
+    """What the end of a command means, said by the layers that raise or decide it; the exit
+    code of each is chosen in one table at the edge (`pipelines/failures.py`, EXIT_CODES).
+
+    A failure class says it on itself (`outcome`): extract's tree says USAGE, AUTH, UNREACHABLE
+    or SERVICE, the warehouse's WAREHOUSE. The others are decided by pipelines.
+    """
+
+    OK = "ok"
+    DIFFER = "differ"  # a reconciliation difference nobody can explain
+    USAGE = "usage"  # invalid flags or configuration
+    AUTH = "auth"  # the key: refused, expired, or lacking a scope
+    UNREACHABLE = "unreachable"  # the service could not be reached (refused, DNS, TLS, timeouts)
+    SERVICE = "service"  # the service failed past the retries, or answered nonsense
+    WAREHOUSE = "warehouse"  # bound elsewhere, locked, damaged, disk full
+    REJECTED = "rejected"  # the refresh landed, but validation rejected rows the service sent
+    INTERNAL = "internal"  # a bug in centsync
+    INTERRUPTED = "interrupted"  # SIGINT
+    TERMINATED = "terminated"  # SIGTERM
 
 
 def key_expires_soon(expires_at: dt.datetime | None, now: dt.datetime) -> bool:

@@ -7,22 +7,21 @@ WarehouseError
 ├── NoWarehouseError       nothing has been published at that path yet
 └── DamagedError           a DuckDB file that cannot be read (truncated, bad header, checksums)
 
-Each says what a command that fails with it exits with (6, the warehouse: README, "Exit codes")
-and what to do (`exit_code`, `headline`, `what_to_do`).
+Each says what a command that fails with it means (`outcome`: the warehouse; its exit code is
+chosen at the edge, `pipelines/failures.py`) and what to do (`headline`, `what_to_do`).
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-# the documented exit code of a command that fails on the warehouse
-EXIT_WAREHOUSE = 6
+from centsync.transform.contract import Outcome
 
 
 class WarehouseError(Exception):
     """Base of every error the warehouse raises on purpose."""
 
-    exit_code: ClassVar[int | None] = EXIT_WAREHOUSE
+    outcome: ClassVar[Outcome | None] = Outcome.WAREHOUSE
     headline: ClassVar[str] = "the warehouse could not be written"
     what_to_do: ClassVar[str] = "see the log below."
 

@@ -39,6 +39,11 @@ BLOCK_SIZE = 16_384
 # CPU (bench/small_statements.py, docs/scale.md). Its passes change plans, never results; a big
 # ledger keeps them (join order, filters pushed into the scans of a million rows).
 SMALL_REFRESH_OPTIMIZER = False
+# Below this many rows (in the warehouse, or announced by the server for a full read) DuckDB
+# runs a refresh on one thread and Polars runs the marts' plans on its in-memory engine: the
+# statements are small and many, and a second worker for each cost more than it gave (2.04 ->
+# 2.00 s, median of 10, docs/benchmarks.md). A bigger ledger gets the defaults, all cores.
+ONE_THREAD_ROWS = 100_000
 # A frame up to this many rows stays registered after use until the next frame replaces it
 KEEP_REGISTERED_ROWS = 10_000
 NEW_FILE: dict[str, str | bool | int | float | list[str]] = {"default_block_size": str(BLOCK_SIZE)}

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.group import JSON_OUTPUT
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ if TYPE_CHECKING:
 MIN_FREE_MB = 200
 # a no-change refresh spends about 30 requests; fewer left this hour and it may wait
 MIN_HOUR_ALLOWANCE = 60
-EXIT_WAREHOUSE = 6
 
 
 @dataclass
@@ -124,7 +123,7 @@ def _warehouse(config: Settings) -> list[Check]:
         folder = folder.parent
     if not os.access(folder, os.W_OK):
         detail = f"{folder} is not writable: set CENTSYNC_WAREHOUSE to a file in a folder you own."
-        return [Check("warehouse", "fail", str(path), detail, EXIT_WAREHOUSE)]
+        return [Check("warehouse", "fail", str(path), detail, errors.WAREHOUSE)]
     if not path.exists():
         first = "not there yet: the first `centsync refresh` creates it"
         return [Check("warehouse", "ok", str(path), first)]
@@ -149,14 +148,14 @@ def _warehouse(config: Settings) -> list[Check]:
 
 def _source(config: Settings) -> str:
     """The source name the configured service binds a warehouse to."""
-    from centsync.pipelines.cli.sandbox import embedded_source
+    from centsync.pipelines.embedded import embedded_source
 
     return embedded_source() if config.embedded else config.api_base_url
 
 
 def _service(config: Settings, *, skip_embedded: bool) -> list[Check]:
     """The service: reachable (TLS), the key valid, its scopes, expiry and allowance."""
-    from centsync.pipelines.cli.sandbox import embedded_api
+    from centsync.pipelines.embedded import embedded_api
 
     where = "the embedded sandbox" if config.embedded else config.api_base_url
     if config.embedded and skip_embedded:
@@ -261,7 +260,7 @@ def _disk(config: Settings) -> Check:
     value = f"{free:,.0f} MB free in {folder}"
     if free < need:
         detail = f"a refresh needs about {need:,.0f} MB: free some space"
-        return Check("disk", "fail", value, detail, EXIT_WAREHOUSE)
+        return Check("disk", "fail", value, detail, errors.WAREHOUSE)
     return Check("disk", "ok", value, "")
 
 

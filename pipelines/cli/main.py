@@ -13,7 +13,7 @@ from typing import Any
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
 from centsync.pipelines.cli.bank_import import import_command
 from centsync.pipelines.cli.doctor import doctor

@@ -7,10 +7,10 @@ import time
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import render, runner
 from centsync.pipelines.cli.group import JSON_OUTPUT, settings
-from centsync.pipelines.cli.sandbox import embedded_api
+from centsync.pipelines.embedded import embedded_api
 
 
 @click.command("reconcile")

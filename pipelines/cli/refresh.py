@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import render, runner
 from centsync.pipelines.cli.group import (
     JSON_OUTPUT,
@@ -22,7 +22,7 @@ from centsync.pipelines.cli.group import (
     json_option,
     settings,
 )
-from centsync.pipelines.cli.sandbox import embedded_api
+from centsync.pipelines.embedded import embedded_api
 
 if TYPE_CHECKING:
     from centsync.pipelines.results import RefreshResult, WritebackResult
@@ -175,7 +175,7 @@ def _refresh_all(
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
     """`refresh --plan`: the plan and its estimate, from the warehouse read only and the
     requests that tell the service's today and timezone (steps.preview); writes nothing."""
-    from centsync.pipelines.defs.resources import api_client
+    from centsync.pipelines.clients import api_client
     from centsync.pipelines.refresh.steps import preview
     from centsync.pipelines.refresh.summary import Mode, RefreshOptions
 

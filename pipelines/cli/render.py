@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.transform.money import cents_text
 
 if TYPE_CHECKING:

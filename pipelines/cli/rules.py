@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import render
 from centsync.pipelines.cli.group import (
     FILE,

@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
+from centsync.pipelines.alerts import CLI_TAG
 from centsync.pipelines.cli.group import DEBUG, Failed, command_name, imports_done
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ def execute(
     tags: dict[str, str] | None = None,
 ) -> ExecuteInProcessResult:
     """Run `job` in process with `settings` as its resource, recorded in the instance."""
-    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines import instance as dagster_storage
     from centsync.pipelines.definitions import build
 
     imports_done()
@@ -75,13 +76,13 @@ def execute(
     if ops:
         config["ops"] = ops
     definition = build(settings).resolve_job_def(job)
-    # Dagster's SQLite storage, keeping its connections for the run (cli/instance.py)
+    # Dagster's SQLite storage, keeping its connections for the run (pipelines/instance.py)
     with dagster_storage.instance(home) as instance:
         run = definition.execute_in_process(
             run_config=config,
             instance=instance,
             raise_on_error=False,
-            tags={"centsync/command": command_name() or job, **(tags or {})},
+            tags={CLI_TAG: command_name() or job, **(tags or {})},
         )
     if settings.alert_url:
         alert(settings, job, run)
@@ -89,53 +90,29 @@ def execute(
 
 
 def alert(settings: Settings, job: str, run: ExecuteInProcessResult) -> int:
-    """Send the alerts this CLI run calls for (pipelines/alerts.py); how many went out.
+    """Send the alerts this CLI run calls for (`recorded.alerts`); how many went out.
 
-    Runs that Dagster starts (schedules, the sensor) are alerted by `defs/alerts.py` instead.
+    Runs that Dagster starts (schedules, the sensor) are alerted by `defs/alerts.py` instead,
+    read the same way: the same failure gives the same text.
     """
-    from centsync.pipelines import alerts
-    from centsync.pipelines.results import RESULT_KEY
+    from centsync.pipelines import alerts, recorded
 
-    found: list[alerts.Alert] = []
-    if not run.success:
-        f = failure(run)
-        if f.code in (errors.INTERRUPTED, 143):
-            return 0  # a stop asked for is not a problem to report
-        found.append(alerts.failed(job, run.run_id, f.message, f.kind.todo))
-    for event in run.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        entry = getattr(mat.metadata.get(RESULT_KEY), "value", None) if mat else None
-        if isinstance(entry, dict):
-            found += alerts.from_result(entry, run.run_id)
+    found = recorded.alerts(job, run.run_id, run.all_events, failed=not run.success)
     return alerts.send(settings.alert_url, found, secrets=(settings.api_key,))
 
 
 def recorded(run: ExecuteInProcessResult, asset: str) -> dict[str, Any] | None:
     """The result `asset` recorded in this run (its `centsync/result` entry), else None."""
-    from centsync.pipelines.results import RESULT_KEY
+    from centsync.pipelines import recorded as reader
 
-    found = None
-    for event in run.get_asset_materialization_events():
-        mat = event.event_specific_data.materialization  # type: ignore[union-attr]
-        if mat is not None and mat.asset_key.to_user_string() == asset:
-            entry = mat.metadata.get(RESULT_KEY)
-            found = getattr(entry, "value", found)
-    return found
+    return reader.result(run.all_events, asset)
 
 
 def failure(run: ExecuteInProcessResult) -> errors.Failure:
     """The classified error of a failed in-process run."""
-    for event in run.all_events:
-        if event.is_step_failure:
-            data = event.event_specific_data
-            user = getattr(data, "user_failure_data", None)
-            metadata = {
-                k: getattr(v, "value", v) for k, v in (user.metadata if user else {}).items()
-            }
-            return errors.classify(getattr(data, "error", None), run.run_id, metadata)
-    failed = next((e for e in run.all_events if e.is_failure), None)
-    data = getattr(failed, "event_specific_data", None)
-    return errors.classify(getattr(data, "error", None), run.run_id)
+    from centsync.pipelines import recorded as reader
+
+    return reader.failure(run.all_events, run.run_id)
 
 
 def run_job(settings: Settings, job: str, asset: str) -> tuple[str, dict[str, Any]]:
@@ -157,17 +134,17 @@ def interruptible() -> Iterator[None]:
     except KeyboardInterrupt as exc:
         _quiet_teardown()
         terminated = isinstance(exc, errors.Terminated) or errors.SIGTERM_RECEIVED
-        code = 143 if terminated else errors.INTERRUPTED
+        code = errors.TERMINATED if terminated else errors.INTERRUPTED
         message = errors.INTERRUPTED_MESSAGE
         raise Failed(
             errors.Failure(errors.Kind(code, "interrupted", ""), "Interrupted", message, message)
         ) from None
     except Failed as failed:
-        if failed.failure.code in (errors.INTERRUPTED, 143):
+        if failed.failure.code in errors.STOPS:
             _quiet_teardown()
-            if errors.SIGTERM_RECEIVED and failed.failure.code != 143:
+            if errors.SIGTERM_RECEIVED and failed.failure.code != errors.TERMINATED:
                 f = failed.failure
-                kind = errors.Kind(143, "interrupted", "")
+                kind = errors.Kind(errors.TERMINATED, "interrupted", "")
                 raise Failed(errors.Failure(kind, f.cls, f.message, f.detail, f.run_id)) from None
         raise
     finally:

@@ -1,23 +1,20 @@
-"""The sandbox commands (`centsync sandbox serve`, `centsync tour`) and the embedded sandbox
-every other command uses when no service is configured."""
+"""The sandbox commands: `centsync sandbox serve`, `sandbox reset` and `centsync tour`.
+
+The embedded sandbox every other command uses when no service is configured is a use case of
+its own, `pipelines/embedded.py`."""
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from centsync.pipelines.cli import failures as errors
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import FILE, Failed, settings
+from centsync.pipelines.cli.group import FILE, settings
 
 if TYPE_CHECKING:
-    from centsync.pipelines.settings import Settings
-    from centsync.sandbox import Sandbox, SandboxConfig
+    from centsync.sandbox import SandboxConfig
 
 
 @click.group()
@@ -187,20 +184,18 @@ def sandbox_reset() -> None:
 
     The warehouse keeps what it holds; the next refresh brings it in step with the new sandbox.
     """
-    import fcntl
+    from centsync.pipelines import embedded
 
     path = settings().sandbox_state_file
-    if not path.exists():
+    try:
+        deleted = embedded.reset(path)
+    except embedded.StateInUse:
+        raise click.ClickException(
+            f"another centsync command (a daemon?) is using {path}: stop it, then reset."
+        ) from None
+    if not deleted:
         click.echo(f"No sandbox state at {path}: the next command starts afresh anyway.")
         return
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise click.ClickException(
-                f"another centsync command (a daemon?) is using {path}: stop it, then reset."
-            ) from None
-        path.unlink()
     click.echo(f"Deleted {path}: the next command starts the embedded sandbox afresh.")
 
 
@@ -208,6 +203,8 @@ def sandbox_reset() -> None:
 def tour() -> None:
     """Start the embedded sandbox and show it as a client sees it."""
     import httpx
+
+    from centsync.pipelines.embedded import embedded_api
 
     with (
         embedded_api(settings()) as api,
@@ -226,82 +223,6 @@ def tour() -> None:
         )
 
 
-SANDBOX_SEED = 1
-
-
-def embedded_source(seed: int = SANDBOX_SEED) -> str:
-    """The stable name a warehouse fed by the embedded sandbox is bound to."""
-    return f"embedded-sandbox:seed={seed}"
-
-
-@contextmanager
-def embedded_api(
-    settings: Settings, *, rebind: bool = False, seed: int = SANDBOX_SEED
-) -> Iterator[Settings]:
-    """The settings to run with: as given when they name a service, else with an embedded
-    sandbox's URL, key and source name in them (the sandbox runs until the block ends).
-
-    The embedded sandbox is never started for a warehouse bound to another source (unless
-    `rebind`: the refresh then keeps that warehouse as a backup).
-    """
-    if not settings.embedded:
-        yield dataclasses.replace(settings, source="")
-        return
-    from centsync.pipelines.refresh import binding
-    from centsync.sandbox import SandboxConfig
-    from centsync.sandbox.server import run_in_thread
-    from centsync.sandbox.state import save
-
-    source = embedded_source(seed)
-    try:
-        binding.check(settings.warehouse, source, None)
-    except binding.SourceMismatch as e:
-        if not rebind:
-            message = (
-                f"CENTSYNC_API_BASE_URL is not set, so the embedded sandbox would be used, but {e} "
-                f"To refresh it from its service, set CENTSYNC_API_BASE_URL={e.bound.base_url} "
-                "and its CENTSYNC_API_KEY."
-            )
-            kind = errors.kind_of(e)
-            assert kind is not None  # a SourceMismatch is a known failure
-            raise Failed(errors.Failure(kind, "SourceMismatch", message, message)) from None
-    path = settings.sandbox_state_file
-    with _state_lock(path) as owned:
-        sb = _remembered(path, SandboxConfig(seed=seed), owned, settings.sandbox_dialect)
-        with run_in_thread(sb) as base_url:
-            click.echo(
-                f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} "
-                f"(seed {seed}).",
-                err=True,
-            )
-            # handed to the run as its settings resource: never through the environment
-            yield dataclasses.replace(
-                settings, api_base_url=base_url, api_key=sb.keys["read_write"], source=source
-            )
-        if owned:
-            save(sb.service, path)
-    click.echo("Embedded sandbox stopped.", err=True)
-
-
-def _remembered(
-    path: Path, config: SandboxConfig, owned: bool, dialect: str = "contract"
-) -> Sandbox:
-    """The sandbox as its state file left it, else a new one (said once, on stderr)."""
-    from centsync.sandbox import Sandbox
-    from centsync.sandbox.state import load
-
-    service = load(path, config)
-    if service is None:
-        click.echo(f"The embedded sandbox starts afresh; its state is kept in {path}.", err=True)
-    elif not owned:
-        click.echo(
-            f"Another centsync command (a daemon?) holds the embedded sandbox's state {path}: "
-            "this one starts from it, and what it posts is not kept.",
-            err=True,
-        )
-    return Sandbox(config, service, dialect=dialect)
-
-
 def _dialect(name: str) -> str:
     """`--dialect`'s value, checked (the registry is imported only when the option is used)."""
     if name == "contract":
@@ -311,22 +232,3 @@ def _dialect(name: str) -> str:
     if name not in DIALECTS:
         raise click.BadParameter(f"{name!r} is not a dialect; use one of {', '.join(DIALECTS)}.")
     return name
-
-
-@contextmanager
-def _state_lock(path: Path) -> Iterator[bool]:
-    """Hold the state file's lock while the sandbox runs; yields whether we got it (else
-    another command is using the state, and this one must not overwrite it)."""
-    import fcntl
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)

@@ -16,6 +16,8 @@ from centsync.pipelines.cli import runner
 from centsync.pipelines.cli.group import settings
 
 if TYPE_CHECKING:
+    from dagster import DagsterInstance
+
     from centsync.pipelines.settings import Settings
 
 NAMES = ("hourly_hot_window", "nightly_fingerprints", "weekly_full")
@@ -62,13 +64,13 @@ def schedule_off(names: tuple[str, ...]) -> None:
 
     Example: centsync schedule off
     """
-    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines import instance as dagster_storage
 
     config = settings()
     home = runner.dagster_home(config)
     chosen = _names(names)
     with dagster_storage.instance(home) as instance:
-        stopped = dagster_storage.stop_schedules(instance, chosen)
+        stopped = stop_schedules(instance, chosen)
     click.echo(f"Off: {', '.join(chosen)} (DAGSTER_HOME={home}; {stopped} were on).")
 
 
@@ -92,13 +94,13 @@ def schedule_list(as_json: bool) -> None:
 
 def schedules_state(config: Settings) -> dict[str, Any]:
     """The documented `schedule list --json` object: each schedule, on or off, and the daemon."""
-    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines import instance as dagster_storage
     from centsync.pipelines.defs.schedules import schedules
 
     home = runner.dagster_home(config)
     with dagster_storage.instance(home) as instance:
-        running = dagster_storage.running_schedules(instance)
-        alive = dagster_storage.daemon_alive(instance)
+        running = running_schedules(instance)
+        alive = daemon_alive(instance)
     return {
         "dagster_home": str(home),
         "schedules": [
@@ -115,10 +117,10 @@ def schedules_state(config: Settings) -> dict[str, Any]:
 
 
 def _daemon_alive(config: Settings) -> bool:
-    from centsync.pipelines.cli import instance as dagster_storage
+    from centsync.pipelines import instance as dagster_storage
 
     with dagster_storage.instance(runner.dagster_home(config)) as instance:
-        return dagster_storage.daemon_alive(instance)
+        return daemon_alive(instance)
 
 
 def _dagster(config: Settings, home: Path, *args: str) -> None:
@@ -139,8 +141,8 @@ def daemon() -> None:
     No webserver. SIGTERM or Ctrl-C stops it and every process it started. For systemd and cron,
     see docs/operations.md.
     """
-    from centsync.pipelines.cli.sandbox import embedded_api
     from centsync.pipelines.cli.ui import run_group
+    from centsync.pipelines.embedded import embedded_api
 
     config = settings()
     home = runner.dagster_home(config)
@@ -161,3 +163,45 @@ def daemon() -> None:
         # it stopped by itself: its own log above says why (an instance it cannot use, mostly)
         click.echo(f"The Dagster daemon stopped by itself (exit {code}): see above.", err=True)
         raise SystemExit(6)
+
+
+# --- what the instance says of the schedules and the daemon (Dagster's public API) ---
+
+
+def running_schedules(instance: DagsterInstance) -> set[str]:
+    """The names of the schedules this instance has turned on."""
+    return {
+        state.instigator_name
+        for state in instance.all_instigator_state()
+        if state.instigator_type.value == "SCHEDULE" and state.status.value == "RUNNING"
+    }
+
+
+def stop_schedules(instance: DagsterInstance, names: list[str]) -> int:
+    """Turn these schedules off in the instance's schedule storage; how many were on.
+
+    A schedule's stored state names its code location, so this needs no code location loaded
+    (Dagster's `dagster schedule stop` loads one per name).
+    """
+    stopped = 0
+    for state in instance.all_instigator_state():
+        if (
+            state.instigator_type.value == "SCHEDULE"
+            and state.instigator_name in names
+            and state.status.value == "RUNNING"
+        ):
+            instance.stop_schedule(state.instigator_origin_id, state.selector_id, None)
+            stopped += 1
+    return stopped
+
+
+# the daemon beats every 30 s (Dagster's default); two missed beats and it is taken for gone
+DAEMON_HEARTBEAT_SECONDS = 70
+
+
+def daemon_alive(instance: DagsterInstance, now: float | None = None) -> bool:
+    """Whether a Dagster daemon's scheduler beat on this instance within the last minute."""
+    import time
+
+    beat = instance.get_daemon_heartbeats().get("SCHEDULER")
+    return beat is not None and (now or time.time()) - beat.timestamp < DAEMON_HEARTBEAT_SECONDS

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.group import FILE, all_owners_option, settings
+from centsync.transform.contract import Outcome
 
 if TYPE_CHECKING:
     import duckdb
@@ -29,7 +30,7 @@ SUFFIXES = {".csv": "csv", ".json": "json", ".md": "markdown", ".parquet": "parq
 class WorkbenchError(Exception):
     """Harlequin stopped with an error of its own (it printed it): most likely the file."""
 
-    exit_code: ClassVar[int] = errors.WAREHOUSE
+    outcome: ClassVar[Outcome] = Outcome.WAREHOUSE
     headline: ClassVar[str] = "the SQL workbench (Harlequin) stopped with an error"
     what_to_do: ClassVar[str] = (
         'its message is above; `centsync sql "SELECT 1"` checks the warehouse without it.'

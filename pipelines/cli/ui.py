@@ -12,10 +12,10 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import runner
 from centsync.pipelines.cli.group import settings
-from centsync.pipelines.cli.sandbox import embedded_api
+from centsync.pipelines.embedded import embedded_api
 
 
 @click.command()

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 import dagster as dg
 
 from centsync.extract import ProviderQuotaExhausted
+from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.jobs import refresh_job
-from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.settings import Settings
 
 

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 
 
 @contextlib.contextmanager

@@ -10,9 +10,9 @@ from typing import Any
 import dagster as dg
 
 from centsync.extract import ApiClient
+from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.marts import MARTS, RECON_KEY, mart_key
-from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.reconcile import Outcome, reconcile
 from centsync.pipelines.results import RESULT_KEY, ReconcileResult
 from centsync.pipelines.settings import Settings

@@ -11,10 +11,10 @@ from typing import Any, NamedTuple
 import dagster as dg
 from tqdm import tqdm
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
+from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs import OWNERS, marts
 from centsync.pipelines.defs.failures import known_failures
-from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.refresh.run import (
     RefreshOptions,
     RefreshSummary,

@@ -4,10 +4,10 @@ from pathlib import Path
 
 import dagster as dg
 
+from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.refresh import interrupts_as_keyboard
-from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.results import RESULT_KEY, WritebackResult
 from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback

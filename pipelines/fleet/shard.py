@@ -72,7 +72,7 @@ class OwnerResult:
 
 def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -> OwnerResult:
     """Refresh one owner in this process (its lake publish comes after); never raises."""
-    from centsync.pipelines.defs.resources import api_client
+    from centsync.pipelines.clients import api_client
     from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
     from centsync.pipelines.refresh.summary import verification_settings
     from centsync.warehouse.lake import collect

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from centsync.transform.contract import Outcome
 from centsync.warehouse import analysis, connect_readonly, reads
 
 SCHEMAS = ("marts", "core", "recon")
@@ -30,7 +31,7 @@ META_COLUMN = "centsync.column."
 class AnalystUsageError(ValueError):
     """An analyst's request that cannot be run as given (a bad name, date or query): exit 2."""
 
-    exit_code: ClassVar[int] = 2
+    outcome: ClassVar[Outcome] = Outcome.USAGE
     headline: ClassVar[str] = "the request cannot be run as given"
     what_to_do: ClassVar[str] = "fix it as the message says and run again."
 

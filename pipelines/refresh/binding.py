@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
+from centsync.transform.contract import Outcome
 from centsync.warehouse import connect_readonly
-from centsync.warehouse.errors import EXIT_WAREHOUSE
 from centsync.warehouse.reads import meta_values
 
 if TYPE_CHECKING:
@@ -49,8 +49,8 @@ class Binding:
 class SourceMismatch(Exception):
     """The warehouse holds another service's or owner's data: nothing was written."""
 
-    # a failure of the warehouse (exit 6); the message itself says what to do
-    exit_code: ClassVar[int] = EXIT_WAREHOUSE
+    # a failure of the warehouse; the message itself says what to do
+    outcome: ClassVar[Outcome] = Outcome.WAREHOUSE
     headline: ClassVar[str] = "the warehouse belongs to another source"
     # refused before anything was written: not a failed refresh of this warehouse's own
     record_failure: ClassVar[bool] = False

@@ -24,15 +24,11 @@ from centsync.transform.calendar import (
     parse_month,
 )
 from centsync.transform.contract import key_expires_soon
+from centsync.warehouse.session import ONE_THREAD_ROWS
 
 PAGE = 200
 # Rows per read window: big windows waste fewer partial pages; this bounds memory.
 WINDOW_ROWS = 170_000
-# Below this many rows (in the warehouse, or announced by the server for a full read) DuckDB
-# runs the refresh on one thread: its statements are small and many (about 40 in a household
-# refresh), and waking a second worker for each cost more than it gave (2.04 -> 2.00 s, median
-# of 10, docs/benchmarks.md). A bigger ledger gets DuckDB's default, all cores.
-ONE_THREAD_ROWS = 100_000
 # Pages per streamed batch and batches the reader may run ahead of the loader. Validation has
 # a fixed cost per call; at 1,000,000 rows 150 pages (30,000 rows) ran at 88-90k rows/s with a
 # 520 MB peak, 250 pages 90-95k rows/s at 590 MB, 100 pages 77-80k rows/s at 483 MB.
@@ -98,7 +94,8 @@ def written_windows(written: Iterable[dt.date], hot_start: dt.date) -> list[Rang
 
 
 def single_thread(rows: int) -> bool:
-    """Whether DuckDB runs on one thread for a ledger of `rows` rows (ONE_THREAD_ROWS)."""
+    """Whether DuckDB runs on one thread for a ledger of `rows` rows (the warehouse's
+    ONE_THREAD_ROWS)."""
     return rows < ONE_THREAD_ROWS
 
 

@@ -19,7 +19,7 @@ import polars as pl
 from centsync.extract import ApiClient
 from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.refresh import binding
-from centsync.pipelines.refresh.plan import ONE_THREAD_ROWS, single_thread
+from centsync.pipelines.refresh.plan import single_thread
 from centsync.pipelines.refresh.steps import Refresher
 from centsync.pipelines.refresh.summary import (
     DEFAULT_DUCKDB_MEMORY,
@@ -222,7 +222,6 @@ def _spent(client: ApiClient, before: dict[str, int]) -> dict[str, int]:
 
 __all__ = [
     "DEFAULT_DUCKDB_MEMORY",
-    "ONE_THREAD_ROWS",
     "Mode",
     "RefreshOptions",
     "RefreshSummary",

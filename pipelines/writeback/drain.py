@@ -47,7 +47,7 @@ Row = dict[str, Any]
 class WriteScopeMissing(Exception):
     """The key cannot write (no data.write scope): nothing was sent, every row stays pending."""
 
-    exit_code: ClassVar[int] = InsufficientScope.exit_code  # the key (exit 3)
+    outcome = InsufficientScope.outcome  # the key
     headline: ClassVar[str] = "the API key cannot write"
     what_to_do: ClassVar[str] = (
         "set CENTSYNC_API_KEY to a read and write key (data.write scope) and run "

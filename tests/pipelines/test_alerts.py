@@ -6,9 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import dagster as dg
 import pytest
 
-from centsync.pipelines import alerts
+from centsync.extract import KeyExpired
+from centsync.pipelines import alerts, failures
+from centsync.pipelines.cli import runner
+from centsync.pipelines.defs.alerts import alert_on_failure, alert_on_findings
+from centsync.pipelines.defs.failures import known_failures
+from centsync.pipelines.results import RESULT_KEY
+from centsync.pipelines.settings import Settings
 
 from .alert_receiver import Receiver
 from .conftest import HttpEnv
@@ -53,7 +60,9 @@ def test_a_write_back_with_rejected_rows_alerts() -> None:
 
 
 def test_an_alert_never_carries_the_key() -> None:
-    alert = alerts.failed("refresh_job", "r1", "the key sk_live_123 was refused")
+    kind = failures.Kind(failures.AUTH, "the service refused the API key", "check the key.")
+    failure = failures.Failure(kind, "Unauthenticated", "the key sk_live_123 was refused", "", "r1")
+    alert = alerts.failed("refresh_job", failure)
     assert "sk_live_123" not in json.dumps(alerts.scrubbed(alert, ("sk_live_123",)).as_json())
 
 
@@ -105,3 +114,91 @@ def test_a_key_expiring_soon_and_a_failed_run_alert(
     assert got[1]["title"] == "centsync: refresh_job failed"
     assert "not-a-key-but-secret" not in json.dumps(got)
     assert soon["key"] not in json.dumps(got)
+
+
+# --- one reader, one text: a run Dagster started alerts as a run the CLI started ---
+
+
+def _run(
+    op: dg.OpDefinition, tags: dict[str, str] | None = None
+) -> tuple[dg.DagsterInstance, dg.ExecuteInProcessResult]:
+    """`op` run as `refresh_job` in a real (in-memory) instance, as a schedule would start it."""
+    job = dg.GraphDefinition(name="refresh_job", node_defs=[op]).to_job()
+    instance = dg.DagsterInstance.ephemeral()
+    run = job.execute_in_process(instance=instance, raise_on_error=False, tags=tags)
+    return instance, run
+
+
+def _sensor_context(
+    name: str, instance: dg.DagsterInstance, run: dg.ExecuteInProcessResult, settings: Settings
+) -> dg.RunStatusSensorContext:
+    event = run.get_run_success_event() if run.success else run.get_run_failure_event()
+    return dg.build_run_status_sensor_context(
+        sensor_name=name,
+        dagster_event=event,
+        dagster_instance=instance,
+        dagster_run=run.dagster_run,
+        resources={"settings": settings},
+    )
+
+
+@dg.op(name="transactions")
+def _key_expired() -> None:
+    with known_failures():
+        raise KeyExpired(
+            status=401, code="key_expired", message="expired", method="GET", path="/v1/me"
+        )
+
+
+@dg.op(name="reconciliation")
+def _records_a_difference() -> dg.Output[None]:
+    result = {"verdict": "differ", "differ": 3, "warehouse": "/w.duckdb"}
+    yield dg.AssetMaterialization("reconciliation", metadata={RESULT_KEY: result})
+    yield dg.Output(None)
+
+
+def test_a_scheduled_failure_alerts_with_the_cli_s_headline_and_what_to_do() -> None:
+    instance, run = _run(_key_expired)
+    assert not run.success
+    with Receiver() as inbox:
+        settings = Settings(alert_url=inbox.url)
+        assert runner.alert(settings, "refresh_job", run) == 1  # as the CLI sends it
+        context = _sensor_context("alert_on_failure", instance, run, settings)
+        alert_on_failure(context.for_run_failure())  # as the daemon's sensor sends it
+        cli, sensor = inbox.wait_for(2, timeout=10)
+    assert cli == sensor
+    assert cli["title"] == "centsync: refresh_job failed"
+    # the classified failure: its headline, the error's message, what to do, the run
+    assert cli["message"].startswith("the API key has expired: GET /v1/me -> 401 key_expired")
+    assert "What to do: create a new key and set CENTSYNC_API_KEY." in cli["message"]
+    assert run.run_id in cli["message"]
+
+
+def test_a_scheduled_run_s_findings_alert_as_the_cli_s_and_a_cli_run_is_left_to_the_cli() -> None:
+    instance, run = _run(_records_a_difference)
+    assert run.success
+    with Receiver() as inbox:
+        settings = Settings(alert_url=inbox.url)
+        assert runner.alert(settings, "refresh_job", run) == 1
+        alert_on_findings(_sensor_context("alert_on_findings", instance, run, settings))
+        cli, sensor = inbox.wait_for(2, timeout=10)
+        # a run the CLI started carries its tag: the sensors leave it to the CLI
+        instance, tagged = _run(_records_a_difference, tags={alerts.CLI_TAG: "reconcile"})
+        alert_on_findings(_sensor_context("alert_on_findings", instance, tagged, settings))
+        assert inbox.wait_for(3, timeout=1) == [cli, sensor]
+    assert cli == sensor and cli["title"] == "centsync: the numbers DIFFER from the service's"
+
+
+def test_a_stop_asked_for_sends_no_alert() -> None:
+    @dg.op(name="transactions")
+    def stopped() -> None:
+        raise KeyboardInterrupt
+
+    instance, run = _run(stopped)
+    with Receiver() as inbox:
+        settings = Settings(alert_url=inbox.url)
+        assert runner.alert(settings, "refresh_job", run) == 0
+        alert_on_failure(
+            _sensor_context("alert_on_failure", instance, run, settings).for_run_failure()
+        )
+        assert inbox.wait_for(1, timeout=1) == []

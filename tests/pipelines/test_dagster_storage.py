@@ -1,4 +1,4 @@
-"""The CLI's Dagster storage (pipelines/cli/instance.py): Dagster's SQLite files, its
+"""The CLI's Dagster storage (pipelines/instance.py): Dagster's SQLite files, its
 connections kept, and WAL files committed without waiting for an fsync."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from centsync.pipelines.cli import instance as dagster_storage
+from centsync.pipelines import instance as dagster_storage
 
 
 def _synchronous(engine: object, sql: str = "PRAGMA synchronous") -> int:
@@ -157,7 +157,7 @@ def test_has_table_keeps_a_yes_and_asks_again_after_a_no(
 
 
 def test_the_dagster_internals_the_storage_relies_on_are_as_pinned(tmp_path: Path) -> None:
-    """Every private name of Dagster that pipelines/cli/instance.py overrides, calls or reads,
+    """Every private name of Dagster that pipelines/instance.py overrides, calls or reads,
     with the signature it relies on: a Dagster release that renames or reshapes one fails
     here rather than in a user's run."""
     import importlib

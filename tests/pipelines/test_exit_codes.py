@@ -22,7 +22,7 @@ import duckdb
 import httpx
 import pytest
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ast
 import errno
-from typing import Any
+import re
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -11,11 +13,16 @@ import httpx
 import pytest
 
 from centsync.extract import _errors as extract_errors
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
+from centsync.pipelines import recorded
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.refresh.binding import SourceMismatch
+from centsync.sandbox.state import SandboxStateError
+from centsync.transform.contract import Outcome
 from centsync.warehouse import errors as warehouse_errors
 from centsync.warehouse.outbox import OutboxBusyError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _api(cls: type[extract_errors.ApiError]) -> extract_errors.ApiError:
@@ -56,12 +63,46 @@ def test_a_known_failure_has_its_code_on_its_class(exc: BaseException, code: int
 
 def test_every_documented_class_says_what_to_do() -> None:
     for cls in (extract_errors.Unauthenticated, extract_errors.ServiceUnreachable):
-        assert cls.exit_code and cls.headline and cls.what_to_do
-    assert warehouse_errors.WarehouseError.exit_code == errors.WAREHOUSE
+        assert cls.outcome and cls.headline and cls.what_to_do
+    assert warehouse_errors.WarehouseError.outcome is Outcome.WAREHOUSE
     # the base class leaves it to the chain; any answer of the service is the service's (5)
-    assert extract_errors.ExtractError.exit_code is None
-    assert extract_errors.ApiError.exit_code == errors.SERVICE
+    assert extract_errors.ExtractError.outcome is None
+    assert extract_errors.ApiError.outcome is Outcome.SERVICE
     assert errors.kind_of(_api(extract_errors.NotFound)).code == errors.SERVICE  # type: ignore[union-attr]
+
+
+def test_the_one_table_gives_every_meaning_its_documented_code() -> None:
+    # docs/cli.md's "Exit codes" table: the first column's codes, every one of them
+    section = (ROOT / "docs" / "cli.md").read_text().split("## Exit codes", 1)[1]
+    rows = [line for line in section.split("\n## ", 1)[0].splitlines() if line.startswith("| `")]
+    documented = {int(code) for row in rows for code in re.findall(r"`(\d+)`", row.split("|")[1])}
+    assert set(errors.EXIT_CODES) == set(Outcome)
+    assert sorted(errors.EXIT_CODES.values()) == sorted(documented)
+    assert (errors.USAGE, errors.AUTH, errors.WAREHOUSE, errors.TERMINATED) == (2, 3, 6, 143)
+    # the sandbox shares no code: it spells its outcome as the value, the same meaning
+    kind = errors.kind_of(SandboxStateError("unreadable"))
+    assert kind is not None and kind.code == errors.WAREHOUSE
+
+
+def test_no_layer_but_the_edge_names_an_exit_code() -> None:
+    """A failure class says what it means (`outcome`), never a number: only the table does."""
+    offenders = []
+    for layer in ("extract", "warehouse", "transform", "sandbox", "pipelines"):
+        for source in sorted((ROOT / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(source.read_text(), str(source))):
+                if not isinstance(node, ast.ClassDef):
+                    continue
+                names = {
+                    t.id
+                    for s in node.body
+                    for t in (
+                        s.targets if isinstance(s, ast.Assign) else [getattr(s, "target", None)]
+                    )
+                    if isinstance(t, ast.Name)
+                }
+                if "headline" in names and "exit_code" in names:
+                    offenders.append(f"{source.relative_to(ROOT)}: {node.name}")
+    assert offenders == []
 
 
 @pytest.mark.parametrize(
@@ -104,11 +145,8 @@ def _failed_run(exc: BaseException) -> dg.ExecuteInProcessResult:
 
 
 def _classified(run: dg.ExecuteInProcessResult) -> errors.Failure:
-    event = next(e for e in run.all_events if e.is_step_failure)
-    data: Any = event.event_specific_data
-    user = data.user_failure_data
-    metadata = {k: getattr(v, "value", v) for k, v in (user.metadata if user else {}).items()}
-    return errors.classify(data.error, run.run_id, metadata)
+    """The failure as the one reader of a run names it (the CLI's and the sensors')."""
+    return recorded.failure(run.all_events, run.run_id)
 
 
 def test_a_run_carries_the_known_failure_in_its_metadata() -> None:

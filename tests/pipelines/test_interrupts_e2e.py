@@ -17,7 +17,7 @@ import pytest
 
 import centsync.pipelines.refresh.plan as refresh_module
 from centsync.extract import ApiClient
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox

@@ -11,7 +11,8 @@ import duckdb
 import polars as pl
 import pytest
 
-from centsync.pipelines.defs.resources import api_client, settings_resource
+from centsync.pipelines.clients import api_client
+from centsync.pipelines.defs.resources import settings_resource
 from centsync.pipelines.fleet import definitions as fleet_defs
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.pipelines.settings import Settings

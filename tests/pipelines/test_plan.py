@@ -9,6 +9,7 @@ import pytest
 
 from centsync.pipelines.refresh import plan
 from centsync.transform.calendar import month_key, months_between, parse_month_range
+from centsync.warehouse.session import ONE_THREAD_ROWS
 
 D = dt.date
 NOW = dt.datetime(2024, 6, 15, 12, tzinfo=dt.UTC)
@@ -125,8 +126,8 @@ def test_the_key_warning_comes_30_days_before_expiry() -> None:
 
 def test_a_small_ledger_runs_on_one_thread() -> None:
     assert plan.single_thread(0)
-    assert plan.single_thread(plan.ONE_THREAD_ROWS - 1)
-    assert not plan.single_thread(plan.ONE_THREAD_ROWS)
+    assert plan.single_thread(ONE_THREAD_ROWS - 1)
+    assert not plan.single_thread(ONE_THREAD_ROWS)
 
 
 @pytest.mark.parametrize(

@@ -169,9 +169,9 @@ def test_the_key_never_reaches_the_warehouse_or_the_dagster_instance(http_env: H
 
 
 def test_duckdb_runs_a_small_ledger_on_one_thread_and_a_big_one_on_all(tmp_path: Path) -> None:
-    from centsync.pipelines.refresh.run import ONE_THREAD_ROWS
     from centsync.pipelines.refresh.run import size_threads as _size_threads
     from centsync.warehouse import Warehouse
+    from centsync.warehouse.session import ONE_THREAD_ROWS
 
     wh = Warehouse.open(tmp_path / "w.duckdb")
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.main import main
 from centsync.warehouse.outbox import Outbox, outbox_path
 from centsync.warehouse.paths import stale_copies

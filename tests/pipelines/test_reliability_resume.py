@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
 

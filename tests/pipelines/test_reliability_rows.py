@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 import pytest
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 
 from .conftest import HttpEnv
 

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from centsync.extract import NotFound
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.writeback import run as writeback
 from centsync.pipelines.writeback.drain import ServiceClock
 from centsync.sandbox.server import free_port

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from centsync.pipelines.cli import failures as errors
+from centsync.pipelines import failures as errors
 from centsync.pipelines.outputs import report_data
 
 from .conftest import HttpEnv, serving

@@ -17,7 +17,8 @@ import jsonschema
 import psutil
 import pytest
 
-from centsync.pipelines.cli import instance as dagster_storage
+from centsync.pipelines import instance as dagster_storage
+from centsync.pipelines.cli import schedule
 from centsync.pipelines.results import json_schemas
 from centsync.pipelines.settings import Settings
 
@@ -44,7 +45,7 @@ def test_schedules_turn_on_and_off_in_the_warehouses_instance(http_env: HttpEnv)
     listed = _listed(http_env)
     assert listed["hourly_hot_window"] is True and listed["weekly_full"] is False
     with dagster_storage.instance(http_env.tmp / "dagster") as instance:
-        assert dagster_storage.running_schedules(instance) == {"hourly_hot_window"}
+        assert schedule.running_schedules(instance) == {"hourly_hot_window"}
     # on, but nothing runs them: the doctor warns (and still exits 0)
     code, out = http_env.cli("doctor", "--json")
     schedules = next(c for c in json.loads(out)["checks"] if c["name"] == "schedules")

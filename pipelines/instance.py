@@ -1,5 +1,8 @@
 """Dagster's SQLite storage for runs and their event logs, keeping its connections.
 
+Used by the CLI's in-process runs (`cli/runner.py`) and its schedule commands; a top-level
+module of `pipelines/`, not of `cli/`, so that `defs/` and `fleet/` may open an instance the same way.
+
 Dagster's own SQLite storages create a new SQLAlchemy engine and a new SQLite connection for
 every event they store and every run record they touch. A household refresh stores about 70
 events: that was 0.5 s of a 3.4 s command (py-spy, docs/benchmarks.md). These subclasses keep
@@ -309,45 +312,3 @@ def _cli_compute_logs(ref: InstanceRef) -> ConfigurableClassData:
     return ConfigurableClassData(
         "dagster._core.storage.noop_compute_log_manager", "NoOpComputeLogManager", "{}\n"
     )
-
-
-# --- schedules and the daemon (`centsync schedule`, `centsync daemon`, `centsync doctor`) ---
-
-
-def running_schedules(instance: DagsterInstance) -> set[str]:
-    """The names of the schedules this instance has turned on."""
-    return {
-        state.instigator_name
-        for state in instance.all_instigator_state()
-        if state.instigator_type.value == "SCHEDULE" and state.status.value == "RUNNING"
-    }
-
-
-def stop_schedules(instance: DagsterInstance, names: list[str]) -> int:
-    """Turn these schedules off in the instance's schedule storage; how many were on.
-
-    A schedule's stored state names its code location, so this needs no code location loaded
-    (Dagster's `dagster schedule stop` loads one per name).
-    """
-    stopped = 0
-    for state in instance.all_instigator_state():
-        if (
-            state.instigator_type.value == "SCHEDULE"
-            and state.instigator_name in names
-            and state.status.value == "RUNNING"
-        ):
-            instance.stop_schedule(state.instigator_origin_id, state.selector_id, None)
-            stopped += 1
-    return stopped
-
-
-# the daemon beats every 30 s (Dagster's default); two missed beats and it is taken for gone
-DAEMON_HEARTBEAT_SECONDS = 70
-
-
-def daemon_alive(instance: DagsterInstance, now: float | None = None) -> bool:
-    """Whether a Dagster daemon's scheduler beat on this instance within the last minute."""
-    import time
-
-    beat = instance.get_daemon_heartbeats().get("SCHEDULER")
-    return beat is not None and (now or time.time()) - beat.timestamp < DAEMON_HEARTBEAT_SECONDS

@@ -1,12 +1,16 @@
-"""What the CLI says when something goes wrong: one short message, what to do, an exit code.
+"""What a failure means, what to say about it, and the one table of exit codes.
 
-A known failure says what it is on its class (`exit_code`, `headline`, `what_to_do` on
-extract's and the warehouse's error trees; `_outside` for the classes of other packages):
-`kind_of`. Runs execute inside Dagster, so the assets raise a known failure again as a
-`dg.Failure` with that in its metadata (`failure_metadata`), and `classify` reads the metadata
-back from the failed step: no exit code is chosen by a class's name or a message's text (an
-interrupt, which Dagster records by name only, and DuckDB's disk-full, which says so only in
-its message, are the two exceptions).
+The library layers say what a failure MEANS (the kernel's `Outcome`: usage, the key, the
+network, the service, the warehouse); `EXIT_CODES` below is the one place that turns a meaning
+into the documented exit code (docs/cli.md, "Exit codes").
+
+A known failure says what it is on its class (`outcome`, `headline`, `what_to_do` on extract's
+and the warehouse's error trees; `_outside` for the classes of other packages): `kind_of`. Runs
+execute inside Dagster, so the assets raise a known failure again as a `dg.Failure` with that
+in its metadata (`failure_metadata`), and `classify` reads the metadata back from the failed
+step, for the CLI and the alert sensors alike (`recorded.py`): no exit code is chosen by a
+class's name or a message's text (an interrupt, which Dagster records by name only, and
+DuckDB's disk-full, which says so only in its message, are the two exceptions).
 """
 
 from __future__ import annotations
@@ -19,18 +23,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The documented exit codes (README, "Exit codes").
-OK = 0
-DIFFER = 1  # a reconciliation difference nobody can explain
-USAGE = 2  # invalid flags or configuration
-AUTH = 3  # the key was refused, expired, or lacks a scope
-UNREACHABLE = 4  # the service could not be reached (refused, DNS, TLS, timeouts)
-SERVICE = 5  # the service answered with errors past the retries, or nonsense
-WAREHOUSE = 6  # the warehouse: bound elsewhere, locked, corrupt, disk full
-REJECTED = 7  # the refresh landed, but validation rejected rows the service sent
-INTERNAL = 70  # a bug in centsync (sysexits' EX_SOFTWARE): never 1, which a scheduler trusts
-INTERRUPTED = 130  # SIGINT
-TERMINATED = 143  # SIGTERM
+from centsync.transform.contract import Outcome
+
+# The one table: what a command's end means -> its documented exit code (docs/cli.md).
+EXIT_CODES: dict[Outcome, int] = {
+    Outcome.OK: 0,
+    Outcome.DIFFER: 1,  # a reconciliation difference nobody can explain
+    Outcome.USAGE: 2,  # invalid flags or configuration
+    Outcome.AUTH: 3,  # the key was refused, expired, or lacks a scope
+    Outcome.UNREACHABLE: 4,  # the service could not be reached (refused, DNS, TLS, timeouts)
+    Outcome.SERVICE: 5,  # the service answered with errors past the retries, or nonsense
+    Outcome.WAREHOUSE: 6,  # the warehouse: bound elsewhere, locked, corrupt, disk full
+    Outcome.REJECTED: 7,  # the refresh landed, but validation rejected rows the service sent
+    Outcome.INTERNAL: 70,  # a bug (sysexits' EX_SOFTWARE): never 1, which a scheduler trusts
+    Outcome.INTERRUPTED: 130,  # SIGINT
+    Outcome.TERMINATED: 143,  # SIGTERM
+}
+# the codes by name, for the commands that end with one
+OK, DIFFER, USAGE = EXIT_CODES[Outcome.OK], EXIT_CODES[Outcome.DIFFER], EXIT_CODES[Outcome.USAGE]
+AUTH, UNREACHABLE = EXIT_CODES[Outcome.AUTH], EXIT_CODES[Outcome.UNREACHABLE]
+SERVICE, WAREHOUSE = EXIT_CODES[Outcome.SERVICE], EXIT_CODES[Outcome.WAREHOUSE]
+REJECTED, INTERNAL = EXIT_CODES[Outcome.REJECTED], EXIT_CODES[Outcome.INTERNAL]
+INTERRUPTED, TERMINATED = EXIT_CODES[Outcome.INTERRUPTED], EXIT_CODES[Outcome.TERMINATED]
+# a stop asked for (Ctrl-C, SIGTERM): not a problem to report
+STOPS = frozenset({INTERRUPTED, TERMINATED})
 
 
 class Terminated(KeyboardInterrupt):
@@ -114,7 +130,6 @@ INTERRUPTS = {
 }
 INTERNAL_TODO = "this is a bug in centsync: report it with the log named below."
 UNEXPECTED = Kind(INTERNAL, "internal error (a bug in centsync)", INTERNAL_TODO)
-UNEXPECTED_IN_RUN = UNEXPECTED
 DISK_FULL = Kind(
     WAREHOUSE,
     "the disk is full",
@@ -156,7 +171,7 @@ class Failure:
 
     def as_json(self, log: Path | None) -> dict[str, Any]:
         return {
-            "status": "interrupted" if self.code in (INTERRUPTED, TERMINATED) else "failed",
+            "status": "interrupted" if self.code in STOPS else "failed",
             "exit_code": self.code,
             "error": {"class": self.cls, "message": self.message, "what_to_do": self.kind.todo},
             "run_id": self.run_id,
@@ -167,9 +182,10 @@ class Failure:
 def kind_of(exc: BaseException) -> Kind | None:
     """The kind of a known failure, by its class (the most specific that says), else None.
 
-    A class says on itself (`exit_code`, `headline`, `what_to_do`: extract's and the
-    warehouse's trees) or in `_outside`. Else a full disk: an OSError with ENOSPC, or DuckDB's
-    IOException saying so (it carries no errno: its message is the only place).
+    A class says on itself (`outcome`, `headline`, `what_to_do`: extract's and the warehouse's
+    trees; its exit code from EXIT_CODES) or in `_outside`. Else a full disk: an OSError with
+    ENOSPC, or DuckDB's IOException saying so (it carries no errno: its message is the only
+    place).
     """
     table = _outside()
     from centsync.warehouse.paths import is_damage
@@ -179,19 +195,16 @@ def kind_of(exc: BaseException) -> Kind | None:
     if (
         (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
         or os.strerror(errno.ENOSPC) in str(exc)
-    ) and getattr(type(exc), "exit_code", None) is None:
+    ) and getattr(type(exc), "outcome", None) is None:
         return DISK_FULL  # the real cause, not "check the path and its permissions"
     for cls in type(exc).__mro__:
         for known_cls, kind, exact in table:
             if cls is known_cls and (not exact or type(exc) is known_cls):
                 return kind
-        code = cls.__dict__.get("exit_code")
-        if code is not None:
+        outcome = cls.__dict__.get("outcome")
+        if outcome is not None:  # the sandbox, which shares no code, spells it as its value
+            code = EXIT_CODES[Outcome(outcome)]
             return Kind(code, exc.headline, exc.what_to_do)  # type: ignore[attr-defined]
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return DISK_FULL
-    if os.strerror(errno.ENOSPC) in str(exc):
-        return DISK_FULL
     return None
 
 
@@ -260,7 +273,7 @@ def classify(
     last = chain[-1] if chain else None
     message = (getattr(last, "message", "") or "the run failed").strip()
     return Failure(
-        UNEXPECTED_IN_RUN,
+        UNEXPECTED,
         getattr(last, "cls_name", "") or "Error",
         _short(message),
         detail,
@@ -291,7 +304,8 @@ def _traceback(exc: BaseException) -> str:
 
 
 def _short(message: str) -> str:
-    """The error's own first line (Dagster prefixes and tracebacks dropped), at most 400 chars."""
+    """The error's own first line (Dagster prefixes and tracebacks dropped), at most 1,000
+    characters."""
     first = message.splitlines()[0] if message else ""
     # "centsync.extract._errors.TransportFailure: GET /v1/me: ..." -> "GET /v1/me: ..."
     first = re.sub(r"^[A-Za-z_][\w.]*\.[A-Z]\w*: ", "", first)
