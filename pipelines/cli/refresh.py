@@ -92,7 +92,7 @@ def run_refresh_job(
 )
 @json_option("Print the summary as one JSON object.")
 @all_owners_option(
-    "Refresh every owner of the owners file (each its own process); one JSON object."
+    "Refresh every owner of the owners file (a few at a time, in shards); one JSON object."
 )
 @click.option(
     "--concurrency",
@@ -104,7 +104,7 @@ def run_refresh_job(
 @click.option(
     "--no-lake",
     is_flag=True,
-    help="As an owner (--owner): do not publish into the shared lake (--all publishes after).",
+    help="As an owner (--owner): do not publish into the shared lake.",
 )
 def refresh(
     full: bool,
@@ -139,7 +139,7 @@ def refresh(
     run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
     report = _report(run, config.warehouse)
     if config.owner and not no_lake:  # an owner of the owners file: into the shared lake too
-        from centsync.pipelines.cli.owners import publish_owner
+        from centsync.pipelines.fleet.run_all import publish_owner
 
         report["lake"] = publish_owner(config)
     finish(report, as_json, lambda: _show(run, config.warehouse))
@@ -158,18 +158,18 @@ def _refresh_all(
     """`refresh --all`: every owner of the owners file, `concurrency` at a time; one object."""
     from centsync.pipelines.cli.group import OWNER_META
     from centsync.pipelines.cli.owners import refresh_all
+    from centsync.pipelines.fleet.shard import HowToRefresh
 
     if dry_run or rebind or click.get_current_context().find_root().meta.get(OWNER_META):
         raise click.UsageError(
             "--all refreshes every owner: it does not go with --owner, --plan or --rebind."
         )
-    flags = {"full": ["--full"], "hot": ["--hot"]}.get(mode, [])
-    flags += ["--months", months] if months else []
-    flags += ["--report"] if with_report else []
     config = settings()
     if config.owner:
         raise click.UsageError("--all refreshes every owner: unset CENTSYNC_OWNER.")
-    finish(refresh_all(config, flags, concurrency), True, lambda: None)
+    # each owner as `centsync --owner NAME refresh` would: its write-back outbox first
+    how = HowToRefresh(mode, months, with_report, writeback=True)
+    refresh_all(config, how, concurrency)
 
 
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:

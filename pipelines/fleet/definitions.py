@@ -44,7 +44,7 @@ def owner_warehouse(context: dg.AssetExecutionContext, config: ShardConfig) -> d
     shared lake; a run takes a shard of owners (its partition range)."""
     settings: Settings = context.resources.settings
     owners = list(context.partition_keys)
-    results = refresh_shard(settings, owners, config.concurrency, config.mode)  # type: ignore[arg-type]
+    results = refresh_shard(settings, owners, config.concurrency, config.mode)
     failed = {r.owner: r.error or r.verdict for r in results if r.error or r.verdict == "differ"}
     metadata: dict[str, Any] = {
         "owners": len(results),
@@ -66,7 +66,7 @@ owners_job = dg.define_asset_job("owners_refresh", selection=[owner_warehouse])
 
 def service_of(settings: Settings, owner: str) -> str:
     """The host an owner's service is on (the `centsync/service` tag a limit applies to)."""
-    from centsync.pipelines import owners
+    from centsync.pipelines.fleet import owners
 
     url = owners.load(settings.owners_file).owner(owner).base_url
     return urllib.parse.urlsplit(url).netloc
@@ -100,7 +100,7 @@ def shard_requests(
 )
 def owners_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """Keeps one partition per owner of the owners file, and first-syncs the new ones."""
-    from centsync.pipelines import owners
+    from centsync.pipelines.fleet import owners
 
     settings = Settings.from_env()  # the edge: a sensor's tick reads its settings
     configured = list(owners.load(settings.owners_file).owners)

@@ -1,0 +1,70 @@
+"""Every owner of the owners file refreshed by the fleet's one engine (`centsync refresh --all`),
+and one owner's publish into the lake after its own refresh (`centsync --owner NAME refresh`).
+
+`refresh_all` cuts the owners into the batches a Dagster shard run takes (`shard.batches`: up
+to 25 owners who share a lake shard) and runs each with `shard.refresh_shard`, exactly as the
+shard runs do: the owners of a batch refreshed a few at a time in this process, then published
+into the lake in one commit per changed table.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from centsync.pipelines.fleet.shard import HowToRefresh, OwnerResult, batches, refresh_shard
+
+if TYPE_CHECKING:
+    from centsync.pipelines.settings import Settings
+
+
+@dataclass
+class FleetResult:
+    """Every owner's refresh: one `OwnerResult` each, in the owners file's order."""
+
+    owners: list[OwnerResult]
+    seconds: float = 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """The highest of the owners' exit codes (0 with no owner)."""
+        return max((r.exit_code for r in self.owners), default=0)
+
+    def to_json(self) -> dict[str, Any]:
+        """`refresh --all`'s object: each owner's result by name, the owners that agree, those
+        that failed (an exit code other than 0, 1 differ and 7 rejected), seconds, exit code."""
+        from centsync.pipelines.cli import failures
+
+        landed = (failures.OK, failures.DIFFER, failures.REJECTED)
+        return {
+            "owners": {r.owner: r.to_json() for r in self.owners},
+            "agree": sum(1 for r in self.owners if r.verdict == "agree"),
+            "failed": sum(1 for r in self.owners if r.exit_code not in landed),
+            "seconds": self.seconds,
+            "exit_code": self.exit_code,
+        }
+
+
+def refresh_all(
+    base: Settings, concurrency: int = 4, how: HowToRefresh | None = None
+) -> FleetResult:
+    """Refresh every owner of `base`'s owners file, a batch (a lake shard's owners) at a time,
+    `concurrency` owners at once; a failed owner is its result, never the others'."""
+    from centsync.pipelines.fleet import owners
+
+    names = list(owners.load(base.owners_file).owners)
+    started = time.monotonic()
+    results = [
+        r
+        for batch in batches(names, base.lake)
+        for r in refresh_shard(base, batch, concurrency, how=how or HowToRefresh())
+    ]
+    return FleetResult(results, round(time.monotonic() - started, 2))
+
+
+def publish_owner(config: Settings) -> dict[str, Any]:
+    """Publish one owner's core tables and marts into the shared lake, after its refresh."""
+    from centsync.warehouse.lake import publish
+
+    return publish(config.warehouse, config.lake, config.owner).to_json()
