@@ -168,7 +168,7 @@ def _refresh_all(
     if config.owner:
         raise click.UsageError("--all refreshes every owner: unset CENTSYNC_OWNER.")
     # each owner as `centsync --owner NAME refresh` would: its write-back outbox first
-    how = HowToRefresh(mode, months, with_report, writeback=True)
+    how = HowToRefresh(mode, months, with_report, writeback=True)  # type: ignore[arg-type]
     refresh_all(config, how, concurrency)
 
 

@@ -44,7 +44,7 @@ def owner_warehouse(context: dg.AssetExecutionContext, config: ShardConfig) -> d
     shared lake; a run takes a shard of owners (its partition range)."""
     settings: Settings = context.resources.settings
     owners = list(context.partition_keys)
-    results = refresh_shard(settings, owners, config.concurrency, config.mode)
+    results = refresh_shard(settings, owners, config.concurrency, config.mode)  # type: ignore[arg-type]
     failed = {r.owner: r.error or r.verdict for r in results if r.error or r.verdict == "differ"}
     metadata: dict[str, Any] = {
         "owners": len(results),
