@@ -11,17 +11,16 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
+from centsync.pipelines.results import OwnerResult
 from centsync.pipelines.settings import Settings
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-    from centsync.warehouse.lake import Collected
 
 log = logging.getLogger("centsync.fleet")
 
@@ -50,26 +49,6 @@ def batches(owners: Sequence[str], lake: Path, size: int = SHARD) -> list[list[s
     return out
 
 
-@dataclass
-class OwnerResult:
-    """One owner's refresh in a shard: its verdict and spend, or the error that stopped it."""
-
-    owner: str
-    verdict: str = ""
-    mode: str = ""
-    rows: int = 0
-    requests: int = 0
-    seconds: float = 0.0
-    publish_seconds: float = 0.0
-    error: str = ""
-    lake: dict[str, Any] = field(default_factory=dict)
-    # what the refresh read for the lake, published with its shard's (not in the JSON)
-    collected: Collected | None = field(default=None, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in ("", None) and k != "collected"}
-
-
 def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -> OwnerResult:
     """Refresh one owner in this process (its lake publish comes after); never raises."""
     from centsync.pipelines.defs.resources import api_client
@@ -77,7 +56,7 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
     from centsync.pipelines.refresh.summary import verification_settings
     from centsync.warehouse.lake import collect
 
-    result = OwnerResult(owner)
+    result = OwnerResult(owner=owner)
     started = time.monotonic()
 
     lake_failed: list[str] = []
@@ -102,7 +81,7 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
         )
         with api_client(config) as client:
             summary = run_refresh(client, config.warehouse, options)
-        result.verdict, result.mode = summary.verdict, summary.mode
+        result.verdict, result.mode = summary.verdict or None, summary.mode
         result.rows, result.requests = summary.transactions, summary.requests_total
         result.error = "; ".join(lake_failed)
     except Exception as exc:  # one owner's failure is its result, never the shard's
