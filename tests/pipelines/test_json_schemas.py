@@ -55,7 +55,6 @@ def test_status_of_a_refresh_that_recorded_no_counts_prints_no_none() -> None:
     from click.testing import CliRunner
 
     from centsync.pipelines.cli import render
-
     from centsync.pipelines.results import StatusResult
 
     last = {"status": "failed", "mode": "full", "started_at": "2026-11-25T00:00:00+00:00"}
