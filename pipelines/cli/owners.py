@@ -23,7 +23,7 @@ def refresh_all(config: Settings, how: HowToRefresh, concurrency: int) -> None:
     imports_done()  # the console script started `refresh` with the collector off
     with runner.interruptible():
         result = refresh_all(config, concurrency, how)
-    finish(result.to_json(), True, lambda: None)
+    finish(result, True, lambda: None, exit_code=result.exit_code)
 
 
 @click.command("lake")

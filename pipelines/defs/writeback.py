@@ -8,7 +8,7 @@ from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.refresh import interrupts_as_keyboard
 from centsync.pipelines.defs.resources import api_client
-from centsync.pipelines.results import RESULT_KEY, WritebackResult
+from centsync.pipelines.results import RESULT_KEY
 from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback
 from centsync.warehouse.outbox import OutboxBusyError
@@ -57,8 +57,6 @@ def outbox(
             "pending": summary.counts.get("pending", 0),
             "outbox": summary.outbox,
             # what `centsync writeback` prints: the typed result, one entry
-            RESULT_KEY: dg.MetadataValue.json(
-                WritebackResult.from_json(summary.report()).to_json()
-            ),
+            RESULT_KEY: dg.MetadataValue.json(summary.to_json()),
         }
     )

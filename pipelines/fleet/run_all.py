@@ -10,40 +10,28 @@ into the lake in one commit per changed table.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from centsync.pipelines.fleet.shard import HowToRefresh, OwnerResult, batches, refresh_shard
+from centsync.pipelines.fleet.shard import HowToRefresh, batches, refresh_shard
+from centsync.pipelines.results import FleetResult, OwnerResult
 
 if TYPE_CHECKING:
     from centsync.pipelines.settings import Settings
 
 
-@dataclass
-class FleetResult:
-    """Every owner's refresh: one `OwnerResult` each, in the owners file's order."""
+def fleet_result(results: list[OwnerResult], seconds: float) -> FleetResult:
+    """Every owner's result by name (in the owners file's order), the owners that agree, those
+    that failed (an exit code other than 0, 1 differ and 7 rejected), the highest exit code."""
+    from centsync.pipelines.cli import failures
 
-    owners: list[OwnerResult]
-    seconds: float = 0.0
-
-    @property
-    def exit_code(self) -> int:
-        """The highest of the owners' exit codes (0 with no owner)."""
-        return max((r.exit_code for r in self.owners), default=0)
-
-    def to_json(self) -> dict[str, Any]:
-        """`refresh --all`'s object: each owner's result by name, the owners that agree, those
-        that failed (an exit code other than 0, 1 differ and 7 rejected), seconds, exit code."""
-        from centsync.pipelines.cli import failures
-
-        landed = (failures.OK, failures.DIFFER, failures.REJECTED)
-        return {
-            "owners": {r.owner: r.to_json() for r in self.owners},
-            "agree": sum(1 for r in self.owners if r.verdict == "agree"),
-            "failed": sum(1 for r in self.owners if r.exit_code not in landed),
-            "seconds": self.seconds,
-            "exit_code": self.exit_code,
-        }
+    landed = (failures.OK, failures.DIFFER, failures.REJECTED)
+    return FleetResult(
+        owners={r.owner: r for r in results},
+        agree=sum(1 for r in results if r.verdict == "agree"),
+        failed=sum(1 for r in results if r.exit_code not in landed),
+        seconds=seconds,
+        exit_code=max((r.exit_code for r in results), default=failures.OK),
+    )
 
 
 def refresh_all(
@@ -60,7 +48,7 @@ def refresh_all(
         for batch in batches(names, base.lake)
         for r in refresh_shard(base, batch, concurrency, how=how or HowToRefresh())
     ]
-    return FleetResult(results, round(time.monotonic() - started, 2))
+    return fleet_result(results, round(time.monotonic() - started, 2))
 
 
 def publish_owner(config: Settings) -> dict[str, Any]:

@@ -14,17 +14,18 @@ import logging
 import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
+from centsync.pipelines.results import OwnerResult
 from centsync.pipelines.settings import Settings
+from centsync.transform.contract import AskedMode
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-    from centsync.warehouse.lake import Collected
 
 log = logging.getLogger("centsync.fleet")
 
@@ -53,43 +54,18 @@ def batches(owners: Sequence[str], lake: Path, size: int = SHARD) -> list[list[s
     return out
 
 
-@dataclass
-class OwnerResult:
-    """One owner's refresh in a shard: its verdict and spend, or the error that stopped it;
-    its warehouse and exit code (`centsync refresh`'s: 0, 1 differ, 7 rejected, or the
-    failure's)."""
-
-    owner: str
-    verdict: str = ""
-    mode: str = ""
-    rows: int = 0
-    requests: int = 0
-    seconds: float = 0.0
-    publish_seconds: float = 0.0
-    error: str = ""
-    lake: dict[str, Any] = field(default_factory=dict)
-    warehouse: str = ""
-    exit_code: int = 0
-    # what the refresh read for the lake, published with its shard's (not in the JSON)
-    collected: Collected | None = field(default=None, repr=False)
-
-    def to_json(self) -> dict[str, Any]:
-        return {k: v for k, v in self.__dict__.items() if v not in ("", None) and k != "collected"}
-
-    def failed(self, error: str, code: int) -> None:
-        """Record a failure (the lake's, or the whole refresh's): the worst code stands."""
-        self.error = "; ".join(e for e in (self.error, error) if e)
-        self.exit_code = max(self.exit_code, code)
-
-
-Mode = Literal["auto", "full", "hot"]
+def _failed(result: OwnerResult, error: str, code: int) -> None:
+    """Record a failure of the owner's (the lake's, or the whole refresh's): the worst code
+    stands (`centsync refresh`'s: 0, 1 differ, 7 rejected, or the failure's)."""
+    result.error = "; ".join(e for e in (result.error, error) if e)
+    result.exit_code = max(result.exit_code, code)
 
 
 @dataclass(frozen=True)
 class HowToRefresh:
     """What each owner's refresh does, as `centsync refresh`'s flags say."""
 
-    mode: Mode = "auto"
+    mode: AskedMode = "auto"
     months: str = ""  # "YYYY-MM..YYYY-MM": force-read these months (`--months`)
     report: bool = False  # write the owner's HTML reconciliation report (`--report`)
     # drain the owner's write-back outbox first, as `centsync refresh` does (`refresh --all`);
@@ -105,7 +81,7 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
     from centsync.pipelines.refresh.summary import verification_settings
     from centsync.warehouse.lake import collect
 
-    result = OwnerResult(owner)
+    result = OwnerResult(owner=owner)
     started = time.monotonic()
 
     lake_failed: list[str] = []
@@ -135,7 +111,7 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
             if how.writeback:
                 _writeback(client, config)
             summary = run_refresh(client, config.warehouse, options)
-        result.verdict, result.mode = summary.verdict, summary.mode
+        result.verdict, result.mode = summary.verdict or None, summary.mode
         result.rows, result.requests = summary.transactions, summary.requests_total
         result.exit_code = (
             failures.DIFFER
@@ -149,10 +125,10 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
 
             report.write(config.warehouse)
         for error in lake_failed:
-            result.failed(error, failures.WAREHOUSE)
+            _failed(result, error, failures.WAREHOUSE)
     except Exception as exc:  # one owner's failure is its result, never the shard's
         # the class and message only: a key is never in them (extract's errors say so)
-        result.failed(f"{type(exc).__name__}: {exc}", failures.from_exception(exc).code)
+        _failed(result, f"{type(exc).__name__}: {exc}", failures.from_exception(exc).code)
         log.warning("owner %s: %s", owner, result.error)
     result.seconds = round(time.monotonic() - started, 3)
     return result
@@ -181,7 +157,7 @@ def refresh_shard(
     base: Settings,
     owners: Sequence[str],
     concurrency: int = 4,
-    mode: Mode = "auto",
+    mode: AskedMode = "auto",
     how: HowToRefresh | None = None,
 ) -> list[OwnerResult]:
     """Refresh a shard of owners, `concurrency` at a time in this process (threads: the work is
@@ -208,7 +184,7 @@ def refresh_shard(
         published = publish_many([r.collected for r in done if r.collected], base.lake)
     except Exception as exc:  # the refreshes stand; the lake keeps their last publish
         for r in done:
-            r.failed(f"lake publish: {type(exc).__name__}: {exc}", failures.WAREHOUSE)
+            _failed(r, f"lake publish: {type(exc).__name__}: {exc}", failures.WAREHOUSE)
         log.warning("shard publish: %s", exc)
         return results
     for r, p in zip(done, published, strict=True):
