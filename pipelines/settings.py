@@ -321,7 +321,7 @@ class Settings:
         The key comes from the variable the file names (read here, the one module that reads the
         environment) or the system keyring; a missing one is a ConfigurationError (exit 2).
         """
-        from centsync.pipelines.fleet import owners
+        from centsync.pipelines import owners
 
         env = os.environ if environ is None else environ
         owner = owners.load(self.owners_file).owner(name)

@@ -91,7 +91,7 @@ def _check_all(query: str | None, fmt: str | None, out: Path | None) -> None:
 def _lake_connection(query: str) -> duckdb.DuckDBPyConnection:
     """The lake (every owner's published tables the query names) and the household views,
     in memory."""
-    from centsync.pipelines.fleet import owners
+    from centsync.pipelines import owners
     from centsync.warehouse.lake import open_lake, referenced
 
     config = settings()

@@ -66,7 +66,7 @@ owners_job = dg.define_asset_job("owners_refresh", selection=[owner_warehouse])
 
 def service_of(settings: Settings, owner: str) -> str:
     """The host an owner's service is on (the `centsync/service` tag a limit applies to)."""
-    from centsync.pipelines.fleet import owners
+    from centsync.pipelines import owners
 
     url = owners.load(settings.owners_file).owner(owner).base_url
     return urllib.parse.urlsplit(url).netloc
@@ -100,7 +100,7 @@ def shard_requests(
 )
 def owners_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
     """Keeps one partition per owner of the owners file, and first-syncs the new ones."""
-    from centsync.pipelines.fleet import owners
+    from centsync.pipelines import owners
 
     settings = Settings.from_env()  # the edge: a sensor's tick reads its settings
     configured = list(owners.load(settings.owners_file).owners)

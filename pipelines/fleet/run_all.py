@@ -39,7 +39,7 @@ def refresh_all(
 ) -> FleetResult:
     """Refresh every owner of `base`'s owners file, a batch (a lake shard's owners) at a time,
     `concurrency` owners at once; a failed owner is its result, never the others'."""
-    from centsync.pipelines.fleet import owners
+    from centsync.pipelines import owners
 
     names = list(owners.load(base.owners_file).owners)
     started = time.monotonic()

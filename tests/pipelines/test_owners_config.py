@@ -9,7 +9,7 @@ from typing import ClassVar
 import pytest
 
 from centsync.extract import ConfigurationError
-from centsync.pipelines.fleet import owners
+from centsync.pipelines import owners
 from centsync.pipelines.settings import Settings
 
 GOOD = """
