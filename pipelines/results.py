@@ -29,7 +29,8 @@ if TYPE_CHECKING:
 # the one metadata entry a result travels in
 RESULT_KEY = "centsync/result"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-Count = Annotated[int, Field(ge=0)]  # a count, never negative
+Count = Annotated[int, Field(ge=0)]  # a count (or an exit code), never negative
+Seconds = Annotated[float, Field(ge=0)]
 
 
 class Result(BaseModel):
@@ -74,8 +75,8 @@ class Envelope(Result):
 
     run_id: str | None = None  # the Dagster run, when the command ran one
     warehouse: str | None = None  # None: settings that could not be read (`doctor`)
-    exit_code: int = Field(0, ge=0)
-    seconds: float = Field(0.0, ge=0)  # since the command started
+    exit_code: Count = 0
+    seconds: Seconds = 0.0  # since the command started
 
 
 # ------------------------------------------------------------------------------- reconcile
@@ -228,11 +229,14 @@ class RulesResult(Result):
     outbox: str = ""
 
 
+BankFormat = Literal["ofx", "camt053"]  # a bank statement's format (`centsync import`)
+
+
 class ImportFileResult(Result):
     """What one `centsync import` did with one bank file."""
 
     file: str
-    format: Literal["ofx", "camt053"]
+    format: BankFormat
     rows: Count
     new: list[dict[str, Any]] = Field(default_factory=list)
     already_imported: list[dict[str, Any]] = Field(default_factory=list)
@@ -383,7 +387,7 @@ class OwnerResult(Result):
     """One owner's refresh among many: its verdict and spend, or the error that stopped it."""
 
     owner: str
-    exit_code: int = Field(0, ge=0)
+    exit_code: Count = 0
     warehouse: str = ""  # the owner's own warehouse file
     verdict: Verdict | None = None
     mode: RefreshMode | None = None
@@ -406,7 +410,7 @@ class FleetResult(Result):
     agree: Count = 0
     failed: Count = 0
     seconds: float = 0.0
-    exit_code: int = Field(0, ge=0)
+    exit_code: Count = 0
 
 
 # --------------------------------------------------------------------------- doctor, status
@@ -419,7 +423,7 @@ class Check(Result):
     status: Literal["ok", "warn", "fail"]
     value: str
     detail: str = ""
-    exit_code: int = Field(0, ge=0)
+    exit_code: Count = 0
 
 
 class Setting(Result):
@@ -508,9 +512,10 @@ TITLES = {"schedule": "centsync schedule list --json", "failure": "a failing com
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The `--json` schema of each command that has one, and of a failure's object."""
-    types = {name: command_json(cls) for name, cls in COMMANDS.items()}
+    types: dict[str, type[Result]] = {name: command_json(cls) for name, cls in COMMANDS.items()}
+    types["failure"] = FailureResult
     out = {}
-    for name, cls in {**types, "failure": FailureResult}.items():
+    for name, cls in types.items():
         schema = cls.json_schema()
         schema["title"] = TITLES.get(name, f"centsync {name} --json")
         out[name] = schema

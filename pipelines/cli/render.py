@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from centsync.pipelines.results import (
         Difference,
         ImportResult,
+        PlanEntry,
         ReconcileResult,
         RefreshOutbox,
         RefreshResult,
@@ -244,7 +245,7 @@ def _writeback_counts(result: WritebackResult) -> None:
     )
 
 
-def _request_text(p: dict[str, Any]) -> str:
+def _request_text(p: PlanEntry) -> str:
     body = p.get("body") or {}
     if p["operation"] == "create":
         return (

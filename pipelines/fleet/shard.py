@@ -12,7 +12,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, cast
 
 from centsync.pipelines.results import OwnerResult
 from centsync.pipelines.settings import Settings
@@ -20,6 +20,8 @@ from centsync.pipelines.settings import Settings
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
+
+    from centsync.transform.contract import Verdict
 
 
 log = logging.getLogger("centsync.fleet")
@@ -81,7 +83,8 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
         )
         with api_client(config) as client:
             summary = run_refresh(client, config.warehouse, options)
-        result.verdict, result.mode = summary.verdict or None, summary.mode
+        result.verdict = cast("Verdict | None", summary.verdict or None)
+        result.mode = summary.mode
         result.rows, result.requests = summary.transactions, summary.requests_total
         result.error = "; ".join(lake_failed)
     except Exception as exc:  # one owner's failure is its result, never the shard's

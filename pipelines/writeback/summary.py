@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from centsync.pipelines.results import PlanEntry
+
 
 def utcnow() -> dt.datetime:
     """The current time, in UTC (the default clock of a write-back)."""
@@ -39,7 +41,7 @@ def plan_entry(
     body: Mapping[str, Any] | None = None,
     reason: str | None = None,
     idempotency_key: str | None = None,
-) -> dict[str, Any]:
+) -> PlanEntry:
     """One line of the plan: a request and what happens to it (or a file rejected whole)."""
     return {
         "source": source,
