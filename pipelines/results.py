@@ -13,6 +13,7 @@ what `docs/schemas/<command>.json` holds.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -439,19 +440,80 @@ class DoctorResult(Result):
     settings: list[Setting]
 
 
+class StatusSource(Open):
+    base_url: str
+    account_id: str | None = None
+    currency: str | None = None
+    timezone: str | None = None
+    bound_at: str | None = None
+
+
+class LastRefresh(Open):
+    """A refresh as `ops.refreshes` recorded it (one that stopped early recorded no counts)."""
+
+    refresh_id: str | None = None
+    status: str  # running, succeeded, failed, interrupted
+    mode: str | None = None
+    started_at: str | None = None  # ISO 8601, to the second
+    finished_at: str | None = None
+    seconds: float | None = None
+    requests_total: int | None = None
+    rows_changed: int | None = None
+    rows_rejected: int | None = None
+    months_checked: int | None = None
+    error: str | None = None
+
+
+class LastSuccess(Open):
+    refresh_id: str | None = None
+    finished_at: str | None = None
+
+
+class SyncedRange(Open):
+    transactions: Count
+    first: dt.date | None  # the first and last booked day
+    last: dt.date | None
+    months: Count
+
+
+class StatusVerification(Open):
+    oldest_month: str | None = None  # YYYY-MM, verified longest ago
+    oldest_verified_at: str | None = None  # the service's clock
+    newest_verified_at: str | None = None
+    months: int | None = None
+
+
+class StatusReconciliation(Open):
+    recon_id: str
+    refresh_id: str | None = None
+    ran_at: str | None = None
+    source: str | None = None
+    verdict: Verdict
+    checked: Count = 0
+    explained: Count = 0
+    differ: Count = 0
+
+
+class StatusOutbox(Open):
+    path: str  # the outbox file
+    states: dict[str, int]  # its rows per state (the truth, newer than the warehouse's copy)
+    inbox: str
+    inbox_files: Count = 0  # CSV files waiting in the inbox
+
+
 class StatusResult(Result):
     """`centsync status`: what the warehouse holds (`outputs.status.read_status`)."""
 
     warehouse: str
     size_mb: float = Field(ge=0)
-    source: dict[str, Any] | None
-    last_refresh: dict[str, Any] | None
-    last_success: dict[str, Any] | None
-    synced_range: dict[str, Any] | None
-    verification: dict[str, Any] | None
+    source: StatusSource | None  # None: not bound yet
+    last_refresh: LastRefresh | None
+    last_success: LastSuccess | None
+    synced_range: SyncedRange | None
+    verification: StatusVerification | None
     tables: dict[str, int]
-    reconciliation: dict[str, Any] | None
-    outbox: dict[str, Any] | None
+    reconciliation: StatusReconciliation | None
+    outbox: StatusOutbox | None
     key_expires_at: str | None = None
     warnings: list[str]
 
