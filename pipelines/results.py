@@ -194,26 +194,6 @@ class WritebackResult(Result):
         """Rows rejected (by the checks or the service) or needing attention: exit 7."""
         return self.rejected + self.rejected_by_service + self.needs_attention + self.conflicts
 
-    def line(self) -> str:
-        """One line for a refresh summary or a log."""
-        if self.dry_run:
-            would = sum(1 for p in self.plan if p["action"] == "send")
-            return f"write-back (dry run): {would} would be sent, {self.rejected} rejected"
-        parts = [f"{self.sent} sent"]
-        if self.replayed:
-            parts.append(f"{self.replayed} replayed")
-        if self.found_by_lookup:
-            parts.append(f"{self.found_by_lookup} found on the service")
-        parts.append(f"{self.rejected + self.rejected_by_service} rejected")
-        if self.needs_attention or self.conflicts:
-            parts.append(f"{self.needs_attention + self.conflicts} need attention")
-        if self.confirmed:
-            parts.append(f"{self.confirmed} confirmed")
-        pending = self.counts.get("pending", 0)
-        if pending:
-            parts.append(f"{pending} pending")
-        return "write-back: " + ", ".join(parts)
-
 
 class RulesResult(Result):
     """What one `centsync rules` planned (and, unless dry, queued)."""
