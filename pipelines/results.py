@@ -19,7 +19,7 @@ import json
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from typing_extensions import TypedDict
+from typing_extensions import Self, TypedDict
 
 from centsync.transform.contract import AskedMode, RefreshMode, Verdict
 
@@ -44,7 +44,7 @@ class Result(BaseModel):
     model_config = ConfigDict(
         extra="ignore",
         populate_by_name=True,
-        # built on first use, not on import: the CLI imports this module for every command
+        # each model is built on its first use, not on import: a command pays for its own
         defer_build=True,
         # a field with a default is always written, so the schema requires it too
         json_schema_serialization_defaults_required=True,
@@ -55,7 +55,7 @@ class Result(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Any:
+    def from_json(cls, data: dict[str, Any]) -> Self:
         """The result back from what `to_json` made (keys it does not declare are ignored)."""
         return cls.model_validate(data)
 
@@ -84,7 +84,7 @@ class Envelope(Result):
 
 
 class Difference(Open):
-    """One comparison that does not agree (its other columns, such as the explanation, too)."""
+    """One comparison that does not agree (its other columns, such as its dates, kept too)."""
 
     check: str
     scope: str | None
@@ -98,14 +98,14 @@ class Difference(Open):
 class RowDifference(Open):
     """One row behind a difference: missing, extra or changed, with the fields that differ."""
 
-    entity: str
+    entity: str  # transactions or accounts
     id: str | None
-    kind: str
+    kind: Literal["only_local", "only_server", "different"]
     month: str | None
-    fields: Any
-    local: Any
-    server: Any
-    source: Any
+    fields: str | None  # the differing fields, comma-separated
+    local: str | None  # the local row as JSON (null when only on the server)
+    server: str | None  # the reference row as JSON (null when only local)
+    source: str | None  # received (what the service sent) or server (read now)
 
 
 class ReconcileResult(Result):
