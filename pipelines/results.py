@@ -13,12 +13,13 @@ what `docs/schemas/<command>.json` holds.
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from typing_extensions import TypedDict
+from typing_extensions import Self, TypedDict
 
 from centsync.transform.contract import AskedMode, RefreshMode, Verdict
 
@@ -29,7 +30,8 @@ if TYPE_CHECKING:
 # the one metadata entry a result travels in
 RESULT_KEY = "centsync/result"
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
-Count = Annotated[int, Field(ge=0)]  # a count, never negative
+Count = Annotated[int, Field(ge=0)]  # a count (or an exit code), never negative
+Seconds = Annotated[float, Field(ge=0)]
 
 
 class Result(BaseModel):
@@ -42,7 +44,7 @@ class Result(BaseModel):
     model_config = ConfigDict(
         extra="ignore",
         populate_by_name=True,
-        # built on first use, not on import: the CLI imports this module for every command
+        # each model is built on its first use, not on import: a command pays for its own
         defer_build=True,
         # a field with a default is always written, so the schema requires it too
         json_schema_serialization_defaults_required=True,
@@ -53,7 +55,7 @@ class Result(BaseModel):
         return self.model_dump(mode="json", by_alias=True)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Any:
+    def from_json(cls, data: dict[str, Any]) -> Self:
         """The result back from what `to_json` made (keys it does not declare are ignored)."""
         return cls.model_validate(data)
 
@@ -74,15 +76,15 @@ class Envelope(Result):
 
     run_id: str | None = None  # the Dagster run, when the command ran one
     warehouse: str | None = None  # None: settings that could not be read (`doctor`)
-    exit_code: int = Field(0, ge=0)
-    seconds: float = Field(0.0, ge=0)  # since the command started
+    exit_code: Count = 0
+    seconds: Seconds = 0.0  # since the command started
 
 
 # ------------------------------------------------------------------------------- reconcile
 
 
 class Difference(Open):
-    """One comparison that does not agree (its other columns, such as the explanation, too)."""
+    """One comparison that does not agree (its other columns, such as its dates, kept too)."""
 
     check: str
     scope: str | None
@@ -96,14 +98,14 @@ class Difference(Open):
 class RowDifference(Open):
     """One row behind a difference: missing, extra or changed, with the fields that differ."""
 
-    entity: str
+    entity: str  # transactions or accounts
     id: str | None
-    kind: str
+    kind: Literal["only_local", "only_server", "different"]
     month: str | None
-    fields: Any
-    local: Any
-    server: Any
-    source: Any
+    fields: str | None  # the differing fields, comma-separated
+    local: str | None  # the local row as JSON (null when only on the server)
+    server: str | None  # the reference row as JSON (null when only local)
+    source: str | None  # received (what the service sent) or server (read now)
 
 
 class ReconcileResult(Result):
@@ -192,26 +194,6 @@ class WritebackResult(Result):
         """Rows rejected (by the checks or the service) or needing attention: exit 7."""
         return self.rejected + self.rejected_by_service + self.needs_attention + self.conflicts
 
-    def line(self) -> str:
-        """One line for a refresh summary or a log."""
-        if self.dry_run:
-            would = sum(1 for p in self.plan if p["action"] == "send")
-            return f"write-back (dry run): {would} would be sent, {self.rejected} rejected"
-        parts = [f"{self.sent} sent"]
-        if self.replayed:
-            parts.append(f"{self.replayed} replayed")
-        if self.found_by_lookup:
-            parts.append(f"{self.found_by_lookup} found on the service")
-        parts.append(f"{self.rejected + self.rejected_by_service} rejected")
-        if self.needs_attention or self.conflicts:
-            parts.append(f"{self.needs_attention + self.conflicts} need attention")
-        if self.confirmed:
-            parts.append(f"{self.confirmed} confirmed")
-        pending = self.counts.get("pending", 0)
-        if pending:
-            parts.append(f"{pending} pending")
-        return "write-back: " + ", ".join(parts)
-
 
 class RulesResult(Result):
     """What one `centsync rules` planned (and, unless dry, queued)."""
@@ -228,11 +210,14 @@ class RulesResult(Result):
     outbox: str = ""
 
 
+BankFormat = Literal["ofx", "camt053"]  # a bank statement's format (`centsync import`)
+
+
 class ImportFileResult(Result):
     """What one `centsync import` did with one bank file."""
 
     file: str
-    format: Literal["ofx", "camt053"]
+    format: BankFormat
     rows: Count
     new: list[dict[str, Any]] = Field(default_factory=list)
     already_imported: list[dict[str, Any]] = Field(default_factory=list)
@@ -383,7 +368,7 @@ class OwnerResult(Result):
     """One owner's refresh among many: its verdict and spend, or the error that stopped it."""
 
     owner: str
-    exit_code: int = Field(0, ge=0)
+    exit_code: Count = 0
     warehouse: str = ""  # the owner's own warehouse file
     verdict: Verdict | None = None
     mode: RefreshMode | None = None
@@ -406,7 +391,7 @@ class FleetResult(Result):
     agree: Count = 0
     failed: Count = 0
     seconds: float = 0.0
-    exit_code: int = Field(0, ge=0)
+    exit_code: Count = 0
 
 
 # --------------------------------------------------------------------------- doctor, status
@@ -419,7 +404,7 @@ class Check(Result):
     status: Literal["ok", "warn", "fail"]
     value: str
     detail: str = ""
-    exit_code: int = Field(0, ge=0)
+    exit_code: Count = 0
 
 
 class Setting(Result):
@@ -435,19 +420,80 @@ class DoctorResult(Result):
     settings: list[Setting]
 
 
+class StatusSource(Open):
+    base_url: str
+    account_id: str | None = None
+    currency: str | None = None
+    timezone: str | None = None
+    bound_at: str | None = None
+
+
+class LastRefresh(Open):
+    """A refresh as `ops.refreshes` recorded it (one that stopped early recorded no counts)."""
+
+    refresh_id: str | None = None
+    status: str  # running, succeeded, failed, interrupted
+    mode: str | None = None
+    started_at: str | None = None  # ISO 8601, to the second
+    finished_at: str | None = None
+    seconds: float | None = None
+    requests_total: int | None = None
+    rows_changed: int | None = None
+    rows_rejected: int | None = None
+    months_checked: int | None = None
+    error: str | None = None
+
+
+class LastSuccess(Open):
+    refresh_id: str | None = None
+    finished_at: str | None = None
+
+
+class SyncedRange(Open):
+    transactions: Count
+    first: dt.date | None  # the first and last booked day
+    last: dt.date | None
+    months: Count
+
+
+class StatusVerification(Open):
+    oldest_month: str | None = None  # YYYY-MM, verified longest ago
+    oldest_verified_at: str | None = None  # the service's clock
+    newest_verified_at: str | None = None
+    months: int | None = None
+
+
+class StatusReconciliation(Open):
+    recon_id: str
+    refresh_id: str | None = None
+    ran_at: str | None = None
+    source: str | None = None
+    verdict: Verdict
+    checked: Count = 0
+    explained: Count = 0
+    differ: Count = 0
+
+
+class StatusOutbox(Open):
+    path: str  # the outbox file
+    states: dict[str, int]  # its rows per state (the truth, newer than the warehouse's copy)
+    inbox: str
+    inbox_files: Count = 0  # CSV files waiting in the inbox
+
+
 class StatusResult(Result):
     """`centsync status`: what the warehouse holds (`outputs.status.read_status`)."""
 
     warehouse: str
     size_mb: float = Field(ge=0)
-    source: dict[str, Any] | None
-    last_refresh: dict[str, Any] | None
-    last_success: dict[str, Any] | None
-    synced_range: dict[str, Any] | None
-    verification: dict[str, Any] | None
+    source: StatusSource | None  # None: not bound yet
+    last_refresh: LastRefresh | None
+    last_success: LastSuccess | None
+    synced_range: SyncedRange | None
+    verification: StatusVerification | None
     tables: dict[str, int]
-    reconciliation: dict[str, Any] | None
-    outbox: dict[str, Any] | None
+    reconciliation: StatusReconciliation | None
+    outbox: StatusOutbox | None
     key_expires_at: str | None = None
     warnings: list[str]
 
@@ -508,9 +554,10 @@ TITLES = {"schedule": "centsync schedule list --json", "failure": "a failing com
 
 def json_schemas() -> dict[str, dict[str, Any]]:
     """The `--json` schema of each command that has one, and of a failure's object."""
-    types = {name: command_json(cls) for name, cls in COMMANDS.items()}
+    types: dict[str, type[Result]] = {name: command_json(cls) for name, cls in COMMANDS.items()}
+    types["failure"] = FailureResult
     out = {}
-    for name, cls in {**types, "failure": FailureResult}.items():
+    for name, cls in types.items():
         schema = cls.json_schema()
         schema["title"] = TITLES.get(name, f"centsync {name} --json")
         out[name] = schema

@@ -7,7 +7,7 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import click
 
@@ -26,7 +26,13 @@ MIN_HOUR_ALLOWANCE = 60
 EXIT_WAREHOUSE = 6
 
 
-def _check(name: str, status: str, value: str, detail: str = "", exit_code: int = 0) -> Check:
+def _check(
+    name: str,
+    status: Literal["ok", "warn", "fail"],
+    value: str,
+    detail: str = "",
+    exit_code: int = 0,
+) -> Check:
     """One thing checked (`results.Check`, imported when a check is made, not with the CLI)."""
     from centsync.pipelines.results import Check
 

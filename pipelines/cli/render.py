@@ -15,10 +15,12 @@ if TYPE_CHECKING:
     from centsync.pipelines.results import (
         Difference,
         ImportResult,
+        PlanEntry,
         ReconcileResult,
         RefreshOutbox,
         RefreshResult,
         RulesResult,
+        StatusOutbox,
         StatusResult,
         WritebackResult,
     )
@@ -244,7 +246,7 @@ def _writeback_counts(result: WritebackResult) -> None:
     )
 
 
-def _request_text(p: dict[str, Any]) -> str:
+def _request_text(p: PlanEntry) -> str:
     body = p.get("body") or {}
     if p["operation"] == "create":
         return (
@@ -256,13 +258,13 @@ def _request_text(p: dict[str, Any]) -> str:
 
 def status(info: StatusResult) -> None:
     """`centsync status`: the warehouse, its source, the last refresh, counts, the verdict."""
-    src = info.source or {}
+    src = info.source
     click.echo(f"Warehouse: {info.warehouse} ({info.size_mb} MB)")
     click.echo(
-        f"Source:    {src.get('base_url') or 'not bound yet'}"
+        f"Source:    {src.base_url if src else 'not bound yet'}"
         + (
-            f"  owner {src['account_id']}, {src.get('currency')}, {src.get('timezone')}"
-            if src.get("account_id")
+            f"  owner {src.account_id}, {src.currency}, {src.timezone}"
+            if src and src.account_id
             else ""
         )
     )
@@ -279,55 +281,55 @@ def _status_history(info: StatusResult) -> None:
     if last:
         # a refresh that stopped early recorded no counts: say nothing rather than "None"
         counts = [
-            f"{last[k]}{unit}"
-            for k, unit in (("seconds", " s"), ("requests_total", " requests"))
-            if last.get(k) is not None
+            f"{value}{unit}"
+            for value, unit in ((last.seconds, " s"), (last.requests_total, " requests"))
+            if value is not None
         ]
-        if last.get("rows_changed") is not None:
-            counts.append(f"{last['rows_changed']} rows changed")
+        if last.rows_changed is not None:
+            counts.append(f"{last.rows_changed} rows changed")
         click.echo(
-            f"Last refresh: {last['status']} {last['mode']} at {last['started_at']}"
+            f"Last refresh: {last.status} {last.mode} at {last.started_at}"
             + (f" ({', '.join(counts)})" if counts else "")
-            + (f"; error: {last['error']}" if last.get("error") else "")
+            + (f"; error: {last.error}" if last.error else "")
         )
     rng = info.synced_range
     if rng:
         click.echo(
-            f"Transactions: {rng['transactions']:,} booked {rng['first']} .. {rng['last']} ({rng['months']} months)"
+            f"Transactions: {rng.transactions:,} booked {rng.first} .. {rng.last} ({rng.months} months)"
         )
     ver = info.verification
-    if ver and ver.get("oldest_verified_at"):
+    if ver and ver.oldest_verified_at:
         click.echo(
-            f"Verification: oldest month re-read {ver['oldest_month']} at "
-            f"{str(ver['oldest_verified_at'])[:16]} (service clock); every month is re-read "
+            f"Verification: oldest month re-read {ver.oldest_month} at "
+            f"{ver.oldest_verified_at[:16]} (service clock); every month is re-read "
             "within the verification period (docs/refresh.md)"
         )
     recon = info.reconciliation
     if recon:
-        colour = VERDICT_COLOUR.get(recon["verdict"], "white")
+        colour = VERDICT_COLOUR.get(recon.verdict, "white")
         click.echo(
             "Reconciliation: "
-            + click.style(recon["verdict"].upper(), fg=colour, bold=True)
-            + f" at {recon['ran_at']} ({recon['checked']} checks, {recon['differ']} differ)"
+            + click.style(recon.verdict.upper(), fg=colour, bold=True)
+            + f" at {recon.ran_at} ({recon.checked} checks, {recon.differ} differ)"
         )
 
 
-def _status_outbox(outbox: dict[str, Any] | None) -> None:
+def _status_outbox(outbox: StatusOutbox | None) -> None:
     click.echo(
         "Outbox: "
         + (
             "empty (drop CSV files into the inbox, then `centsync writeback`)"
-            if not outbox or not any(outbox["states"].values())
-            else ", ".join(f"{k} {v}" for k, v in outbox["states"].items())
+            if not outbox or not any(outbox.states.values())
+            else ", ".join(f"{k} {v}" for k, v in outbox.states.items())
             + (
-                f"; waiting in the inbox: {outbox['inbox_files']} file(s)"
-                if outbox["inbox_files"]
+                f"; waiting in the inbox: {outbox.inbox_files} file(s)"
+                if outbox.inbox_files
                 else ""
             )
         )
     )
-    if outbox and outbox.get("inbox"):
-        click.echo(f"Inbox: {outbox['inbox']}")
+    if outbox and outbox.inbox:
+        click.echo(f"Inbox: {outbox.inbox}")
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:

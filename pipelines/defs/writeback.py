@@ -11,6 +11,7 @@ from centsync.pipelines.defs.resources import api_client
 from centsync.pipelines.results import RESULT_KEY
 from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback
+from centsync.pipelines.writeback.summary import line
 from centsync.warehouse.outbox import OutboxBusyError
 
 WRITEBACK_JOB = "writeback_job"
@@ -48,7 +49,7 @@ def outbox(
             return dg.MaterializeResult(metadata={"skipped": str(e)})
     for w in summary.warnings:
         context.log.warning(w)
-    context.log.info(summary.line())
+    context.log.info(line(summary))
     return dg.MaterializeResult(
         metadata={
             "sent": summary.sent,

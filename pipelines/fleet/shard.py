@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from centsync.pipelines.results import OwnerResult
 from centsync.pipelines.settings import Settings
@@ -25,6 +25,8 @@ from centsync.transform.contract import AskedMode
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
+
+    from centsync.transform.contract import Verdict
 
 
 log = logging.getLogger("centsync.fleet")
@@ -111,7 +113,8 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
             if how.writeback:
                 _writeback(client, config)
             summary = run_refresh(client, config.warehouse, options)
-        result.verdict, result.mode = summary.verdict or None, summary.mode
+        result.verdict = cast("Verdict | None", summary.verdict or None)
+        result.mode = summary.mode
         result.rows, result.requests = summary.transactions, summary.requests_total
         result.exit_code = (
             failures.DIFFER

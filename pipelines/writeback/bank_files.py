@@ -26,7 +26,7 @@ from typing import Any
 
 import defusedxml.ElementTree as DET
 
-from centsync.pipelines.results import ImportFileResult
+from centsync.pipelines.results import BankFormat, ImportFileResult
 from centsync.pipelines.writeback import inbox_csv, intake
 from centsync.transform import writeback as wb
 from centsync.warehouse.errors import NoWarehouseError
@@ -57,7 +57,7 @@ class BankRow:
 # ---------------------------------------------------------------------------------- reading
 
 
-def read_bank_file(data: bytes, name: str) -> tuple[str, list[BankRow]]:
+def read_bank_file(data: bytes, name: str) -> tuple[BankFormat, list[BankRow]]:
     """(format, rows) of a statement's bytes: CAMT.053 XML or OFX/QFX (1.x SGML or 2.x XML)."""
     head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if b"BkToCstmrStmt" in data[:65536] or b"camt.053" in head:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from centsync.pipelines.results import WritebackResult
+from centsync.pipelines.results import PlanEntry, WritebackResult
 from centsync.pipelines.writeback import inbox_csv
 from centsync.pipelines.writeback.summary import plan_entry
 from centsync.transform import writeback as policy
@@ -85,7 +85,7 @@ def outbox_record(p: policy.Planned) -> dict[str, Any]:
     }
 
 
-def planned_entry(p: policy.Planned, action: str) -> dict[str, Any]:
+def planned_entry(p: policy.Planned, action: str) -> PlanEntry:
     """The plan's line for a planned request."""
     return plan_entry(
         p.source_name,

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from centsync.extract import ApiClient
-from centsync.pipelines.results import WritebackResult
+from centsync.pipelines.results import PlanEntry, WritebackResult
 from centsync.pipelines.writeback.drain import DrainStopped, WriteScopeMissing, drain
 from centsync.pipelines.writeback.intake import intake
 from centsync.pipelines.writeback.summary import WritebackOptions, plan_entry
@@ -77,7 +77,7 @@ def _intake(
     )
 
 
-def _pending_entry(row: dict[str, Any]) -> dict[str, Any]:
+def _pending_entry(row: dict[str, Any]) -> PlanEntry:
     """The plan's line for a row already pending in the outbox (a dry run would send it)."""
     return plan_entry(
         row["source_name"],

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from centsync.pipelines.results import PlanEntry, WritebackResult
+
 
 def utcnow() -> dt.datetime:
     """The current time, in UTC (the default clock of a write-back)."""
@@ -39,7 +41,7 @@ def plan_entry(
     body: Mapping[str, Any] | None = None,
     reason: str | None = None,
     idempotency_key: str | None = None,
-) -> dict[str, Any]:
+) -> PlanEntry:
     """One line of the plan: a request and what happens to it (or a file rejected whole)."""
     return {
         "source": source,
@@ -51,3 +53,24 @@ def plan_entry(
         "reason": reason,
         "idempotency_key": idempotency_key,
     }
+
+
+def line(result: WritebackResult) -> str:
+    """What a write-back did, in one line (for a log)."""
+    if result.dry_run:
+        would = sum(1 for p in result.plan if p["action"] == "send")
+        return f"write-back (dry run): {would} would be sent, {result.rejected} rejected"
+    parts = [f"{result.sent} sent"]
+    if result.replayed:
+        parts.append(f"{result.replayed} replayed")
+    if result.found_by_lookup:
+        parts.append(f"{result.found_by_lookup} found on the service")
+    parts.append(f"{result.rejected + result.rejected_by_service} rejected")
+    if result.needs_attention or result.conflicts:
+        parts.append(f"{result.needs_attention + result.conflicts} need attention")
+    if result.confirmed:
+        parts.append(f"{result.confirmed} confirmed")
+    pending = result.counts.get("pending", 0)
+    if pending:
+        parts.append(f"{pending} pending")
+    return "write-back: " + ", ".join(parts)
