@@ -2,7 +2,7 @@
 memory, and the cross-owner spending query over the shared lake (issue 30).
 
     uv run --frozen python bench/owners.py                       # 50 and 200 owners, shards
-    uv run --frozen python bench/owners.py --owners 50 --launch cli     # a process per owner
+    uv run --frozen python bench/owners.py --owners 50 --launch cli     # `refresh --all`
     uv run --frozen python bench/owners.py --owners 20 --no-rate-limit  # allowance not binding
     uv run --frozen python bench/owners.py --owners 0 --synthetic 2000  # only the 10M-row query
 
@@ -10,7 +10,7 @@ One sandbox server serves every owner (`centsync sandbox serve --owners N`, its 
 rate limits on: 300 a minute and 10,000 an hour per key, unless --no-rate-limit). Each owner is
 a 3-year household (~1,700 rows). `--launch shard` refreshes the owners in this one process,
 `--concurrency` at a time (`pipelines/fleet/shard.py`: what a Dagster shard run does);
-`--launch cli` runs `centsync refresh --all` (a process per owner). The daily refresh advances
+`--launch cli` runs `centsync refresh --all` (the same engine, in one process). The daily refresh advances
 every owner's clock one day first. CPU is this process and its children (the sandbox server
 excluded: it is measured apart). Figures move with the machine's load: `uptime` is printed.
 """
@@ -168,6 +168,8 @@ def disk(folder: Path, names: list[str]) -> dict[str, Any]:
         )
 
     owners = folder / "data" / "owners"  # Settings(data_home=folder / "data") in run_round
+    if not owners.is_dir():  # --launch cli: XDG_DATA_HOME=folder / "xdg"
+        owners = folder / "xdg" / "centsync" / "owners"
     wh = [size(owners / n / "centsync.duckdb") for n in names]
     dagster = [
         size(owners / n / "centsync.dagster")

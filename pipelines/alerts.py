@@ -37,7 +37,7 @@ class Alert:
 
 def from_result(result: dict[str, Any], run_id: str, now: dt.datetime | None = None) -> list[Alert]:
     """The alerts a run's recorded result (`centsync/result`) calls for; none when all is well."""
-    report = result.get("report", result)  # a refresh records {"report": ..., "report_path"}
+    report = result  # a refresh's, a reconciliation's or a write-back's `to_json()`
     where = f"(Dagster run {run_id}; warehouse {report.get('warehouse', '?')})"
     alerts: list[Alert] = []
     if report.get("verdict") == "differ":

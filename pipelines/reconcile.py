@@ -74,24 +74,6 @@ class Outcome:
         got = dict(statuses.iter_rows())
         return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ")}
 
-    def as_json(self) -> dict[str, Any]:
-        """The documented `centsync reconcile --json` object."""
-        diffs = self.differences.with_columns(
-            pl.col("from_date").cast(pl.String), pl.col("to_date").cast(pl.String)
-        )
-        return {
-            "verdict": self.verdict,
-            "refresh_id": self.refresh_id,
-            "recon_id": self.recon_id,
-            "source": self.source,
-            "checked": self.results.height,
-            **self.counts(),
-            "differences": diffs.to_dicts(),
-            "row_differences": self.row_differences.with_columns(
-                pl.col("month").cast(pl.String)
-            ).to_dicts(),
-        }
-
 
 def service_today(aggregates: store.ServerAggregates) -> dt.date:
     """The service's today (net worth's as_of in the settings timezone), else the local date."""

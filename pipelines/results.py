@@ -1,398 +1,567 @@
-"""What a run returns across the Dagster boundary: one typed object per command.
+"""What each command returns: one typed class per result, its JSON and its JSON Schema
+generated from it (never written by hand).
 
-The asset (or op) that does the work records its result as one JSON metadata entry, `RESULT_KEY`,
-serialized by the object (`to_json`); the CLI finds that entry in the run's events, rebuilds the
-object (`from_json`) and renders it. `json_schema()` is the schema of the command's `--json`
-object (tests validate real outputs against it).
+Every result is a `Result`, a pydantic model (pydantic comes with Dagster, whose own config is
+pydantic: docs/architecture.md says why it was chosen). One verb serialises: `to_json()`; one
+rebuilds: `from_json()`; `json_schema()` is generated from the fields. A run's asset records its
+result as one JSON metadata entry, `RESULT_KEY`; the CLI finds it in the run's events, rebuilds
+the object and renders it by its attributes. What the CLI adds to every `--json` object (the
+run id, the warehouse, the exit code, the seconds) is one `Envelope`, added in one place
+(`cli/group.py`, `finish`); `command_json(cls)` is the result with its envelope, whose schema is
+what `docs/schemas/<command>.json` holds.
 """
 
 from __future__ import annotations
 
-import dataclasses
+import datetime as dt
+import functools
 import json
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from centsync.pipelines.writeback.summary import WritebackSummary
+from pydantic import BaseModel, ConfigDict, Field, create_model
+from typing_extensions import Self, TypedDict
+
+from centsync.transform.contract import AskedMode, RefreshMode, Verdict
 
 if TYPE_CHECKING:
     from centsync.pipelines.reconcile import Outcome
+    from centsync.pipelines.refresh.summary import RefreshSummary
 
 # the one metadata entry a result travels in
 RESULT_KEY = "centsync/result"
-
-_DIFFERENCE = {
-    "type": "object",
-    "required": ["check", "scope", "status", "local_cents", "server_cents", "difference_cents"],
-    "properties": {
-        "check": {"type": "string"},
-        "scope": {"type": ["string", "null"]},
-        "status": {"enum": ["agree", "explained", "differ"]},
-        "local_cents": {"type": ["integer", "null"]},
-        "server_cents": {"type": ["integer", "null"]},
-        "difference_cents": {"type": ["integer", "null"]},
-    },
-}
-_ROW_DIFFERENCE = {
-    "type": "object",
-    "required": ["entity", "id", "kind", "month", "fields", "local", "server", "source"],
-}
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+Count = Annotated[int, Field(ge=0)]  # a count (or an exit code), never negative
+Seconds = Annotated[float, Field(ge=0)]
 
 
-def _own_fields(cls: type, data: dict[str, Any]) -> dict[str, Any]:
-    """The entries of `data` that are fields of the dataclass `cls` (a recorded object may
-    carry keys the boundary added, such as `exit_code`)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    return {k: v for k, v in data.items() if k in names}
+class Result(BaseModel):
+    """The base of every result: `to_json`, `from_json`, `json_schema`.
+
+    Not frozen: a write-back, a rules run or an owner's refresh fills its result as it goes.
+    A recorded object may carry keys it does not declare (the envelope's): they are ignored.
+    """
+
+    model_config = ConfigDict(
+        extra="ignore",
+        populate_by_name=True,
+        # each model is built on its first use, not on import: a command pays for its own
+        defer_build=True,
+        # a field with a default is always written, so the schema requires it too
+        json_schema_serialization_defaults_required=True,
+    )
+
+    def to_json(self) -> dict[str, Any]:
+        """The result as plain JSON values (what `--json` prints, what a run records)."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Self:
+        """The result back from what `to_json` made (keys it does not declare are ignored)."""
+        return cls.model_validate(data)
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The JSON Schema (draft 2020-12) of `to_json`'s object, generated from the fields."""
+        return {"$schema": DIALECT, **cls.model_json_schema(mode="serialization", by_alias=True)}
 
 
-@dataclass(frozen=True)
-class ReconcileResult:
+class Open(Result):
+    """A nested object whose declared fields are checked, and whose other keys are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class Envelope(Result):
+    """What the CLI adds to every command's `--json` object, in one place (`group.finish`)."""
+
+    run_id: str | None = None  # the Dagster run, when the command ran one
+    warehouse: str | None = None  # None: settings that could not be read (`doctor`)
+    exit_code: Count = 0
+    seconds: Seconds = 0.0  # since the command started
+
+
+# ------------------------------------------------------------------------------- reconcile
+
+
+class Difference(Open):
+    """One comparison that does not agree (its other columns, such as its dates, kept too)."""
+
+    check: str
+    scope: str | None
+    status: Verdict
+    local_cents: int | None
+    server_cents: int | None
+    difference_cents: int | None
+    explanation: str | None = None  # why an explained difference is one
+
+
+class RowDifference(Open):
+    """One row behind a difference: missing, extra or changed, with the fields that differ."""
+
+    entity: str  # transactions or accounts
+    id: str | None
+    kind: Literal["only_local", "only_server", "different"]
+    month: str | None
+    fields: str | None  # the differing fields, comma-separated
+    local: str | None  # the local row as JSON (null when only on the server)
+    server: str | None  # the reference row as JSON (null when only local)
+    source: str | None  # received (what the service sent) or server (read now)
+
+
+class ReconcileResult(Result):
     """One reconciliation (`centsync reconcile`): its verdict, its counts, its differences."""
 
-    verdict: str
+    verdict: Verdict
     refresh_id: str | None
     recon_id: str
-    source: str
-    checked: int
-    agree: int
-    explained: int
-    differ: int
+    source: Literal["refresh", "offline", "live"]
+    checked: Count
+    agree: Count
+    explained: Count
+    differ: Count
     # the comparisons that do not agree, unexplained first, narrowest scope first
-    differences: list[dict[str, Any]]
+    differences: list[Difference]
     # the rows behind them, by month then id
-    row_differences: list[dict[str, Any]]
+    row_differences: list[RowDifference]
 
     @classmethod
     def from_outcome(cls, outcome: Outcome) -> ReconcileResult:
         """The result of a reconciliation `pipelines/reconcile.py` ran."""
-        data = outcome.as_json()
-        rows = sorted(
-            data["row_differences"],
-            key=lambda r: (r["month"] is None, r["month"] or "", r["id"] or ""),
+        import polars as pl
+
+        diffs = outcome.differences.with_columns(
+            pl.col("from_date").cast(pl.String), pl.col("to_date").cast(pl.String)
         )
-        return cls(
-            verdict=data["verdict"],
-            refresh_id=data["refresh_id"],
-            recon_id=data["recon_id"],
-            source=data["source"],
-            checked=data["checked"],
-            agree=data["agree"],
-            explained=data["explained"],
-            differ=data["differ"],
-            differences=data["differences"],
-            row_differences=rows,
+        rows = outcome.row_differences.with_columns(pl.col("month").cast(pl.String)).to_dicts()
+        rows.sort(key=lambda r: (r["month"] is None, r["month"] or "", r["id"] or ""))
+        return cls.model_validate(
+            {
+                "verdict": outcome.verdict,
+                "refresh_id": outcome.refresh_id,
+                "recon_id": outcome.recon_id,
+                "source": outcome.source,
+                "checked": outcome.results.height,
+                **outcome.counts(),
+                "differences": diffs.to_dicts(),
+                "row_differences": rows,
+            }
         )
 
-    def to_json(self) -> dict[str, Any]:
-        """The object as recorded in the run (and printed by `reconcile --json`)."""
-        return dataclasses.asdict(self)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ReconcileResult:
-        """The object back from what `to_json` recorded."""
-        return cls(**_own_fields(cls, data))
-
-    @staticmethod
-    def json_schema() -> dict[str, Any]:
-        """The schema of `centsync reconcile --json`."""
-        counts = {k: {"type": "integer", "minimum": 0} for k in ("checked", "explained", "differ")}
-        return {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "centsync reconcile --json",
-            "type": "object",
-            "required": [
-                "verdict",
-                "refresh_id",
-                "recon_id",
-                "source",
-                "checked",
-                "explained",
-                "differ",
-                "seconds",
-                "differences",
-                "row_differences",
-                "run_id",
-                "exit_code",
-            ],
-            "properties": {
-                "verdict": {"enum": ["agree", "explained", "differ"]},
-                "run_id": {"type": "string"},
-                "exit_code": {"enum": [0, 1]},
-                "refresh_id": {"type": ["string", "null"]},
-                "recon_id": {"type": "string"},
-                "source": {"enum": ["refresh", "offline", "live"]},
-                **counts,
-                "agree": {"type": "integer", "minimum": 0},
-                "seconds": {"type": "number", "minimum": 0},
-                "differences": {"type": "array", "items": _DIFFERENCE},
-                "row_differences": {"type": "array", "items": _ROW_DIFFERENCE},
-            },
-        }
+# ------------------------------------------------------------------------------- write-back
 
 
-@dataclass
-class WritebackResult(WritebackSummary):
-    """One write-back (`centsync writeback`, and the first step of every refresh): the
-    write-back's own summary, with what it needs to cross the Dagster boundary."""
+class PlanEntry(TypedDict):
+    """One line of a write-back's plan: a request and what happens to it (`plan_entry`)."""
+
+    source: str
+    line: int
+    operation: str
+    action: str  # send, duplicate, rejected, conflict (a plan entry stays a mutable dict)
+    request: str
+    body: dict[str, Any] | None
+    reason: str | None
+    idempotency_key: str | None
+
+
+class WritebackResult(Result):
+    """What one write-back did, per file and per request (`centsync writeback`, and the first
+    step of every refresh); the write-back fills it as it runs."""
+
+    files: list[dict[str, Any]] = Field(default_factory=list)
+    plan: list[PlanEntry] = Field(default_factory=list)
+    queued: Count = 0
+    duplicates: Count = 0
+    rejected: Count = 0
+    conflicts: Count = 0
+    sent: Count = 0
+    replayed: Count = 0
+    found_by_lookup: Count = 0
+    rejected_by_service: Count = 0
+    needs_attention: Count = 0
+    unknown: Count = 0
+    confirmed: Count = 0
+    requests: Count = 0
+    stopped: str | None = None
+    warnings: list[str] = Field(default_factory=list)
+    counts: dict[str, int] = Field(default_factory=dict)
+    outbox: str = ""
+    inbox: str = ""
+    dry_run: bool = False
 
     @property
     def bad(self) -> int:
         """Rows rejected (by the checks or the service) or needing attention: exit 7."""
         return self.rejected + self.rejected_by_service + self.needs_attention + self.conflicts
 
-    def to_json(self) -> dict[str, Any]:
-        """The object as recorded in the run (the core of `writeback --json`)."""
-        return dataclasses.asdict(self)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> WritebackResult:
-        """The object back from what `to_json` (or `WritebackSummary.report`) made."""
-        return cls(**_own_fields(cls, data))
+class RulesResult(Result):
+    """What one `centsync rules` planned (and, unless dry, queued)."""
 
-    @staticmethod
-    def json_schema() -> dict[str, Any]:
-        """The schema of `centsync writeback --json`."""
-        counts: tuple[str, ...] = ("queued", "duplicates", "rejected", "conflicts", "sent")
-        counts += ("replayed", "found_by_lookup", "rejected_by_service", "needs_attention")
-        counts += ("confirmed",)
-        return {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "centsync writeback --json",
-            "type": "object",
-            "required": ["files", "plan", *counts, "counts", "outbox", "dry_run", "exit_code"],
-            "properties": {
-                **{k: {"type": "integer", "minimum": 0} for k in counts},
-                "files": {"type": "array", "items": {"type": "object"}},
-                "plan": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "required": ["source", "line", "operation", "action"],
-                    },
-                },
-                "warnings": {"type": "array", "items": {"type": "string"}},
-                "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
-                "outbox": {"type": "string"},
-                "dry_run": {"type": "boolean"},
-                "run_id": {"type": "string"},
-                "exit_code": {"enum": [0, 7]},
-            },
-        }
+    rules_file: str
+    rules: Count
+    transactions: Count
+    changes: list[dict[str, Any]] = Field(default_factory=list)
+    plan: list[PlanEntry] = Field(default_factory=list)
+    queued: Count = 0
+    duplicates: Count = 0
+    rejected: Count = 0
+    dry_run: bool = False
+    outbox: str = ""
 
 
-@dataclass(frozen=True)
-class RefreshResult:
-    """One refresh (`centsync refresh`): `RefreshSummary.report()`, the documented core of
-    `refresh --json`, read through typed properties, and the HTML report's path if written."""
+BankFormat = Literal["ofx", "camt053"]  # a bank statement's format (`centsync import`)
 
-    report: dict[str, Any]
-    report_path: str | None = None
 
-    @property
-    def verdict(self) -> str | None:
-        return self.report["verdict"]
+class ImportFileResult(Result):
+    """What one `centsync import` did with one bank file."""
+
+    file: str
+    format: BankFormat
+    rows: Count
+    new: list[dict[str, Any]] = Field(default_factory=list)
+    already_imported: list[dict[str, Any]] = Field(default_factory=list)
+    held: list[dict[str, Any]] = Field(default_factory=list)
+    inbox_file: str | None = None
+    held_file: str | None = None
+    dry_run: bool = False
+
+
+class ImportResult(Result):
+    """`centsync import`: each file's result, and the inbox they went into."""
+
+    files: list[ImportFileResult]
+    inbox: str
+    dry_run: bool
+
+
+# ---------------------------------------------------------------------------------- refresh
+
+
+class RefreshSource(Result):
+    base_url: str
+    owner: str
+
+
+class Rows(Result):
+    total: Count
+    changed: Count
+    rejected: Count
+    landed: Count
+
+
+class Requests(Result):
+    total: Count
+    floor: Count
+    retries: Count
+    by_endpoint: dict[str, int]
+
+
+class MonthsReread(Result):
+    """One window of months read again: its range, size and why."""
+
+    from_: str = Field(alias="from")
+    to: str
+    months: Count
+    rows: Count
+    changed: Count
+    reason: str
+
+
+class Verification(Result):
+    months: Count  # months re-read because they were verified longest ago
+    oldest_verified: str | None  # the oldest verification left (the service's clock)
+
+
+class Durations(Result):
+    refresh_seconds: float = Field(ge=0)
+    reconcile_seconds: float = Field(ge=0)
+    # the whole command's, including the Dagster run (None: recorded by the run, not the CLI)
+    total_seconds: float | None = None
+
+
+class RefreshReconciliation(Result):
+    recon_id: str | None
+    checked: Count
+    explained: Count
+    differ: Count
+    differences: list[Difference]
+
+
+class RefreshOutbox(Result):
+    confirmed: Count  # outbox rows this refresh saw on the service
+    states: dict[str, int] | None  # the outbox per state after it
+
+
+class RefreshResult(Result):
+    """One refresh (`centsync refresh`): what it was asked, what it did and spent, its verdict."""
+
+    status: Literal["ok", "rejected", "differ"]
+    asked: AskedMode  # what the refresh was asked to do (`--full`, `--hot`, `--months`, auto)
+    mode: RefreshMode  # what it did
+    reason: str  # why that mode
+    refresh_id: str
+    source: RefreshSource
+    rows: Rows
+    requests: Requests
+    months_checked: Count
+    months_reread: list[MonthsReread]
+    verification: Verification
+    rereads: Count
+    durations: Durations
+    verdict: Verdict | None
+    reconciliation: RefreshReconciliation
+    outbox: RefreshOutbox
+    warnings: list[str]
+    key_expires_at: str | None
+    backup: str | None  # where --rebind kept the old warehouse
+    report_path: str | None = None  # the HTML report, when `--report` wrote one
+    writeback: WritebackResult | None = None  # its write-back step (the CLI adds it)
+    # an owner of the owners file: its publish into the shared lake (`--owner`, not `--no-lake`)
+    lake: dict[str, Any] | None = None
 
     @property
     def rejected(self) -> int:
-        return int(self.report["rows"]["rejected"])
-
-    @property
-    def reconciliation(self) -> dict[str, Any]:
-        """recon_id, checked, explained, differ and the differences, narrowest first."""
-        return self.report["reconciliation"]
-
-    @property
-    def mode(self) -> str:
-        """The mode and why (`auto (fingerprints)`)."""
-        return f"{self.report['mode']} ({self.report['reason']})"
-
-    def to_json(self) -> dict[str, Any]:
-        return {"report": self.report, "report_path": self.report_path}
+        return self.rows.rejected
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RefreshResult:
-        return cls(report=data["report"], report_path=data.get("report_path"))
-
-    @staticmethod
-    def json_schema() -> dict[str, Any]:
-        """The schema of `centsync refresh --json`."""
-        count = {"type": "integer", "minimum": 0}
-        return {
-            "$schema": "https://json-schema.org/draft/2020-12/schema",
-            "title": "centsync refresh --json",
-            "type": "object",
-            "required": [
-                "status",
-                "mode",
-                "reason",
-                "refresh_id",
-                "source",
-                "rows",
-                "requests",
-                "months_checked",
-                "months_reread",
-                "verification",
-                "rereads",
-                "durations",
-                "verdict",
-                "reconciliation",
-                "outbox",
-                "warnings",
-                "key_expires_at",
-                "backup",
-                "run_id",
-                "warehouse",
-                "exit_code",
-            ],
-            "properties": {
-                "status": {"enum": ["ok", "rejected", "differ"]},
-                "mode": {"enum": ["auto", "full", "hot"]},
-                "reason": {"type": "string"},
-                "refresh_id": {"type": "string"},
-                "source": {"type": "object", "required": ["base_url", "owner"]},
-                "rows": {
-                    "type": "object",
-                    "required": ["total", "changed", "rejected", "landed"],
-                    "properties": {k: count for k in ("total", "changed", "rejected", "landed")},
-                },
-                "requests": {
-                    "type": "object",
-                    "required": ["total", "floor", "retries", "by_endpoint"],
-                    "properties": {
-                        **{k: count for k in ("total", "floor", "retries")},
-                        "by_endpoint": {"type": "object", "additionalProperties": count},
-                    },
-                },
-                "months_checked": count,
-                "months_reread": {"type": "array", "items": {"type": "object"}},
-                "verification": {"type": "object", "required": ["months", "oldest_verified"]},
-                "rereads": count,
+    def from_summary(cls, s: RefreshSummary, report_path: str | None = None) -> RefreshResult:
+        """The result of the refresh whose summary is `s`."""
+        status = "differ" if s.verdict == "differ" else "rejected" if s.rows_rejected else "ok"
+        recon = {"recon_id": s.recon_id or None, "checked": s.recon_checked}
+        recon |= {"explained": s.recon_explained, "differ": s.recon_differ}
+        return cls.model_validate(
+            {
+                "status": status,
+                "asked": s.asked,
+                "mode": s.mode,
+                "reason": s.reason,
+                "refresh_id": s.refresh_id,
+                "source": {"base_url": s.source, "owner": s.owner},
+                "rows": {"total": s.transactions, "changed": s.rows_changed}
+                | {"rejected": s.rows_rejected, "landed": s.rows_landed},
+                "requests": {"total": s.requests_total, "floor": s.floor, "retries": s.retries}
+                | {"by_endpoint": dict(sorted(s.requests.items()))},
+                "months_checked": s.months_checked,
+                "months_reread": s.months_reread,
+                "verification": {"months": s.months_verified, "oldest_verified": s.oldest_verified},
+                "rereads": s.rereads,
                 "durations": {
-                    "type": "object",
-                    "required": ["refresh_seconds", "reconcile_seconds", "total_seconds"],
+                    "refresh_seconds": round(s.seconds, 3),
+                    "reconcile_seconds": round(s.recon_seconds, 3),
                 },
-                "verdict": {"enum": ["agree", "explained", "differ", None]},
-                "reconciliation": {
-                    "type": "object",
-                    "required": ["recon_id", "checked", "explained", "differ", "differences"],
-                    "properties": {"differences": {"type": "array", "items": _DIFFERENCE}},
-                },
-                "outbox": {"type": "object", "required": ["confirmed", "states"]},
-                "warnings": {"type": "array", "items": {"type": "string"}},
-                "run_id": {"type": "string"},
-                "warehouse": {"type": "string"},
-                "writeback": {"type": "object"},
-                "report_path": {"type": "string"},
-                "exit_code": {"enum": [0, 1, 7]},
-            },
-        }
+                "verdict": s.verdict or None,
+                "reconciliation": recon | {"differences": s.differences},
+                "outbox": {"confirmed": s.outbox_confirmed, "states": s.outbox},
+                "warnings": list(s.warnings),
+                "key_expires_at": s.key_expires_at,
+                "backup": s.backup,
+                "report_path": report_path,
+            }
+        )
 
 
-def status_json_schema() -> dict[str, Any]:
-    """The schema of `centsync status --json` (its object is `outputs.status.read_status`'s)."""
-    nullable_object = {"type": ["object", "null"]}
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "centsync status --json",
-        "type": "object",
-        "required": [
-            "warehouse",
-            "size_mb",
-            "source",
-            "last_refresh",
-            "last_success",
-            "synced_range",
-            "verification",
-            "tables",
-            "reconciliation",
-            "outbox",
-            "warnings",
-        ],
-        "properties": {
-            "warehouse": {"type": "string"},
-            "size_mb": {"type": "number", "minimum": 0},
-            "source": {"type": "object", "required": ["base_url", "account_id"]},
-            "last_refresh": nullable_object,
-            "last_success": nullable_object,
-            "synced_range": nullable_object,
-            "verification": nullable_object,
-            "tables": {"type": "object", "additionalProperties": {"type": "integer"}},
-            "reconciliation": nullable_object,
-            "outbox": nullable_object,
-            "warnings": {"type": "array", "items": {"type": "string"}},
-        },
-    }
+# ----------------------------------------------------------------------------------- owners
 
 
-def doctor_json_schema() -> dict[str, Any]:
-    """The schema of `centsync doctor --json` (its object is `cli/doctor.py`'s)."""
-    check = {
-        "type": "object",
-        "required": ["name", "status", "value", "detail", "exit_code"],
-        "properties": {
-            "name": {"type": "string"},
-            "status": {"enum": ["ok", "warn", "fail"]},
-            "value": {"type": "string"},
-            "detail": {"type": "string"},
-            "exit_code": {"enum": [0, 2, 3, 4, 5, 6]},
-        },
-    }
-    setting = {
-        "type": "object",
-        "required": ["env", "value"],
-        "properties": {"env": {"type": "string"}, "value": {"type": "string"}},
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "centsync doctor --json",
-        "type": "object",
-        "required": ["status", "exit_code", "checks", "settings"],
-        "properties": {
-            "status": {"enum": ["ok", "problem"]},
-            "exit_code": {"enum": [0, 2, 3, 4, 5, 6]},
-            "checks": {"type": "array", "items": check, "minItems": 1},
-            "settings": {"type": "array", "items": setting},
-        },
-    }
+class OwnerResult(Result):
+    """One owner's refresh among many: its verdict and spend, or the error that stopped it."""
+
+    owner: str
+    exit_code: Count = 0
+    warehouse: str = ""  # the owner's own warehouse file
+    verdict: Verdict | None = None
+    mode: RefreshMode | None = None
+    rows: Count = 0
+    requests: Count = 0
+    seconds: float = 0.0
+    publish_seconds: float = 0.0
+    error: str = ""
+    lake: dict[str, Any] = Field(default_factory=dict)  # what its lake publish did
+    # what the refresh read for the lake (a warehouse.lake.Collected), published with its
+    # shard's; never in the JSON
+    collected: Any = Field(default=None, exclude=True, repr=False)
 
 
-def schedule_json_schema() -> dict[str, Any]:
-    """The schema of `centsync schedule list --json` (its object is `cli/schedule.py`'s)."""
-    entry = {
-        "type": "object",
-        "required": ["name", "on", "cron", "description"],
-        "properties": {
-            "name": {"enum": ["hourly_hot_window", "nightly_fingerprints", "weekly_full"]},
-            "on": {"type": "boolean"},
-            "cron": {"type": "string"},
-            "description": {"type": ["string", "null"]},
-        },
-    }
-    return {
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "title": "centsync schedule list --json",
-        "type": "object",
-        "required": ["dagster_home", "schedules", "daemon_running"],
-        "properties": {
-            "dagster_home": {"type": "string"},
-            "schedules": {"type": "array", "items": entry},
-            "daemon_running": {"type": "boolean"},
-        },
-    }
+class FleetResult(Result):
+    """Many owners refreshed (`refresh --all`, a shard run): each owner's result (by owner,
+    as `refresh --all` has always printed them), the worst exit code."""
+
+    owners: dict[str, OwnerResult]
+    agree: Count = 0
+    failed: Count = 0
+    seconds: float = 0.0
+    exit_code: Count = 0
 
 
-# every command's --json schema, by command (docs and tests read them here)
+# --------------------------------------------------------------------------- doctor, status
+
+
+class Check(Result):
+    """One thing `doctor` checked: `ok`, `warn` (works, but read this), `fail` (its exit code)."""
+
+    name: str
+    status: Literal["ok", "warn", "fail"]
+    value: str
+    detail: str = ""
+    exit_code: Count = 0
+
+
+class Setting(Result):
+    env: str
+    value: str
+
+
+class DoctorResult(Result):
+    """`centsync doctor`: every check, every setting resolved, all well or the first problem."""
+
+    status: Literal["ok", "problem"]
+    checks: list[Check] = Field(min_length=1)
+    settings: list[Setting]
+
+
+class StatusSource(Open):
+    base_url: str
+    account_id: str | None = None
+    currency: str | None = None
+    timezone: str | None = None
+    bound_at: str | None = None
+
+
+class LastRefresh(Open):
+    """A refresh as `ops.refreshes` recorded it (one that stopped early recorded no counts)."""
+
+    refresh_id: str | None = None
+    status: str  # running, succeeded, failed, interrupted
+    mode: str | None = None
+    started_at: str | None = None  # ISO 8601, to the second
+    finished_at: str | None = None
+    seconds: float | None = None
+    requests_total: int | None = None
+    rows_changed: int | None = None
+    rows_rejected: int | None = None
+    months_checked: int | None = None
+    error: str | None = None
+
+
+class LastSuccess(Open):
+    refresh_id: str | None = None
+    finished_at: str | None = None
+
+
+class SyncedRange(Open):
+    transactions: Count
+    first: dt.date | None  # the first and last booked day
+    last: dt.date | None
+    months: Count
+
+
+class StatusVerification(Open):
+    oldest_month: str | None = None  # YYYY-MM, verified longest ago
+    oldest_verified_at: str | None = None  # the service's clock
+    newest_verified_at: str | None = None
+    months: int | None = None
+
+
+class StatusReconciliation(Open):
+    recon_id: str
+    refresh_id: str | None = None
+    ran_at: str | None = None
+    source: str | None = None
+    verdict: Verdict
+    checked: Count = 0
+    explained: Count = 0
+    differ: Count = 0
+
+
+class StatusOutbox(Open):
+    path: str  # the outbox file
+    states: dict[str, int]  # its rows per state (the truth, newer than the warehouse's copy)
+    inbox: str
+    inbox_files: Count = 0  # CSV files waiting in the inbox
+
+
+class StatusResult(Result):
+    """`centsync status`: what the warehouse holds (`outputs.status.read_status`)."""
+
+    warehouse: str
+    size_mb: float = Field(ge=0)
+    source: StatusSource | None  # None: not bound yet
+    last_refresh: LastRefresh | None
+    last_success: LastSuccess | None
+    synced_range: SyncedRange | None
+    verification: StatusVerification | None
+    tables: dict[str, int]
+    reconciliation: StatusReconciliation | None
+    outbox: StatusOutbox | None
+    key_expires_at: str | None = None
+    warnings: list[str]
+
+
+class Schedule(Result):
+    name: Literal["hourly_hot_window", "nightly_fingerprints", "weekly_full"]
+    on: bool
+    cron: str
+    description: str | None
+
+
+class ScheduleResult(Result):
+    """`centsync schedule list`: each schedule, on or off, and whether the daemon runs."""
+
+    dagster_home: str
+    schedules: list[Schedule]
+    daemon_running: bool
+
+
+class Error(Result):
+    class_: str = Field(alias="class")  # the exception's class
+    message: str
+    what_to_do: str
+
+
+class FailureResult(Result):
+    """What a failing command prints with `--json` (`pipelines/failures.py`, `Failure`)."""
+
+    status: Literal["failed", "interrupted"]
+    exit_code: int = Field(ge=2)  # never 0, never 1 (docs/cli.md, exit codes)
+    error: Error
+    run_id: str | None
+    log: str | None
+
+
+# -------------------------------------------------------------------------- the schemas
+
+
+@functools.cache
+def command_json(cls: type[Result]) -> type[Result]:
+    """`cls` with the CLI's envelope: the type of a command's `--json` object."""
+    return create_model(cls.__name__ + "Json", __base__=(cls, Envelope))
+
+
+# each command's --json type (a failure's, whatever the command, is `FailureResult`)
+COMMANDS: dict[str, type[Result]] = {
+    "refresh": RefreshResult,
+    "reconcile": ReconcileResult,
+    "writeback": WritebackResult,
+    "rules": RulesResult,
+    "import": ImportResult,
+    "doctor": DoctorResult,
+    "status": StatusResult,
+    "schedule": ScheduleResult,
+}
+TITLES = {"schedule": "centsync schedule list --json", "failure": "a failing command's --json"}
+
+
 def json_schemas() -> dict[str, dict[str, Any]]:
-    """The `--json` schema of each command that has one."""
-    return {
-        "refresh": RefreshResult.json_schema(),
-        "reconcile": ReconcileResult.json_schema(),
-        "writeback": WritebackResult.json_schema(),
-        "status": status_json_schema(),
-        "doctor": doctor_json_schema(),
-        "schedule": schedule_json_schema(),
-    }
+    """The `--json` schema of each command that has one, and of a failure's object."""
+    types: dict[str, type[Result]] = {name: command_json(cls) for name, cls in COMMANDS.items()}
+    types["failure"] = FailureResult
+    out = {}
+    for name, cls in types.items():
+        schema = cls.json_schema()
+        schema["title"] = TITLES.get(name, f"centsync {name} --json")
+        out[name] = schema
+    return out
 
 
 def schema_files() -> dict[str, str]:

@@ -177,9 +177,13 @@ EXAMPLES = _examples(DOC)
 
 
 def _keys(heading: str) -> tuple[set[str], set[str]]:
-    """The keys a `### heading` of "JSON objects" lists: (always there, only sometimes)."""
+    """The keys a `### heading` of "JSON objects" lists: (always there, only sometimes); a
+    command's result has the envelope's too (a failure is no result)."""
     always, sometimes = set(), set()
-    for line in _subsection(DOC, heading).splitlines():
+    text = _subsection(DOC, heading)
+    if heading != "A failure":
+        text += "\n" + _subsection(DOC, "The envelope")
+    for line in text.splitlines():
         if line.startswith("- `"):
             names = re.findall(r"`(\w+)`", line.split(":")[0])
             (sometimes if "(only " in line else always).update(names)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from enum import StrEnum
+from typing import Literal, get_args
 
 # Section 4: an amount is an integer number of cents within +/- 10^12.
 MAX_AMOUNT = 10**12
@@ -20,7 +21,16 @@ UUID_RE = re.compile(UUID_PATTERN)
 # A key that expires within this long is warned about (by the refresh, status and the client).
 KEY_WARNING = dt.timedelta(days=30)
 # What a reconciliation verdict says, in the CLI and in the report.
-VERDICTS = ("agree", "explained", "differ")
+Verdict = Literal["agree", "explained", "differ"]
+VERDICTS: tuple[Verdict, ...] = get_args(Verdict)
+# A refresh's one vocabulary, with what was asked and what was done kept apart.
+# Asked: `auto` (the plan decides, by fingerprints and cost), `full` (`--full`), `hot` (`--hot`:
+# the hot window only) or `months` (`--months`: a forced range).
+AskedMode = Literal["auto", "full", "hot", "months"]
+# Done: `full` (every month read: asked, a first sync, or the timezone changed), `incremental`
+# (the plan's), `hot` (the hot window only) or `months` (the forced range). ops.refreshes
+# records it; `refresh --json` prints it as `mode`, and the asked one as `asked`.
+RefreshMode = Literal["full", "incremental", "hot", "months"]
 
 
 class Outcome(StrEnum):

@@ -19,8 +19,8 @@ import polars as pl
 from centsync.transform.calendar import MonthLike as MonthLike
 from centsync.transform.calendar import month_key as month_key
 from centsync.transform.calendar import month_start as month_start
+from centsync.transform.contract import RefreshMode as RefreshMode
 
-Mode = Literal["full", "incremental", "hot", "months"]
 Period = Literal["month", "year"]
 
 # Columns of core.transactions compared to decide whether a re-read row changed.

@@ -78,7 +78,7 @@ class NoLakeError(WarehouseError, FileNotFoundError):
 
 def publish(warehouse: Path, lake: Path, owner: str, *, attempts: int = 20) -> Published:
     """Publish the owner's core tables and marts into the lake, replacing its rows."""
-    return publish_many([(owner, Path(warehouse))], lake, attempts=attempts)[0]
+    return publish_many([collect_file(warehouse, lake, owner)], lake, attempts=attempts)[0]
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,9 @@ def _check_name(owner: str) -> None:
         raise ValueError(f"owner name {owner!r} is not a plain name (a-z, 0-9, '-', '_')")
 
 
-def _collect_file(owner: str, warehouse: Path, lake: Path) -> Collected:
+def collect_file(warehouse: Path, lake: Path, owner: str) -> Collected:
+    """`collect` from the owner's published warehouse file (opened read-only, then closed)."""
+    _check_name(owner)
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         return collect(con, lake, owner)
@@ -184,11 +186,9 @@ def _collect_file(owner: str, warehouse: Path, lake: Path) -> Collected:
         con.close()
 
 
-def publish_many(
-    owners: Sequence[tuple[str, Path] | Collected], lake: Path, *, attempts: int = 20
-) -> list[Published]:
-    """Publish several owners (a shard run's) in one commit per changed table: each an owner
-    and its warehouse file, or what `collect` read of it.
+def publish_many(batch: Sequence[Collected], lake: Path, *, attempts: int = 20) -> list[Published]:
+    """Publish several owners (a shard run's) in one commit per changed table: what `collect`
+    (or `collect_file`) read of each.
 
     A table's rows of these owners are replaced, nobody else's. Each owner's rows live in its
     lake shard (the `shard` partition): the batch's first owner names the shard of owners new
@@ -196,10 +196,9 @@ def publish_many(
     every day replaces whole files of one partition, and concurrent batches in other
     partitions never conflict; a cross-owner query reads a file per shard, not per owner.
     """
-    for o in owners:
-        _check_name(o.owner if isinstance(o, Collected) else o[0])
+    for c in batch:
+        _check_name(c.owner)
     started = time.monotonic()
-    batch = [o if isinstance(o, Collected) else _collect_file(o[0], o[1], lake) for o in owners]
     names = [c.owner for c in batch]
     first = min(names) if names else ""
     marks = {c.owner: c.marks for c in batch}  # as `collect` read them: once per owner

@@ -19,7 +19,7 @@ import polars as pl
 from centsync.warehouse import instances, paths
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
-    Mode,
+    RefreshMode,
     RefreshStats,
     new_refresh_id,
     transaction,
@@ -95,7 +95,7 @@ class Session:
         cls,
         path: str | os.PathLike[str],
         *,
-        mode: Mode = "incremental",
+        mode: RefreshMode = "incremental",
         refresh_id: str | None = None,
         record: bool = True,
         check: Callable[[duckdb.DuckDBPyConnection], None] | None = None,
@@ -327,7 +327,9 @@ class Session:
 
     # -- ops: refreshes, meta, month state -----------------------------------------------------
 
-    def start_refresh(self, *, mode: Mode = "incremental", refresh_id: str | None = None) -> str:
+    def start_refresh(
+        self, *, mode: RefreshMode = "incremental", refresh_id: str | None = None
+    ) -> str:
         """Record a refresh as running; earlier refreshes still 'running' become 'interrupted'."""
         if mode not in ("full", "incremental", "hot", "months"):
             raise ValueError(f"mode must be full, incremental, hot or months, got {mode!r}")
@@ -353,7 +355,7 @@ class Session:
         requests: Mapping[str, int] | None = None,
         months_checked: int | None = None,
         error: str | None = None,
-        mode: Mode | None = None,
+        mode: RefreshMode | None = None,
     ) -> None:
         """Close the refresh's ops.refreshes row with its counters and requests per endpoint.
 

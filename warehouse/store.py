@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from centsync.warehouse.common import (
     LoadResult,
-    Mode,
     MonthLike,
     Period,
+    RefreshMode,
     RefreshStats,
     SettingsResult,
     month_key,
@@ -35,10 +35,10 @@ class Warehouse(Ledger, Snapshots, ServerAggregateLoader, Fingerprints):
 
 __all__ = [
     "LoadResult",
-    "Mode",
     "MonthBatch",
     "MonthLike",
     "Period",
+    "RefreshMode",
     "RefreshStats",
     "SettingsResult",
     "TransactionStage",

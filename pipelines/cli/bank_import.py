@@ -68,6 +68,7 @@ def import_command(
 
     Example: centsync import statement.ofx --account 000123456789="Everyday Checking" --dry-run
     """
+    from centsync.pipelines.results import ImportResult
     from centsync.pipelines.writeback.bank_files import BankFileError, import_bank_file
 
     JSON_OUTPUT.set(as_json)
@@ -81,10 +82,5 @@ def import_command(
             )
         except BankFileError as e:
             raise click.UsageError(str(e)) from None
-    report = {
-        "files": [r.report() for r in runs],
-        "inbox": str(config.inbox),
-        "dry_run": dry_run,
-        "exit_code": 0,
-    }
-    finish(report, as_json, lambda: render.bank_import(report))
+    result = ImportResult(files=runs, inbox=str(config.inbox), dry_run=dry_run)
+    finish(result, as_json, lambda: render.bank_import(result))

@@ -4,20 +4,19 @@ scheduled run finds out at 3 a.m. Exit code: the first problem's (docs/cli.md, e
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import shutil
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 import click
 
 from centsync.pipelines import failures as errors
-from centsync.pipelines.cli.group import JSON_OUTPUT
+from centsync.pipelines.cli.group import JSON_OUTPUT, finish
 
 if TYPE_CHECKING:
     from centsync.extract import Me
+    from centsync.pipelines.results import Check
     from centsync.pipelines.settings import Settings
 
 # below this, a refresh may not find room for its working copy (it copies the warehouse)
@@ -26,18 +25,17 @@ MIN_FREE_MB = 200
 MIN_HOUR_ALLOWANCE = 60
 
 
-@dataclass
-class Check:
-    """One thing checked: `ok`, `warn` (works, but read this), `fail` (with its exit code)."""
+def _check(
+    name: str,
+    status: Literal["ok", "warn", "fail"],
+    value: str,
+    detail: str = "",
+    exit_code: int = 0,
+) -> Check:
+    """One thing checked (`results.Check`, imported when a check is made, not with the CLI)."""
+    from centsync.pipelines.results import Check
 
-    name: str
-    status: str
-    value: str
-    detail: str = ""
-    exit_code: int = 0
-
-    def as_json(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+    return Check(name=name, status=status, value=value, detail=detail, exit_code=exit_code)
 
 
 def _fail(name: str, value: str, exc: BaseException) -> Check:
@@ -45,7 +43,7 @@ def _fail(name: str, value: str, exc: BaseException) -> Check:
     failure = errors.from_exception(exc)
     todo = failure.kind.todo if failure.kind.todo not in failure.message else ""
     detail = f"{failure.message} {todo}".strip()
-    return Check(name, "fail", value, detail, failure.code if failure.code != 1 else 5)
+    return _check(name, "fail", value, detail, failure.code if failure.code != 1 else 5)
 
 
 @click.command()
@@ -67,20 +65,19 @@ def doctor(as_json: bool) -> None:
     except ConfigurationError as exc:
         checks = [_fail("settings", "the environment", exc)]
     else:
-        checks = [Check("settings", "ok", "read from the environment")]
+        checks = [_check("settings", "ok", "read from the environment")]
         checks += run_checks(config)
     code = next((c.exit_code for c in checks if c.status == "fail"), 0)
-    if as_json:
-        info = {
+    from centsync.pipelines.results import DoctorResult
+
+    result = DoctorResult.model_validate(
+        {
             "status": "ok" if code == 0 else "problem",
-            "exit_code": code,
-            "checks": [c.as_json() for c in checks],
+            "checks": checks,
             "settings": resolved(config) if config else [],
         }
-        click.echo(json.dumps(info))
-    else:
-        _render(checks, config, code)
-    raise SystemExit(code)
+    )
+    finish(result, as_json, lambda: _render(checks, config, code), exit_code=code)
 
 
 def resolved(config: Settings) -> list[dict[str, str]]:
@@ -123,18 +120,18 @@ def _warehouse(config: Settings) -> list[Check]:
         folder = folder.parent
     if not os.access(folder, os.W_OK):
         detail = f"{folder} is not writable: set CENTSYNC_WAREHOUSE to a file in a folder you own."
-        return [Check("warehouse", "fail", str(path), detail, errors.WAREHOUSE)]
+        return [_check("warehouse", "fail", str(path), detail, errors.WAREHOUSE)]
     if not path.exists():
         first = "not there yet: the first `centsync refresh` creates it"
-        return [Check("warehouse", "ok", str(path), first)]
+        return [_check("warehouse", "ok", str(path), first)]
     try:
         bound = binding.read(path)
     except Exception as exc:  # damaged, locked by another program: the check says which
         return [_fail("warehouse", str(path), exc)]
     size = f"{path.stat().st_size / 2**20:.1f} MB, readable"
-    checks = [Check("warehouse", "ok", str(path), size)]
+    checks = [_check("warehouse", "ok", str(path), size)]
     if bound is None:
-        checks.append(Check("binding", "ok", "not bound yet", "the first refresh binds it"))
+        checks.append(_check("binding", "ok", "not bound yet", "the first refresh binds it"))
         return checks
     source = _source(config)
     try:
@@ -142,7 +139,7 @@ def _warehouse(config: Settings) -> list[Check]:
     except SourceMismatch as exc:
         checks.append(_fail("binding", bound.describe(), exc))
     else:
-        checks.append(Check("binding", "ok", bound.describe(), "the configured service"))
+        checks.append(_check("binding", "ok", bound.describe(), "the configured service"))
     return checks
 
 
@@ -160,7 +157,7 @@ def _service(config: Settings, *, skip_embedded: bool) -> list[Check]:
     where = "the embedded sandbox" if config.embedded else config.api_base_url
     if config.embedded and skip_embedded:
         detail = "not started: the warehouse belongs to another source (see binding)"
-        return [Check("service", "warn", where, detail)]
+        return [_check("service", "warn", where, detail)]
     with embedded_api(config, rebind=True) as api:
         return _ask(api, where)
 
@@ -180,8 +177,8 @@ def _ask(api: Settings, where: str) -> list[Check]:
         name = "key" if failure.code == 3 else "service"
         return [_fail(name, where, exc)]
     took = f"reachable, answered in {time.monotonic() - started:.2f} s"
-    checks = [Check("service", "ok", where, took), _tls(api.api_base_url)]
-    checks.append(Check("key", "ok", f"valid, owner {me.account_id}", f"key id {me.key_id}"))
+    checks = [_check("service", "ok", where, took), _tls(api.api_base_url)]
+    checks.append(_check("key", "ok", f"valid, owner {me.account_id}", f"key id {me.key_id}"))
     return checks + _key_facts(me)
 
 
@@ -189,11 +186,11 @@ def _tls(url: str) -> Check:
     """Whether the connection is encrypted (and verified: a failed verification fails above)."""
     host = url.split("://", 1)[-1].split("/", 1)[0].split(":", 1)[0]
     if url.startswith("https://"):
-        return Check("tls", "ok", "https", "certificate verified")
+        return _check("tls", "ok", "https", "certificate verified")
     if host in ("127.0.0.1", "localhost", "::1", "[::1]"):
-        return Check("tls", "ok", "http on loopback", "nothing leaves this machine")
+        return _check("tls", "ok", "http on loopback", "nothing leaves this machine")
     detail = "the key travels unencrypted: use the service's https:// URL"
-    return Check("tls", "warn", "http", detail)
+    return _check("tls", "warn", "http", detail)
 
 
 def _key_facts(me: Me) -> list[Check]:
@@ -205,24 +202,24 @@ def _key_facts(me: Me) -> list[Check]:
     scopes = ", ".join(me.scopes) or "none"
     if "data.read" not in me.scopes:
         detail = "the key cannot read: create one with the data.read scope"
-        checks = [Check("scopes", "fail", scopes, detail, 3)]
+        checks = [_check("scopes", "fail", scopes, detail, 3)]
     elif not me.can_write:
         detail = "read only: refreshes work; `centsync writeback` needs data.write"
-        checks = [Check("scopes", "ok", scopes, detail)]
+        checks = [_check("scopes", "ok", scopes, detail)]
     else:
-        checks = [Check("scopes", "ok", scopes, "reads and writes")]
+        checks = [_check("scopes", "ok", scopes, "reads and writes")]
     at = me.key_expires_at
     if at is None:
-        checks.append(Check("key_expiry", "ok", "never", ""))
+        checks.append(_check("key_expiry", "ok", "never", ""))
     elif key_expires_soon(at, dt.datetime.now(dt.UTC)):
         detail = "within 30 days: create a new key and set CENTSYNC_API_KEY before then"
-        checks.append(Check("key_expiry", "warn", at.isoformat(timespec="seconds"), detail))
+        checks.append(_check("key_expiry", "warn", at.isoformat(timespec="seconds"), detail))
     else:
-        checks.append(Check("key_expiry", "ok", at.isoformat(timespec="seconds"), ""))
+        checks.append(_check("key_expiry", "ok", at.isoformat(timespec="seconds"), ""))
     left = f"{me.minute_remaining}/{me.minute_limit} a minute, {me.hour_remaining}/{me.hour_limit} an hour"
     low = me.hour_remaining is not None and me.hour_remaining < MIN_HOUR_ALLOWANCE
     detail = "little left this hour: a refresh may wait for the next" if low else ""
-    checks.append(Check("allowance", "warn" if low else "ok", left, detail))
+    checks.append(_check("allowance", "warn" if low else "ok", left, detail))
     return checks
 
 
@@ -237,15 +234,15 @@ def _dagster(config: Settings) -> list[Check]:
         state = schedules_state(config)
     except Exception as exc:
         return [_fail("dagster_home", str(home), exc)]
-    checks = [Check("dagster_home", "ok", str(home), "this warehouse's run history")]
+    checks = [_check("dagster_home", "ok", str(home), "this warehouse's run history")]
     on = [s["name"] for s in state["schedules"] if s["on"]]
     if not on:
-        checks.append(Check("schedules", "ok", "all off", "`centsync schedule on` turns them on"))
+        checks.append(_check("schedules", "ok", "all off", "`centsync schedule on` turns them on"))
     elif state["daemon_running"]:
-        checks.append(Check("schedules", "ok", ", ".join(on), "the daemon is running"))
+        checks.append(_check("schedules", "ok", ", ".join(on), "the daemon is running"))
     else:
         detail = "on, but no daemon runs them: start `centsync daemon` (docs/operations.md)"
-        checks.append(Check("schedules", "warn", ", ".join(on), detail))
+        checks.append(_check("schedules", "warn", ", ".join(on), detail))
     return checks
 
 
@@ -260,22 +257,22 @@ def _disk(config: Settings) -> Check:
     value = f"{free:,.0f} MB free in {folder}"
     if free < need:
         detail = f"a refresh needs about {need:,.0f} MB: free some space"
-        return Check("disk", "fail", value, detail, errors.WAREHOUSE)
-    return Check("disk", "ok", value, "")
+        return _check("disk", "fail", value, detail, errors.WAREHOUSE)
+    return _check("disk", "ok", value, "")
 
 
 def _alerts(config: Settings) -> Check:
     """The alert URL: set, and one Apprise knows (it is never shown: it may hold a token)."""
     if not config.alert_url:
-        return Check("alerts", "ok", "off", "set CENTSYNC_ALERT_URL to be told of problems")
+        return _check("alerts", "ok", "off", "set CENTSYNC_ALERT_URL to be told of problems")
     import apprise
 
     sender = apprise.Apprise()
     bad = [i for i, url in enumerate(config.alert_url.split(), 1) if not sender.add(url)]
     if bad:
         detail = f"URL {bad[0]} of CENTSYNC_ALERT_URL is not one Apprise knows: fix it"
-        return Check("alerts", "fail", "set (not shown)", detail, 2)
-    return Check("alerts", "ok", f"set (not shown), {len(sender)} destination(s)", "")
+        return _check("alerts", "fail", "set (not shown)", detail, 2)
+    return _check("alerts", "ok", f"set (not shown), {len(sender)} destination(s)", "")
 
 
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}

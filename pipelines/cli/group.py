@@ -7,6 +7,7 @@ import contextvars
 import gc
 import json
 import sys
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
@@ -17,6 +18,7 @@ import click
 from centsync.pipelines import failures as errors
 
 if TYPE_CHECKING:
+    from centsync.pipelines.results import Result
     from centsync.pipelines.settings import Settings
 
 # the running command prints its failure as JSON (`--json`)
@@ -46,6 +48,7 @@ def settings() -> Settings:
 
 
 OWNER_META = "centsync.owner"
+STARTED_META = "centsync.started"  # time.monotonic() when the command started (`finish`)
 
 
 def _remember_owner(ctx: click.Context, _param: click.Parameter, value: str | None) -> None:
@@ -85,15 +88,36 @@ def all_owners_option(text: str) -> Callable[[CommandFunction], CommandFunction]
     return click.option("--all", "all_owners", is_flag=True, help=text)
 
 
-def finish(report: dict[str, Any], as_json: bool, show: Callable[[], None]) -> None:
-    """Print the command's report (one JSON object with `--json`, else `show()`), then leave
-    with its `exit_code` when that is not 0."""
+def finish(
+    result: Result,
+    as_json: bool,
+    show: Callable[[], None],
+    *,
+    exit_code: int = 0,
+    run_id: str | None = None,
+) -> None:
+    """Print the command's result, then leave with `exit_code` when that is not 0.
+
+    With `--json`: one object, the result's own fields and the CLI's envelope (the run id, the
+    warehouse, the exit code, the seconds since the command started), added here and nowhere
+    else (`results.command_json` is its type); else `show()`, for people.
+    """
     if as_json:
-        click.echo(json.dumps(report, default=str))
+        from centsync.pipelines.results import Envelope
+
+        started = click.get_current_context().find_root().meta.get(STARTED_META)
+        seconds = 0.0 if started is None else round(time.monotonic() - started, 2)
+        warehouse = None
+        with suppress(Exception):  # settings that cannot be read (`doctor` says why)
+            warehouse = str(settings().warehouse)
+        envelope = Envelope(
+            run_id=run_id, warehouse=warehouse, exit_code=exit_code, seconds=seconds
+        )
+        click.echo(json.dumps(result.to_json() | envelope.to_json()))
     else:
         show()
-    if report["exit_code"]:
-        raise SystemExit(report["exit_code"])
+    if exit_code:
+        raise SystemExit(exit_code)
 
 
 def command_name() -> str:
@@ -135,7 +159,9 @@ class Failed(click.ClickException):
             with suppress(OSError):
                 log = errors.write_log(self.home, self.failure)
         if JSON_OUTPUT.get():
-            click.echo(json.dumps(self.failure.as_json(log)))
+            from centsync.pipelines.results import FailureResult
+
+            click.echo(json.dumps(FailureResult.from_json(self.failure.as_json(log)).to_json()))
         render.failure(self.failure, log, debug=DEBUG.get())
 
 
@@ -162,6 +188,7 @@ class CentsyncGroup(click.Group):
         return super().parse_args(ctx, args)
 
     def invoke(self, ctx: click.Context) -> Any:
+        ctx.meta.setdefault(STARTED_META, time.monotonic())
         try:
             return super().invoke(ctx)
         except Failed:

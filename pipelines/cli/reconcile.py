@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import time
-
 import click
 
 from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import render, runner
-from centsync.pipelines.cli.group import JSON_OUTPUT, settings
+from centsync.pipelines.cli.group import JSON_OUTPUT, finish, settings
 from centsync.pipelines.embedded import embedded_api
 
 
@@ -33,27 +30,12 @@ def reconcile_command(live: bool, as_json: bool) -> None:
 
     JSON_OUTPUT.set(as_json)
     config = settings()
-    started = time.monotonic()
     if live:
         with embedded_api(config) as run_settings:
             run_id, data = runner.run_job(run_settings, "reconcile_live_job", "recon/results")
     else:
         run_id, data = runner.run_job(config, "reconcile_job", "recon/results")
     result = ReconcileResult.from_json(data)
-    if as_json:
-        data = result.to_json()
-        report = {
-            **{k: data[k] for k in ("verdict", "refresh_id", "recon_id", "source")},
-            **{k: data[k] for k in ("checked", "explained", "differ")},
-            "seconds": round(time.monotonic() - started, 2),
-            "differences": data["differences"],
-            "row_differences": data["row_differences"],
-            "agree": data["agree"],
-            "run_id": run_id,
-            "exit_code": errors.DIFFER if result.verdict == "differ" else 0,
-        }
-        click.echo(json.dumps(report, default=str))
-    else:
-        render.reconciliation(result, run_id)
-    if result.verdict == "differ":
-        raise SystemExit(errors.DIFFER)
+    code = errors.DIFFER if result.verdict == "differ" else errors.OK
+    show = lambda: render.reconciliation(result, run_id)  # noqa: E731
+    finish(result, as_json, show, exit_code=code, run_id=run_id)

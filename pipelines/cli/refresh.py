@@ -7,7 +7,7 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
@@ -25,17 +25,17 @@ from centsync.pipelines.cli.group import (
 from centsync.pipelines.embedded import embedded_api
 
 if TYPE_CHECKING:
-    from centsync.pipelines.results import RefreshResult, WritebackResult
+    from centsync.pipelines.results import RefreshResult
     from centsync.pipelines.settings import Settings
 
 
 @dataclass(frozen=True)
 class RefreshRun:
-    """A refresh the CLI ran: its Dagster run, the refresh's result, its write-back step's."""
+    """A refresh the CLI ran: its Dagster run and the refresh's result (its write-back step's
+    in it)."""
 
     run_id: str
     refresh: RefreshResult
-    writeback: WritebackResult | None
     seconds: float = 0.0
 
 
@@ -55,14 +55,13 @@ def run_refresh_job(
     refreshed = runner.recorded(run, "transactions")
     # a run whose data landed but whose blocking reconciliation checks failed reports the
     # verdict (exit 1), not a failure of the refresh itself
-    if refreshed is None or (not run.success and not refreshed["report"]["verdict"]):
+    if refreshed is None or (not run.success and not refreshed["verdict"]):
         raise Failed(runner.failure(run))
     written = runner.recorded(run, "outbox")
-    return RefreshRun(
-        run.run_id,
-        RefreshResult.from_json(refreshed),
-        None if written is None else WritebackResult.from_json(written),
-    )
+    result = RefreshResult.from_json(refreshed)
+    if written is not None:
+        result.writeback = WritebackResult.from_json(written)
+    return RefreshRun(run.run_id, result)
 
 
 @click.command()
@@ -92,7 +91,7 @@ def run_refresh_job(
 )
 @json_option("Print the summary as one JSON object.")
 @all_owners_option(
-    "Refresh every owner of the owners file (each its own process); one JSON object."
+    "Refresh every owner of the owners file (a few at a time, in shards); one JSON object."
 )
 @click.option(
     "--concurrency",
@@ -104,7 +103,7 @@ def run_refresh_job(
 @click.option(
     "--no-lake",
     is_flag=True,
-    help="As an owner (--owner): do not publish into the shared lake (--all publishes after).",
+    help="As an owner (--owner): do not publish into the shared lake.",
 )
 def refresh(
     full: bool,
@@ -137,12 +136,21 @@ def refresh(
     with runner.interruptible(), embedded_api(config, rebind=rebind) as run_settings:
         run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
     run = dataclasses.replace(run, seconds=round(time.monotonic() - started, 2))
-    report = _report(run, config.warehouse)
+    result = run.refresh
+    result.durations.total_seconds = run.seconds
     if config.owner and not no_lake:  # an owner of the owners file: into the shared lake too
-        from centsync.pipelines.cli.owners import publish_owner
+        from centsync.pipelines.fleet.run_all import publish_owner
 
-        report["lake"] = publish_owner(config)
-    finish(report, as_json, lambda: _show(run, config.warehouse))
+        result.lake = publish_owner(config)
+    code = (
+        errors.DIFFER
+        if result.verdict == "differ"
+        else errors.REJECTED
+        if result.rejected
+        else errors.OK
+    )
+    show = lambda: _show(run, config.warehouse)  # noqa: E731
+    finish(result, as_json, show, exit_code=code, run_id=run.run_id)
 
 
 def _show(run: RefreshRun, warehouse: Path) -> None:
@@ -158,18 +166,18 @@ def _refresh_all(
     """`refresh --all`: every owner of the owners file, `concurrency` at a time; one object."""
     from centsync.pipelines.cli.group import OWNER_META
     from centsync.pipelines.cli.owners import refresh_all
+    from centsync.pipelines.fleet.shard import HowToRefresh
 
     if dry_run or rebind or click.get_current_context().find_root().meta.get(OWNER_META):
         raise click.UsageError(
             "--all refreshes every owner: it does not go with --owner, --plan or --rebind."
         )
-    flags = {"full": ["--full"], "hot": ["--hot"]}.get(mode, [])
-    flags += ["--months", months] if months else []
-    flags += ["--report"] if with_report else []
     config = settings()
     if config.owner:
         raise click.UsageError("--all refreshes every owner: unset CENTSYNC_OWNER.")
-    finish(refresh_all(config, flags, concurrency), True, lambda: None)
+    # each owner as `centsync --owner NAME refresh` would: its write-back outbox first
+    how = HowToRefresh(mode, months, with_report, writeback=True)  # type: ignore[arg-type]
+    refresh_all(config, how, concurrency)
 
 
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
@@ -177,13 +185,14 @@ def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
     requests that tell the service's today and timezone (steps.preview); writes nothing."""
     from centsync.pipelines.clients import api_client
     from centsync.pipelines.refresh.steps import preview
-    from centsync.pipelines.refresh.summary import Mode, RefreshOptions
+    from centsync.pipelines.refresh.summary import RefreshOptions
+    from centsync.transform.contract import AskedMode
 
     forced: tuple[str, str] | None = None
     if months:
         first, last = months.split("..", 1)
         forced = (first, last)
-    kind: Mode = "full" if mode == "full" else "hot" if mode == "hot" else "auto"
+    kind: AskedMode = "full" if mode == "full" else "hot" if mode == "hot" else "auto"
     options = RefreshOptions(
         mode=kind,
         months=forced,
@@ -215,26 +224,6 @@ def _mode(full: bool, hot: bool, months: str) -> tuple[str, str]:
             raise click.BadParameter(str(e), param_hint="--months") from None
         months = f"{first}..{last}"
     return ("full" if full else "hot" if hot else "auto"), months
-
-
-def _report(run: RefreshRun, warehouse: Path) -> dict[str, Any]:
-    """The `refresh --json` object: the refresh's report, the run, the write-back, the exit code."""
-    report = dict(run.refresh.report)
-    report["run_id"] = run.run_id
-    report["warehouse"] = str(warehouse)
-    if run.writeback is not None:
-        report["writeback"] = run.writeback.to_json()
-    report["durations"] = {**report["durations"], "total_seconds": run.seconds}
-    if run.refresh.report_path:
-        report["report_path"] = run.refresh.report_path
-    report["exit_code"] = (
-        errors.DIFFER
-        if run.refresh.verdict == "differ"
-        else errors.REJECTED
-        if run.refresh.rejected
-        else errors.OK
-    )
-    return report
 
 
 # The demo's example queries: printed as the `centsync sql` commands that run them, with what

@@ -12,7 +12,18 @@ from centsync.transform.money import cents_text
 
 if TYPE_CHECKING:
     from centsync.pipelines.cli.refresh import RefreshRun
-    from centsync.pipelines.results import ReconcileResult, RefreshResult, WritebackResult
+    from centsync.pipelines.results import (
+        Difference,
+        ImportResult,
+        PlanEntry,
+        ReconcileResult,
+        RefreshOutbox,
+        RefreshResult,
+        RulesResult,
+        StatusOutbox,
+        StatusResult,
+        WritebackResult,
+    )
 
 from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
 
@@ -47,20 +58,20 @@ def failure(f: errors.Failure, log: Path | None, *, debug: bool) -> None:
 
 def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = True) -> None:
     """A refresh's summary: rows, requests, verification, rejections, write-back, verdict."""
-    report, result = run.refresh.report, run.refresh
-    rows, requests = report["rows"], report["requests"]
+    result = run.refresh
+    rows, requests = result.rows, result.requests
     click.echo(
-        f"Refresh done in {run.seconds} s ({result.mode}): {rows['total']:,} transactions in the warehouse, "
-        f"{rows['changed']:,} rows changed, {rows['rejected']} rejected.\n"
-        f"Requests: {requests['total']} (ceil(rows read / 200) = {requests['floor']}); "
-        f"months checked {report['months_checked']}, windows re-read {len(report['months_reread'])}, drift re-reads {report['rereads']}.\n"
+        f"Refresh done in {run.seconds} s ({result.mode} ({result.reason})): {rows.total:,} transactions in the warehouse, "
+        f"{rows.changed:,} rows changed, {rows.rejected} rejected.\n"
+        f"Requests: {requests.total} (ceil(rows read / 200) = {requests.floor}); "
+        f"months checked {result.months_checked}, windows re-read {len(result.months_reread)}, drift re-reads {result.rereads}.\n"
         f"Warehouse: {warehouse}   Dagster run: {run.run_id}"
     )
-    verification = report["verification"]
-    if verification["months"] or verification["oldest_verified"]:
+    verification = result.verification
+    if verification.months or verification.oldest_verified:
         click.echo(
-            f"Verification: {verification['months']} month(s) re-read because they were "
-            f"verified longest ago; the oldest verification is now {verification['oldest_verified'] or 'none'}."
+            f"Verification: {verification.months} month(s) re-read because they were "
+            f"verified longest ago; the oldest verification is now {verification.oldest_verified or 'none'}."
         )
     if result.rejected:
         click.echo(
@@ -71,10 +82,10 @@ def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = Tr
                 fg="yellow",
             )
         )
-    if report["backup"]:
-        click.echo(f"Rebound: the previous warehouse is kept as {report['backup']}")
-    _writeback_line(run.writeback, report["outbox"])
-    for warning in report["warnings"]:
+    if result.backup:
+        click.echo(f"Rebound: the previous warehouse is kept as {result.backup}")
+    _writeback_line(result.writeback, result.outbox)
+    for warning in result.warnings:
         warn(warning)
     if with_verdict and result.verdict:
         refresh_verdict(result)
@@ -109,22 +120,22 @@ def refresh_verdict(result: RefreshResult) -> None:
     recon = result.reconciliation
     verdict(
         str(result.verdict),
-        checked=recon["checked"],
-        explained=recon["explained"],
-        differ=recon["differ"],
-        differences=recon["differences"],
+        checked=recon.checked,
+        explained=recon.explained,
+        differ=recon.differ,
+        differences=recon.differences,
     )
 
 
-def _writeback_line(wb: WritebackResult | None, outbox: dict[str, Any]) -> None:
+def _writeback_line(wb: WritebackResult | None, outbox: RefreshOutbox) -> None:
     """What the refresh's write-back step did, when it did anything or the outbox holds rows."""
-    states = outbox["states"] or {}
+    states = outbox.states or {}
     if (wb is not None and wb.plan) or any(states.values()):
         sent = wb.sent if wb else 0
         rejected = wb.rejected + wb.rejected_by_service if wb else 0
         click.echo(
             f"Write-back: {sent} sent, {rejected} "
-            f"rejected, {outbox['confirmed']} confirmed by this refresh; outbox "
+            f"rejected, {outbox.confirmed} confirmed by this refresh; outbox "
             + ", ".join(f"{k} {v}" for k, v in states.items() if v)
         )
 
@@ -135,7 +146,7 @@ def verdict(
     checked: int,
     explained: int,
     differ: int,
-    differences: list[dict[str, Any]],
+    differences: list[Difference],
     limit: int = 10,
 ) -> None:
     """The verdict first, in words and colour, then the differences narrowest first."""
@@ -150,11 +161,11 @@ def verdict(
     )
     for d in differences[:limit]:
         click.echo(
-            f"  {d['status']:<9} {d['check']:<22} {str(d['scope'])[:28]:<28} "
-            f"{cents_text(d['local_cents']):>14} {cents_text(d['server_cents']):>14} {cents_text(d['difference_cents']):>12}"
+            f"  {d.status:<9} {d.check:<22} {str(d.scope)[:28]:<28} "
+            f"{cents_text(d.local_cents):>14} {cents_text(d.server_cents):>14} {cents_text(d.difference_cents):>12}"
         )
-        if d.get("explanation"):
-            click.echo(f"            {d['explanation']}")
+        if d.explanation:
+            click.echo(f"            {d.explanation}")
     if len(differences) > limit:
         click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
 
@@ -171,8 +182,8 @@ def reconciliation(result: ReconcileResult, run_id: str) -> None:
     )
     for r in result.row_differences[:10]:
         click.echo(
-            f"  row {r['kind']:<11} {r['entity']:<12} {r['id']}  month {r['month'] or '-'}"
-            + (f"  fields {r['fields']}" if r["fields"] else "")
+            f"  row {r.kind:<11} {r.entity:<12} {r.id}  month {r.month or '-'}"
+            + (f"  fields {r.fields}" if r.fields else "")
         )
     click.echo(
         f"Reconciliation {result.recon_id} of refresh {result.refresh_id}; Dagster run {run_id}"
@@ -235,7 +246,7 @@ def _writeback_counts(result: WritebackResult) -> None:
     )
 
 
-def _request_text(p: dict[str, Any]) -> str:
+def _request_text(p: PlanEntry) -> str:
     body = p.get("body") or {}
     if p["operation"] == "create":
         return (
@@ -245,80 +256,80 @@ def _request_text(p: dict[str, Any]) -> str:
     return f"{p['request']}  {body}"
 
 
-def status(info: dict[str, Any]) -> None:
+def status(info: StatusResult) -> None:
     """`centsync status`: the warehouse, its source, the last refresh, counts, the verdict."""
-    src = info["source"] or {}
-    click.echo(f"Warehouse: {info['warehouse']} ({info['size_mb']} MB)")
+    src = info.source
+    click.echo(f"Warehouse: {info.warehouse} ({info.size_mb} MB)")
     click.echo(
-        f"Source:    {src.get('base_url') or 'not bound yet'}"
+        f"Source:    {src.base_url if src else 'not bound yet'}"
         + (
-            f"  owner {src['account_id']}, {src.get('currency')}, {src.get('timezone')}"
-            if src.get("account_id")
+            f"  owner {src.account_id}, {src.currency}, {src.timezone}"
+            if src and src.account_id
             else ""
         )
     )
     _status_history(info)
-    _status_outbox(info["outbox"])
-    for warning in info["warnings"]:
+    _status_outbox(info.outbox)
+    for warning in info.warnings:
         warn(warning)
-    click.echo("Rows: " + ", ".join(f"{t} {n:,}" for t, n in info["tables"].items()))
+    click.echo("Rows: " + ", ".join(f"{t} {n:,}" for t, n in info.tables.items()))
 
 
-def _status_history(info: dict[str, Any]) -> None:
+def _status_history(info: StatusResult) -> None:
     """The last refresh, the synced range, verification and the latest verdict."""
-    last = info["last_refresh"]
+    last = info.last_refresh
     if last:
         # a refresh that stopped early recorded no counts: say nothing rather than "None"
         counts = [
-            f"{last[k]}{unit}"
-            for k, unit in (("seconds", " s"), ("requests_total", " requests"))
-            if last.get(k) is not None
+            f"{value}{unit}"
+            for value, unit in ((last.seconds, " s"), (last.requests_total, " requests"))
+            if value is not None
         ]
-        if last.get("rows_changed") is not None:
-            counts.append(f"{last['rows_changed']} rows changed")
+        if last.rows_changed is not None:
+            counts.append(f"{last.rows_changed} rows changed")
         click.echo(
-            f"Last refresh: {last['status']} {last['mode']} at {last['started_at']}"
+            f"Last refresh: {last.status} {last.mode} at {last.started_at}"
             + (f" ({', '.join(counts)})" if counts else "")
-            + (f"; error: {last['error']}" if last.get("error") else "")
+            + (f"; error: {last.error}" if last.error else "")
         )
-    rng = info["synced_range"]
+    rng = info.synced_range
     if rng:
         click.echo(
-            f"Transactions: {rng['transactions']:,} booked {rng['first']} .. {rng['last']} ({rng['months']} months)"
+            f"Transactions: {rng.transactions:,} booked {rng.first} .. {rng.last} ({rng.months} months)"
         )
-    ver = info.get("verification")
-    if ver and ver.get("oldest_verified_at"):
+    ver = info.verification
+    if ver and ver.oldest_verified_at:
         click.echo(
-            f"Verification: oldest month re-read {ver['oldest_month']} at "
-            f"{str(ver['oldest_verified_at'])[:16]} (service clock); every month is re-read "
+            f"Verification: oldest month re-read {ver.oldest_month} at "
+            f"{ver.oldest_verified_at[:16]} (service clock); every month is re-read "
             "within the verification period (docs/refresh.md)"
         )
-    recon = info["reconciliation"]
+    recon = info.reconciliation
     if recon:
-        colour = VERDICT_COLOUR.get(recon["verdict"], "white")
+        colour = VERDICT_COLOUR.get(recon.verdict, "white")
         click.echo(
             "Reconciliation: "
-            + click.style(recon["verdict"].upper(), fg=colour, bold=True)
-            + f" at {recon['ran_at']} ({recon['checked']} checks, {recon['differ']} differ)"
+            + click.style(recon.verdict.upper(), fg=colour, bold=True)
+            + f" at {recon.ran_at} ({recon.checked} checks, {recon.differ} differ)"
         )
 
 
-def _status_outbox(outbox: dict[str, Any] | None) -> None:
+def _status_outbox(outbox: StatusOutbox | None) -> None:
     click.echo(
         "Outbox: "
         + (
             "empty (drop CSV files into the inbox, then `centsync writeback`)"
-            if not outbox or not any(outbox["states"].values())
-            else ", ".join(f"{k} {v}" for k, v in outbox["states"].items())
+            if not outbox or not any(outbox.states.values())
+            else ", ".join(f"{k} {v}" for k, v in outbox.states.items())
             + (
-                f"; waiting in the inbox: {outbox['inbox_files']} file(s)"
-                if outbox["inbox_files"]
+                f"; waiting in the inbox: {outbox.inbox_files} file(s)"
+                if outbox.inbox_files
                 else ""
             )
         )
     )
-    if outbox and outbox.get("inbox"):
-        click.echo(f"Inbox: {outbox['inbox']}")
+    if outbox and outbox.inbox:
+        click.echo(f"Inbox: {outbox.inbox}")
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
@@ -391,57 +402,57 @@ def tour(
         click.echo(f"  {row['label']:<16} {row['count']:>4} tx {money(row['amount']):>12}")
 
 
-def rules(report: dict[str, Any]) -> None:
+def rules(run: RulesResult) -> None:
     """A rules run: each change, before and after, then what was queued."""
-    dry = report["dry_run"]
+    dry = run.dry_run
     head = "Rules preview (dry run: nothing is written)" if dry else "Rules"
     click.echo(
-        f"{head}: {report['rules_file']}, {report['rules']} rule(s) against "
-        f"{report['transactions']} transaction(s): {len(report['changes'])} change(s)"
+        f"{head}: {run.rules_file}, {run.rules} rule(s) against "
+        f"{run.transactions} transaction(s): {len(run.changes)} change(s)"
     )
-    for c in report["changes"][:200]:
+    for c in run.changes[:200]:
         before = "(none)" if c["before"] is None else repr(c["before"])
         click.echo(
             f"  {c['rule']:<18} {c['booked_at']} {money(c['amount']):>11}  {c['concept'][:32]:<32} "
             f"{c['field']}: {before} -> {c['after']!r}"
         )
-    if len(report["changes"]) > 200:
-        click.echo(f"  ... and {len(report['changes']) - 200} more (--json lists them all)")
-    for p in report["plan"]:
+    if len(run.changes) > 200:
+        click.echo(f"  ... and {len(run.changes) - 200} more (--json lists them all)")
+    for p in run.plan:
         if p["action"] == "rejected":
             click.echo(
                 f"  {click.style('rejected', fg='red')} {p['source']}:{p['line']} {p['reason']}"
             )
     verb = "would queue" if dry else "queued"
     click.echo(
-        f"{verb} {report['queued']} request(s), {report['duplicates']} already in the outbox, "
-        f"{report['rejected']} rejected"
-        + ("" if dry or not report["queued"] else "; `centsync writeback` sends them")
+        f"{verb} {run.queued} request(s), {run.duplicates} already in the outbox, "
+        f"{run.rejected} rejected"
+        + ("" if dry or not run.queued else "; `centsync writeback` sends them")
     )
 
 
-def bank_import(report: dict[str, Any]) -> None:
+def bank_import(result: ImportResult) -> None:
     """Bank files imported: per file, its rows new, already imported and held."""
-    dry = report["dry_run"]
-    for f in report["files"]:
+    dry = result.dry_run
+    for f in result.files:
         click.echo(
-            f"{f['file']} ({f['format']}): {f['rows']} transaction(s): {len(f['new'])} new, "
-            f"{len(f['already_imported'])} already imported, {len(f['held'])} held as likely "
+            f"{f.file} ({f.format}): {f.rows} transaction(s): {len(f.new)} new, "
+            f"{len(f.already_imported)} already imported, {len(f.held)} held as likely "
             "duplicates of bank-feed rows"
         )
-        for c in f["new"][:200]:
+        for c in f.new[:200]:
             click.echo(
                 f"  new   {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
             )
-        for c in f["held"]:
+        for c in f.held:
             click.echo(
                 f"  held  {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
             )
-        if f["inbox_file"]:
-            click.echo(f"  into the inbox: {f['inbox_file']}")
-        if f["held_file"]:
+        if f.inbox_file:
+            click.echo(f"  into the inbox: {f.inbox_file}")
+        if f.held_file:
             click.echo(
-                f"  held: {f['held_file']} (the service has a row of that account, day and "
+                f"  held: {f.held_file} (the service has a row of that account, day and "
                 "amount already; move the file into the inbox to post them anyway)"
             )
     tail = (
@@ -449,4 +460,4 @@ def bank_import(report: dict[str, Any]) -> None:
         if dry
         else "`centsync writeback` (or the next refresh) posts them"
     )
-    click.echo(f"Inbox: {report['inbox']} ({tail})")
+    click.echo(f"Inbox: {result.inbox} ({tail})")

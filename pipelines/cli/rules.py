@@ -42,6 +42,5 @@ def rules_command(rules_file: Path, dry_run: bool, as_json: bool) -> None:
         run = apply_rules(settings().warehouse, rules_file, utcnow(), dry_run=dry_run)
     except RulesError as e:
         raise click.UsageError(str(e)) from None
-    report = run.report()
-    report["exit_code"] = errors.REJECTED if run.rejected else errors.OK
-    finish(report, as_json, lambda: render.rules(report))
+    code = errors.REJECTED if run.rejected else errors.OK
+    finish(run, as_json, lambda: render.rules(run), exit_code=code)

@@ -3,7 +3,6 @@ Dagster instance, run by Dagster's own daemon with no browser and no webserver."
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
@@ -13,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from centsync.pipelines.cli import runner
-from centsync.pipelines.cli.group import settings
+from centsync.pipelines.cli.group import finish, settings
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
@@ -81,15 +80,18 @@ def schedule_list(as_json: bool) -> None:
 
     Example: centsync schedule list --json
     """
-    info = schedules_state(settings())
-    if as_json:
-        click.echo(json.dumps(info))
-        return
-    for s in info["schedules"]:
-        state = "on " if s["on"] else "off"
-        click.echo(f"{state}  {s['name']:<22} {s['cron']:<12} {s['description']}")
-    daemon = "running" if info["daemon_running"] else "not running (`centsync daemon`)"
-    click.echo(f"Dagster home: {info['dagster_home']}; daemon {daemon}.")
+    from centsync.pipelines.results import ScheduleResult
+
+    result = ScheduleResult.from_json(schedules_state(settings()))
+
+    def show() -> None:
+        for s in result.schedules:
+            state = "on " if s.on else "off"
+            click.echo(f"{state}  {s.name:<22} {s.cron:<12} {s.description}")
+        daemon = "running" if result.daemon_running else "not running (`centsync daemon`)"
+        click.echo(f"Dagster home: {result.dagster_home}; daemon {daemon}.")
+
+    finish(result, as_json, show)
 
 
 def schedules_state(config: Settings) -> dict[str, Any]:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import FILE, JSON_OUTPUT, settings
+from centsync.pipelines.cli.group import FILE, JSON_OUTPUT, finish, settings
 
 
 @click.command()
@@ -21,13 +20,11 @@ def status(as_json: bool) -> None:
     Example: centsync status --json | jq .last_refresh
     """
     from centsync.pipelines.outputs.status import read_status
+    from centsync.pipelines.results import StatusResult
 
     JSON_OUTPUT.set(as_json)
-    info = read_status(settings().warehouse, inbox=settings().inbox)
-    if as_json:
-        click.echo(json.dumps(info, default=str))
-        return
-    render.status(info)
+    info = StatusResult.from_json(read_status(settings().warehouse, inbox=settings().inbox))
+    finish(info, as_json, lambda: render.status(info))
 
 
 @click.command("report")

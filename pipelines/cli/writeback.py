@@ -44,14 +44,10 @@ def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
         options = writeback.WritebackOptions(
             dry_run=True, inbox=config.inbox, allow_future=config.allow_future
         )
-        summary = writeback.run_writeback(None, config.warehouse, options)
-        result = WritebackResult.from_json(summary.report())
+        result = writeback.run_writeback(None, config.warehouse, options)
     else:
         with runner.interruptible(), embedded_api(config) as run_settings:
             run_id, data = runner.run_job(run_settings, "writeback_job", "outbox")
         result = WritebackResult.from_json(data)
-    report = result.to_json()
-    if run_id is not None:
-        report["run_id"] = run_id
-    report["exit_code"] = errors.REJECTED if result.bad else errors.OK
-    finish(report, as_json, lambda: render.writeback(result))
+    code = errors.REJECTED if result.bad else errors.OK
+    finish(result, as_json, lambda: render.writeback(result), exit_code=code, run_id=run_id)

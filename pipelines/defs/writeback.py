@@ -8,9 +8,10 @@ from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.refresh import interrupts_as_keyboard
-from centsync.pipelines.results import RESULT_KEY, WritebackResult
+from centsync.pipelines.results import RESULT_KEY
 from centsync.pipelines.settings import Settings
 from centsync.pipelines.writeback import run as writeback
+from centsync.pipelines.writeback.summary import line
 from centsync.warehouse.outbox import OutboxBusyError
 
 WRITEBACK_JOB = "writeback_job"
@@ -48,7 +49,7 @@ def outbox(
             return dg.MaterializeResult(metadata={"skipped": str(e)})
     for w in summary.warnings:
         context.log.warning(w)
-    context.log.info(summary.line())
+    context.log.info(line(summary))
     return dg.MaterializeResult(
         metadata={
             "sent": summary.sent,
@@ -57,8 +58,6 @@ def outbox(
             "pending": summary.counts.get("pending", 0),
             "outbox": summary.outbox,
             # what `centsync writeback` prints: the typed result, one entry
-            RESULT_KEY: dg.MetadataValue.json(
-                WritebackResult.from_json(summary.report()).to_json()
-            ),
+            RESULT_KEY: dg.MetadataValue.json(summary.to_json()),
         }
     )

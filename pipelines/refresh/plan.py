@@ -23,7 +23,7 @@ from centsync.transform.calendar import (
     pages,
     parse_month,
 )
-from centsync.transform.contract import key_expires_soon
+from centsync.transform.contract import RefreshMode, key_expires_soon
 from centsync.warehouse.session import ONE_THREAD_ROWS
 
 PAGE = 200
@@ -65,7 +65,7 @@ def choose_mode(
     previous_timezone: str | None,
     timezone: str | None,
     has_local_rows: bool,
-) -> tuple[str, str]:
+) -> tuple[RefreshMode, str]:
     """(mode, reason): forced months, a full read, the hot window only, or incremental."""
     if forced is not None:
         return "months", f"months {forced[0]}..{forced[1]} forced"

@@ -23,17 +23,16 @@ from centsync.pipelines.refresh.plan import single_thread
 from centsync.pipelines.refresh.steps import Refresher
 from centsync.pipelines.refresh.summary import (
     DEFAULT_DUCKDB_MEMORY,
-    Mode,
     RefreshOptions,
     RefreshSummary,
 )
 from centsync.pipelines.writeback import confirm as writeback_confirm
 from centsync.transform.calendar import parse_month_range
+from centsync.transform.contract import RefreshMode
 from centsync.warehouse import Warehouse
 from centsync.warehouse import damaged as warehouse_damaged
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse import reads as warehouse_reads
-from centsync.warehouse.common import Mode as RecordedMode
 from centsync.warehouse.outbox import Outbox, outbox_path
 
 log = logging.getLogger("centsync.refresh")
@@ -114,9 +113,9 @@ def run_refresh(
     return summary
 
 
-def _recorded_mode(mode: str) -> RecordedMode | None:
+def _recorded_mode(mode: str) -> RefreshMode | None:
     """The mode ops.refreshes records when it is not the incremental one it started as."""
-    recorded: dict[str, RecordedMode] = {"full": "full", "hot": "hot", "months": "months"}
+    recorded: dict[str, RefreshMode] = {"full": "full", "hot": "hot", "months": "months"}
     return recorded.get(mode)
 
 
@@ -222,7 +221,6 @@ def _spent(client: ApiClient, before: dict[str, int]) -> dict[str, int]:
 
 __all__ = [
     "DEFAULT_DUCKDB_MEMORY",
-    "Mode",
     "RefreshOptions",
     "RefreshSummary",
     "Refresher",

@@ -87,6 +87,7 @@ class Refresher:
         self.warehouse.service_now = now
         today = now.astimezone(ZoneInfo(settings.timezone)).date()
         hot_start = plan.hot_window_start(today, self.options.hot_months)
+        self.summary.asked = "months" if self.options.months is not None else self.options.mode
         self.summary.mode, self.summary.reason = plan.choose_mode(
             forced=self.options.months,
             requested=self.options.mode,

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
+
+from centsync.transform.contract import AskedMode, RefreshMode
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
 
-Mode = Literal["auto", "full", "hot"]
 # DuckDB's buffer pool for the refresh (it spills past it). At 1,000,000 rows 160 MB gave the
 # same speed as 256 MB with 75 MB less peak RSS; 64 MB ran out of memory.
 DEFAULT_DUCKDB_MEMORY = "160MB"
@@ -20,7 +21,8 @@ DEFAULT_DUCKDB_MEMORY = "160MB"
 class RefreshOptions:
     """What a refresh should do."""
 
-    mode: Mode = "auto"  # auto: fingerprint-checked; full: re-read all; hot: hot window only
+    # auto: fingerprint-checked; full: re-read all; hot: hot window only (months: set `months`)
+    mode: AskedMode = "auto"
     months: tuple[str, str] | None = None  # force-read this month range ("YYYY-MM", inclusive)
     hot_months: int = 2  # the current month and the ones before it that are always re-read
     # (months, rows): rows after each batch staged (negative when a window is voided),
@@ -75,7 +77,8 @@ class RefreshSummary:
     """What a refresh did and spent: the CLI prints it, Dagster shows it as metadata."""
 
     refresh_id: str = ""
-    mode: str = ""
+    asked: AskedMode = "auto"  # what it was asked (`months` when a range was forced)
+    mode: RefreshMode = "incremental"  # what it did (plan.choose_mode)
     reason: str = ""
     rows_landed: int = 0
     rows_changed: int = 0
@@ -115,58 +118,3 @@ class RefreshSummary:
     # write-back: outbox rows this refresh saw on the service, and the outbox per state after it
     outbox_confirmed: int = 0
     outbox: dict[str, int] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-    def report(self) -> dict[str, Any]:
-        """The documented `centsync refresh --json` object (README, "refresh --json")."""
-        return {
-            "status": "differ"
-            if self.verdict == "differ"
-            else "rejected"
-            if self.rows_rejected
-            else "ok",
-            "mode": self.mode,
-            "reason": self.reason,
-            "refresh_id": self.refresh_id,
-            "source": {"base_url": self.source, "owner": self.owner},
-            "rows": {
-                "total": self.transactions,
-                "changed": self.rows_changed,
-                "rejected": self.rows_rejected,
-                "landed": self.rows_landed,
-            },
-            "requests": {
-                "total": self.requests_total,
-                "floor": self.floor,
-                "retries": self.retries,
-                "by_endpoint": dict(sorted(self.requests.items())),
-            },
-            "months_checked": self.months_checked,
-            "months_reread": [
-                {k: r[k] for k in ("from", "to", "months", "rows", "changed", "reason")}
-                for r in self.months_reread
-            ],
-            "verification": {
-                "months": self.months_verified,
-                "oldest_verified": self.oldest_verified,
-            },
-            "rereads": self.rereads,
-            "durations": {
-                "refresh_seconds": round(self.seconds, 3),
-                "reconcile_seconds": round(self.recon_seconds, 3),
-            },
-            "verdict": self.verdict or None,
-            "reconciliation": {
-                "recon_id": self.recon_id or None,
-                "checked": self.recon_checked,
-                "explained": self.recon_explained,
-                "differ": self.recon_differ,
-                "differences": self.differences,
-            },
-            "outbox": {"confirmed": self.outbox_confirmed, "states": self.outbox},
-            "warnings": list(self.warnings),
-            "key_expires_at": self.key_expires_at,
-            "backup": self.backup,
-        }

@@ -19,13 +19,14 @@ import re
 import warnings
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import defusedxml.ElementTree as DET
 
+from centsync.pipelines.results import BankFormat, ImportFileResult
 from centsync.pipelines.writeback import inbox_csv, intake
 from centsync.transform import writeback as wb
 from centsync.warehouse.errors import NoWarehouseError
@@ -53,29 +54,10 @@ class BankRow:
     notes: str = ""
 
 
-@dataclass
-class ImportRun:
-    """What one import did with one file."""
-
-    file: str
-    format: str
-    rows: int
-    new: list[dict[str, Any]] = field(default_factory=list)
-    already_imported: list[dict[str, Any]] = field(default_factory=list)
-    held: list[dict[str, Any]] = field(default_factory=list)
-    inbox_file: str | None = None
-    held_file: str | None = None
-    dry_run: bool = False
-
-    def report(self) -> dict[str, Any]:
-        """The run as plain values (JSON-ready)."""
-        return asdict(self)
-
-
 # ---------------------------------------------------------------------------------- reading
 
 
-def read_bank_file(data: bytes, name: str) -> tuple[str, list[BankRow]]:
+def read_bank_file(data: bytes, name: str) -> tuple[BankFormat, list[BankRow]]:
     """(format, rows) of a statement's bytes: CAMT.053 XML or OFX/QFX (1.x SGML or 2.x XML)."""
     head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
     if b"BkToCstmrStmt" in data[:65536] or b"camt.053" in head:
@@ -214,11 +196,11 @@ def import_bank_file(
     accounts: Mapping[str, str],
     *,
     dry_run: bool,
-) -> ImportRun:
+) -> ImportFileResult:
     """One bank file into the inbox: new rows in an inbox CSV, likely duplicates held."""
     path = Path(path)
     fmt, rows = read_bank_file(path.read_bytes(), path.name)
-    run = ImportRun(path.name, fmt, len(rows), dry_run=dry_run)
+    run = ImportFileResult(file=path.name, format=fmt, rows=len(rows), dry_run=dry_run)
     if not rows:
         return run
     _mapped(rows, accounts, path.name)

@@ -34,7 +34,8 @@ from centsync.extract import (
     TransportFailure,
     Unauthenticated,
 )
-from centsync.pipelines.writeback.summary import WritebackOptions, WritebackSummary
+from centsync.pipelines.results import WritebackResult
+from centsync.pipelines.writeback.summary import WritebackOptions
 from centsync.warehouse.outbox import Outbox
 
 KEY_TTL = dt.timedelta(hours=24)  # contract section 4: the service keeps keys this long
@@ -77,7 +78,7 @@ class Outcome:
     state: str | None
     event: str  # ops.outbox_events.event (an unknown outcome is noted as outcome_unknown)
     reason: Callable[[Any, Row, Outbox], str]  # (error, row, outbox) -> the reason recorded
-    counter: str | None = None  # the WritebackSummary field it counts in
+    counter: str | None = None  # the WritebackResult field it counts in
     stop: Stop = Stop.NO
     keep_response: bool = False  # record the error's body as the row's response
 
@@ -244,7 +245,7 @@ def _read_only(pending: int, scopes: list[str]) -> WriteScopeMissing:
 
 
 def drain(
-    client: ApiClient, outbox: Outbox, options: WritebackOptions, summary: WritebackSummary
+    client: ApiClient, outbox: Outbox, options: WritebackOptions, summary: WritebackResult
 ) -> None:
     """Send every pending row, in order, each outcome recorded before the next send."""
     pending = outbox.in_state("pending")
@@ -271,7 +272,7 @@ def _past_key_window(
     row: Row,
     claimed: set[str],
     clock: ServiceClock,
-    summary: WritebackSummary,
+    summary: WritebackResult,
 ) -> bool:
     """A create whose outcome is unknown and whose key the service may have forgotten: True
     when it must not be sent (found on the service, or parked for a person to decide).
@@ -333,7 +334,7 @@ def _send(
     claimed: set[str],
     now: dt.datetime,
     options: WritebackOptions,
-    summary: WritebackSummary,
+    summary: WritebackResult,
     service_now: dt.datetime | None = None,
 ) -> None:
     """Send one row (its attempt noted first, at `now`, with the service's time) and record
@@ -376,7 +377,7 @@ def _record_failure(
     error: ApiError | TransportFailure,
     outcome: Outcome,
     now: dt.datetime,
-    summary: WritebackSummary,
+    summary: WritebackResult,
 ) -> None:
     """Write a failed send's outcome to its row and count it."""
     reason = outcome.reason(error, row, outbox)

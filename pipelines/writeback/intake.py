@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from centsync.pipelines.results import PlanEntry, WritebackResult
 from centsync.pipelines.writeback import inbox_csv
-from centsync.pipelines.writeback.summary import WritebackSummary, plan_entry
+from centsync.pipelines.writeback.summary import plan_entry
 from centsync.transform import writeback as policy
 from centsync.warehouse.outbox import Outbox
 from centsync.warehouse.paths import reading
@@ -84,7 +85,7 @@ def outbox_record(p: policy.Planned) -> dict[str, Any]:
     }
 
 
-def planned_entry(p: policy.Planned, action: str) -> dict[str, Any]:
+def planned_entry(p: policy.Planned, action: str) -> PlanEntry:
     """The plan's line for a planned request."""
     return plan_entry(
         p.source_name,
@@ -129,7 +130,7 @@ def intake(
     warehouse: Path,
     inbox: Path,
     now: dt.datetime,
-    summary: WritebackSummary,
+    summary: WritebackResult,
     *,
     dry_run: bool,
     allow_future: bool = False,
@@ -167,7 +168,7 @@ def _take_file(
     inbox: Path,
     existing: set[tuple[str, str]],
     now: dt.datetime,
-    summary: WritebackSummary,
+    summary: WritebackResult,
     *,
     dry_run: bool,
 ) -> dict[str, Any]:
@@ -240,7 +241,7 @@ def _enqueue(
     planned: list[policy.Planned],
     existing: set[tuple[str, str]],
     now: dt.datetime,
-    summary: WritebackSummary,
+    summary: WritebackResult,
     entry: dict[str, Any],
     *,
     dry_run: bool,

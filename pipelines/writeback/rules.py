@@ -10,13 +10,13 @@ next refresh. A dry run writes nothing.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 import polars as pl
 
+from centsync.pipelines.results import RulesResult
 from centsync.pipelines.writeback import intake
 from centsync.transform import rules as policy
 from centsync.transform import writeback as wb
@@ -27,26 +27,6 @@ from centsync.warehouse.paths import reading
 from centsync.warehouse.reads import rule_candidates, writeback_reference
 
 SOURCE = "rules"
-
-
-@dataclass
-class RulesRun:
-    """What one `centsync rules` planned (and, unless dry, queued)."""
-
-    rules_file: str
-    rules: int
-    transactions: int
-    changes: list[dict[str, Any]] = field(default_factory=list)
-    plan: list[dict[str, Any]] = field(default_factory=list)
-    queued: int = 0
-    duplicates: int = 0
-    rejected: int = 0
-    dry_run: bool = False
-    outbox: str = ""
-
-    def report(self) -> dict[str, Any]:
-        """The run as plain values (JSON-ready)."""
-        return asdict(self)
 
 
 def load(path: Path, currency: str = "EUR") -> policy.RulesFile:
@@ -110,15 +90,17 @@ def _check_categories(rules: policy.RulesFile, categories: dict[str, str], name:
             )
 
 
-def apply_rules(warehouse: Path, rules_path: Path, now: dt.datetime, *, dry_run: bool) -> RulesRun:
+def apply_rules(
+    warehouse: Path, rules_path: Path, now: dt.datetime, *, dry_run: bool
+) -> RulesResult:
     """Plan a rules file against the warehouse; unless dry, queue its rows in the outbox."""
     frame, categories, currency = _warehouse(warehouse)
     rules = load(rules_path, currency)
     _check_categories(rules, categories, Path(rules_path).name)
     outbox = Outbox(outbox_path(Path(warehouse)))
-    run = RulesRun(
-        Path(rules_path).name, len(rules.rules), frame.height, dry_run=dry_run,
-        outbox=str(outbox.path),
+    run = RulesResult(
+        rules_file=Path(rules_path).name, rules=len(rules.rules), transactions=frame.height,
+        dry_run=dry_run, outbox=str(outbox.path),
     )  # fmt: skip
     with outbox.draining(by="rules"):
         found = policy.changes(rules.rules, _current(frame, outbox), categories)

@@ -17,13 +17,10 @@ from typing import Any
 import orjson
 
 from centsync.extract import ApiClient
+from centsync.pipelines.results import PlanEntry, WritebackResult
 from centsync.pipelines.writeback.drain import DrainStopped, WriteScopeMissing, drain
 from centsync.pipelines.writeback.intake import intake
-from centsync.pipelines.writeback.summary import (
-    WritebackOptions,
-    WritebackSummary,
-    plan_entry,
-)
+from centsync.pipelines.writeback.summary import WritebackOptions, plan_entry
 from centsync.warehouse.outbox import STATES, Outbox, outbox_path
 
 
@@ -35,12 +32,12 @@ def inbox_path(warehouse: Path) -> Path:
 
 def run_writeback(
     client: ApiClient | None, warehouse: Path, options: WritebackOptions
-) -> WritebackSummary:
+) -> WritebackResult:
     """Intake then drain (or, dry, the plan only: nothing is written, moved or sent)."""
     warehouse = Path(warehouse)
     outbox = Outbox(outbox_path(warehouse))
     inbox = options.inbox or inbox_path(warehouse)
-    summary = WritebackSummary(outbox=str(outbox.path), inbox=str(inbox), dry_run=options.dry_run)
+    summary = WritebackResult(outbox=str(outbox.path), inbox=str(inbox), dry_run=options.dry_run)
     if options.dry_run:
         _intake(outbox, warehouse, inbox, options, summary)
         summary.plan.extend(_pending_entry(row) for row in outbox.in_state("pending"))
@@ -66,7 +63,7 @@ def _intake(
     warehouse: Path,
     inbox: Path,
     options: WritebackOptions,
-    summary: WritebackSummary,
+    summary: WritebackResult,
 ) -> None:
     """The inbox and the requests into the outbox as `options` say (dry: into the plan only)."""
     intake(
@@ -80,7 +77,7 @@ def _intake(
     )
 
 
-def _pending_entry(row: dict[str, Any]) -> dict[str, Any]:
+def _pending_entry(row: dict[str, Any]) -> PlanEntry:
     """The plan's line for a row already pending in the outbox (a dry run would send it)."""
     return plan_entry(
         row["source_name"],
@@ -100,7 +97,7 @@ __all__ = [
     "DrainStopped",
     "WriteScopeMissing",
     "WritebackOptions",
-    "WritebackSummary",
+    "WritebackResult",
     "inbox_path",
     "run_writeback",
 ]

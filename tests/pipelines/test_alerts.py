@@ -30,7 +30,7 @@ def _report(**over: object) -> dict[str, object]:
         "key_expires_at": "2027-06-01T00:00:00+00:00",
         "warehouse": "/w.duckdb",
     }
-    return {"report": {**base, **over}}
+    return {**base, **over}
 
 
 def test_a_clean_result_calls_for_no_alert() -> None:

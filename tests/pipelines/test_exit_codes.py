@@ -20,9 +20,11 @@ from pathlib import Path
 
 import duckdb
 import httpx
+import jsonschema
 import pytest
 
 from centsync.pipelines import failures as errors
+from centsync.pipelines.results import json_schemas
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
@@ -294,6 +296,14 @@ def _problems(case: Case, result: subprocess.CompletedProcess[str], ro: str) -> 
         wrong.append(f"{case.name}: does not say {missing}: {result.stderr[-600:]}")
     if case.code not in (errors.OK, errors.DIFFER, errors.REJECTED):
         assert obj["status"] == "failed" and obj["error"]["what_to_do"], case.name
+    # each object is its type's: the failure's, else the command's (docs/schemas)
+    schemas = json_schemas()
+    command = next(a for a in case.args if not a.startswith("-"))
+    failed = obj.get("status") in ("failed", "interrupted")
+    schema = schemas["failure"] if failed else schemas.get(command)
+    if schema is not None:
+        errors_found = sorted(jsonschema.Draft202012Validator(schema).iter_errors(obj), key=str)
+        wrong += [f"{case.name}: {e.json_path}: {e.message}" for e in errors_found]
     assert ro not in text, f"{case.name} printed the API key"
     return wrong
 

@@ -58,14 +58,20 @@ def test_status_of_a_refresh_that_recorded_no_counts_prints_no_none() -> None:
     from click.testing import CliRunner
 
     from centsync.pipelines.cli import render
+    from centsync.pipelines.results import StatusResult
 
     last = {"status": "failed", "mode": "full", "started_at": "2026-11-25T00:00:00+00:00"}
     last |= {"seconds": None, "requests_total": None, "rows_changed": None, "error": "boom"}
-    info = {"last_refresh": last, "synced_range": None, "verification": None}
+    empty = dict.fromkeys(("source", "last_success", "synced_range", "verification", "outbox"))
+    info = StatusResult.model_validate(
+        {"warehouse": "w", "size_mb": 0, "last_refresh": last, "tables": {}, "warnings": []}
+        | empty
+        | {"reconciliation": None}
+    )
 
     @click.command()
     def show() -> None:
-        render._status_history({**info, "reconciliation": None})
+        render._status_history(info)
 
     out = CliRunner().invoke(show).output
     assert out.startswith("Last refresh: failed full at 2026-11-25T00:00:00+00:00; error: boom")

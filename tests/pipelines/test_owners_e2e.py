@@ -16,6 +16,7 @@ from typing import Any
 
 import duckdb
 import httpx
+import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 
@@ -128,6 +129,15 @@ def test_refresh_all_refreshes_every_owner_into_its_own_warehouse(household: Hou
         assert result["rows"] == expected and result["lake"]["rows"] > expected
         # published together after both refreshes: one commit per table, one lake shard
         assert (result["lake"]["batch"], result["lake"]["shard"]) == (2, "owner-001")
+
+
+def test_the_refresh_all_object_is_its_type_with_the_envelope(household: Household) -> None:
+    from centsync.pipelines.results import FleetResult, command_json
+
+    schema = command_json(FleetResult).json_schema()
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate(household.all, schema)
+    assert household.all["exit_code"] == 0 and household.all["run_id"] is None
 
 
 def test_the_lake_holds_each_owner_exactly_as_its_warehouse(household: Household) -> None:

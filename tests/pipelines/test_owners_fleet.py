@@ -4,6 +4,7 @@ shard run refreshes its owners (a real run, in process) into their warehouses an
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
+from datetime import timedelta
 from pathlib import Path
 
 import dagster as dg
@@ -203,3 +204,55 @@ def test_the_marts_from_the_refresh_frames_are_the_rows_a_read_gives(
     publish_many([framed], lake)  # type: ignore[list-item]
     with duckdb.connect(str(config.warehouse), read_only=True) as con:
         assert collect(con, lake, "owner-001").tables == []
+
+
+def test_refresh_all_is_the_shard_engine_and_one_owners_failure_is_its_own(
+    fleet_env: tuple[Fleet, Settings], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`refresh --all`'s engine: every owner through `refresh_shard`, a lake shard at a time; an
+    owner whose key is not set exits 2 alone, the others are refreshed, reported and published."""
+    from centsync.pipelines.fleet.run_all import refresh_all
+    from centsync.pipelines.fleet.shard import HowToRefresh
+    from centsync.pipelines.outputs.report import default_path
+    from centsync.warehouse.lake import open_lake
+
+    fleet, settings = fleet_env
+    monkeypatch.delenv(key_variable("owner-002"))
+    result = refresh_all(settings, 2, HowToRefresh(report=True, writeback=True))
+    doc = result.to_json()
+    assert list(doc["owners"]) == ["owner-001", "owner-002", "owner-003"]
+    failed = doc["owners"]["owner-002"]
+    assert failed["exit_code"] == 2 and "export CENTSYNC_KEY_OWNER_002=" in failed["error"]
+    assert (doc["agree"], doc["failed"], doc["exit_code"]) == (2, 1, 2)
+    for name in ("owner-001", "owner-003"):
+        own = doc["owners"][name]
+        assert (own["verdict"], own["exit_code"], own["mode"]) == ("agree", 0, "full")
+        assert own["rows"] == len(fleet.owners[name].service.ledger.rows)
+        assert (own["lake"]["batch"], own["lake"]["shard"]) == (2, "owner-001")
+        assert default_path(Path(own["warehouse"])).exists()  # --report
+    con = open_lake(settings.lake)
+    assert con.execute("SELECT DISTINCT owner FROM core.transactions ORDER BY 1").fetchall() == [
+        ("owner-001",),
+        ("owner-003",),
+    ]
+    con.close()
+    # the months asked for, for every owner (`refresh --all --months`), each owner's write-back
+    # first: a row in owner-003's inbox is posted (its read-write key) and read back at once
+    service = fleet.owners["owner-003"].service
+    account = next(a for a in service.accounts.values() if not a.hidden)
+    day = (START - timedelta(days=1)).date().isoformat()
+    inbox = Path(doc["owners"]["owner-003"]["warehouse"]).parent / "inbox"
+    inbox.mkdir(exist_ok=True)
+    (inbox / "lunch.csv").write_text(
+        f"event_id,account,booked_at,amount,concept,category,notes\nl-1,{account.name},{day},"
+        "-4.40,Lunch together,,\n",
+        "utf-8",
+    )
+    monkeypatch.setenv(key_variable("owner-003"), fleet.keys["owner-003"]["read_write"])
+    month = START.strftime("%Y-%m")
+    again = refresh_all(settings, 1, HowToRefresh(months=f"{month}..{month}", writeback=True))
+    assert [(r.owner, r.mode, r.exit_code) for r in again.owners.values()][::2] == [
+        ("owner-001", "months", 0),
+        ("owner-003", "months", 0),
+    ]
+    assert again.owners["owner-003"].rows == doc["owners"]["owner-003"]["rows"] + 1

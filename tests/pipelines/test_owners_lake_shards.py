@@ -14,6 +14,7 @@ from centsync.pipelines.fleet.shard import batches
 from centsync.warehouse.lake import (
     LakeLayoutError,
     Published,
+    collect_file,
     maintain,
     open_lake,
     publish,
@@ -49,7 +50,7 @@ def test_shards_publish_in_one_commit_each_and_stay_in_their_partition(tmp_path:
     files = {o: _warehouse(tmp_path / f"{o}.duckdb", i, rows[o]) for i, o in enumerate(A + B)}
 
     def batch(owners: list[str]) -> list[Published]:
-        return publish_many([(o, files[o]) for o in owners], lake)
+        return publish_many([collect_file(files[o], lake, o) for o in owners], lake)
 
     with ThreadPoolExecutor(max_workers=2) as pool:
         first = [p for ps in pool.map(batch, [A, B]) for p in ps]
@@ -93,8 +94,8 @@ def test_shards_publish_in_one_commit_each_and_stay_in_their_partition(tmp_path:
 def test_batches_keep_each_owner_in_its_shard_when_owners_leave_and_join(tmp_path: Path) -> None:
     lake = tmp_path / "lake"
     files = {o: _warehouse(tmp_path / f"{o}.duckdb", i, 5 + i) for i, o in enumerate(A + B)}
-    publish_many([(o, files[o]) for o in A], lake)
-    publish_many([(o, files[o]) for o in B], lake)
+    publish_many([collect_file(files[o], lake, o) for o in A], lake)
+    publish_many([collect_file(files[o], lake, o) for o in B], lake)
     # a1 leaves the owners file, n0 joins it: plain chunks of 3 would put b0 with a0 and a2
     owners = ["a0", "a2", "b0", "b1", "b2", "n0"]
     assert batches(owners, lake, 3) == [["a0", "a2"], ["b0", "b1", "b2"], ["n0"]]
@@ -103,7 +104,7 @@ def test_batches_keep_each_owner_in_its_shard_when_owners_leave_and_join(tmp_pat
     files["n0"] = _warehouse(tmp_path / "n0.duckdb", 6, 4)
     before = _files(lake, "a0"), _files(lake, "b0")
     for batch in batches(owners, lake, 3):
-        published = publish_many([(o, files[o]) for o in batch], lake)
+        published = publish_many([collect_file(files[o], lake, o) for o in batch], lake)
         assert {p.shard for p in published} == {batch[0]}  # one partition per commit
     # only the shards that changed got a file: a0 (a1 still there, its rows kept) and n0;
     # b0's unchanged owners committed nothing

@@ -23,8 +23,9 @@ from centsync.extract import (
     TransportFailure,
     Unauthenticated,
 )
+from centsync.pipelines.results import WritebackResult
 from centsync.pipelines.writeback.drain import DrainStopped, WriteScopeMissing, drain
-from centsync.pipelines.writeback.summary import WritebackOptions, WritebackSummary
+from centsync.pipelines.writeback.summary import WritebackOptions
 from centsync.warehouse.outbox import PLAN_FIELDS, Outbox
 
 T0 = dt.datetime(2026, 11, 24, 12, tzinfo=dt.UTC)
@@ -127,7 +128,7 @@ def test_each_failed_send_has_one_outcome(
 ) -> None:
     box = outbox_with_two_rows(tmp_path)
     client = FailingClient(error)
-    summary = WritebackSummary()
+    summary = WritebackResult()
     options = WritebackOptions(now=lambda: T0)
     if raised is None:
         drain(client, box, options, summary)
@@ -174,5 +175,5 @@ def test_a_read_only_key_sends_nothing(tmp_path: Path) -> None:
     with pytest.raises(
         WriteScopeMissing, match=r"2 write-back request\(s\) .*\(scopes: data\.read\)"
     ):
-        drain(client, box, WritebackOptions(now=lambda: T0), WritebackSummary())
+        drain(client, box, WritebackOptions(now=lambda: T0), WritebackResult())
     assert client.writes == [] and [r["attempts"] for r in box.rows()] == [0, 0]
