@@ -16,10 +16,10 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
-from typing_extensions import Self, TypedDict
+from typing_extensions import TypedDict  # pydantic wants its TypedDict before Python 3.12
 
 from centsync.transform.contract import AskedMode, RefreshMode, Verdict
 
