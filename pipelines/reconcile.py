@@ -20,6 +20,7 @@ import duckdb
 import polars as pl
 
 from centsync.extract import ApiClient
+from centsync.pipelines.results import ReconcileResult
 from centsync.transform import bisection
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
@@ -73,6 +74,27 @@ class Outcome:
         statuses = self.results["status"].value_counts()
         got = dict(statuses.iter_rows())
         return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ")}
+
+    def result(self) -> ReconcileResult:
+        """What this reconciliation returns across the Dagster boundary and prints."""
+        outcome = self
+        diffs = outcome.differences.with_columns(
+            pl.col("from_date").cast(pl.String), pl.col("to_date").cast(pl.String)
+        )
+        rows = outcome.row_differences.with_columns(pl.col("month").cast(pl.String)).to_dicts()
+        rows.sort(key=lambda r: (r["month"] is None, r["month"] or "", r["id"] or ""))
+        return ReconcileResult.model_validate(
+            {
+                "verdict": outcome.verdict,
+                "refresh_id": outcome.refresh_id,
+                "recon_id": outcome.recon_id,
+                "source": outcome.source,
+                "checked": outcome.results.height,
+                **outcome.counts(),
+                "differences": diffs.to_dicts(),
+                "row_differences": rows,
+            }
+        )
 
 
 def service_today(aggregates: store.ServerAggregates) -> dt.date:

@@ -16,16 +16,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import json
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from typing_extensions import TypedDict  # pydantic wants its TypedDict before Python 3.12
 
 from centsync.transform.contract import AskedMode, RefreshMode, Verdict
-
-if TYPE_CHECKING:
-    from centsync.pipelines.reconcile import Outcome
-    from centsync.pipelines.refresh.summary import RefreshSummary
 
 # the one metadata entry a result travels in
 RESULT_KEY = "centsync/result"
@@ -123,29 +119,6 @@ class ReconcileResult(Result):
     differences: list[Difference]
     # the rows behind them, by month then id
     row_differences: list[RowDifference]
-
-    @classmethod
-    def from_outcome(cls, outcome: Outcome) -> ReconcileResult:
-        """The result of a reconciliation `pipelines/reconcile.py` ran."""
-        import polars as pl
-
-        diffs = outcome.differences.with_columns(
-            pl.col("from_date").cast(pl.String), pl.col("to_date").cast(pl.String)
-        )
-        rows = outcome.row_differences.with_columns(pl.col("month").cast(pl.String)).to_dicts()
-        rows.sort(key=lambda r: (r["month"] is None, r["month"] or "", r["id"] or ""))
-        return cls.model_validate(
-            {
-                "verdict": outcome.verdict,
-                "refresh_id": outcome.refresh_id,
-                "recon_id": outcome.recon_id,
-                "source": outcome.source,
-                "checked": outcome.results.height,
-                **outcome.counts(),
-                "differences": diffs.to_dicts(),
-                "row_differences": rows,
-            }
-        )
 
 
 # ------------------------------------------------------------------------------- write-back
@@ -323,42 +296,6 @@ class RefreshResult(Result):
     @property
     def rejected(self) -> int:
         return self.rows.rejected
-
-    @classmethod
-    def from_summary(cls, s: RefreshSummary, report_path: str | None = None) -> RefreshResult:
-        """The result of the refresh whose summary is `s`."""
-        status = "differ" if s.verdict == "differ" else "rejected" if s.rows_rejected else "ok"
-        recon = {"recon_id": s.recon_id or None, "checked": s.recon_checked}
-        recon |= {"explained": s.recon_explained, "differ": s.recon_differ}
-        return cls.model_validate(
-            {
-                "status": status,
-                "asked": s.asked,
-                "mode": s.mode,
-                "reason": s.reason,
-                "refresh_id": s.refresh_id,
-                "source": {"base_url": s.source, "owner": s.owner},
-                "rows": {"total": s.transactions, "changed": s.rows_changed}
-                | {"rejected": s.rows_rejected, "landed": s.rows_landed},
-                "requests": {"total": s.requests_total, "floor": s.floor, "retries": s.retries}
-                | {"by_endpoint": dict(sorted(s.requests.items()))},
-                "months_checked": s.months_checked,
-                "months_reread": s.months_reread,
-                "verification": {"months": s.months_verified, "oldest_verified": s.oldest_verified},
-                "rereads": s.rereads,
-                "durations": {
-                    "refresh_seconds": round(s.seconds, 3),
-                    "reconcile_seconds": round(s.recon_seconds, 3),
-                },
-                "verdict": s.verdict or None,
-                "reconciliation": recon | {"differences": s.differences},
-                "outbox": {"confirmed": s.outbox_confirmed, "states": s.outbox},
-                "warnings": list(s.warnings),
-                "key_expires_at": s.key_expires_at,
-                "backup": s.backup,
-                "report_path": report_path,
-            }
-        )
 
 
 # ----------------------------------------------------------------------------------- owners

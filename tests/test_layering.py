@@ -47,7 +47,7 @@ IO_MODULES = {
 # Inside pipelines: what each part may import of the others (docs/architecture.md, "The rule
 # inside pipelines/"). From the bottom up: the foundations, the use cases, the boundary of a
 # run, Dagster, the shell. Nothing imports the CLI; Dagster's code never imports the CLI.
-BASE = {"settings", "owners", "failures", "clients"}  # plain Python every use case may use
+BASE = {"settings", "owners", "failures", "clients", "results"}  # what every use case may use
 INSIDE_PIPELINES: dict[str, set[str]] = {
     # foundations
     "owners": set(),
@@ -56,15 +56,16 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "settings": {"owners"},
     "clients": {"settings"},
     "alerts": {"failures"},
+    # what a run returns across the Dagster boundary: typed results, written once
+    "results": set(),
     # use cases (plain Python, no Dagster)
     "reconcile": BASE,
     "writeback": BASE,
     "outputs": BASE,
     "refresh": BASE | {"reconcile", "writeback"},
     "embedded": BASE | {"refresh"},
-    # what a run returns across the Dagster boundary, and the one reader of a finished run
-    "results": BASE | {"refresh", "reconcile", "writeback"},
-    "recorded": BASE | {"results", "alerts"},
+    # the one reader of a finished run
+    "recorded": BASE | {"alerts"},
     # Dagster: the definitions, the code location, the fleet's code location
     "defs": BASE | {"alerts", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
     "definitions": BASE | {"defs"},

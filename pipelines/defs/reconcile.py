@@ -14,7 +14,7 @@ from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.defs.marts import MARTS, RECON_KEY, mart_key
 from centsync.pipelines.reconcile import Outcome, reconcile
-from centsync.pipelines.results import RESULT_KEY, ReconcileResult
+from centsync.pipelines.results import RESULT_KEY
 from centsync.pipelines.settings import Settings
 from centsync.warehouse import Warehouse
 
@@ -50,7 +50,7 @@ def _record(context: dg.OpExecutionContext, outcome: Outcome) -> None:
                 "recon_explained": counts["explained"],
                 "recon_differ": counts["differ"],
                 # what `centsync reconcile` prints: the typed result, one entry
-                RESULT_KEY: dg.MetadataValue.json(ReconcileResult.from_outcome(outcome).to_json()),
+                RESULT_KEY: dg.MetadataValue.json(outcome.result().to_json()),
             },
         )
     )

@@ -286,7 +286,7 @@ def _run(
 
         report_path = report.write(Path(settings.warehouse))
         context.log.info(f"reconciliation report: {report_path}")
-    result = RefreshResult.from_summary(summary, str(report_path) if report_path else None)
+    result = summary.result(str(report_path) if report_path else None)
     for key in ENDPOINT_ASSETS:
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key, result))
     yield from marts.materializations(summary, report_path)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from centsync.pipelines.results import RefreshResult
 from centsync.transform.contract import AskedMode, RefreshMode
 
 if TYPE_CHECKING:
@@ -118,3 +119,39 @@ class RefreshSummary:
     # write-back: outbox rows this refresh saw on the service, and the outbox per state after it
     outbox_confirmed: int = 0
     outbox: dict[str, int] | None = None
+
+    def result(self, report_path: str | None = None) -> RefreshResult:
+        """What this refresh returns across the Dagster boundary and prints."""
+        s = self
+        status = "differ" if s.verdict == "differ" else "rejected" if s.rows_rejected else "ok"
+        recon = {"recon_id": s.recon_id or None, "checked": s.recon_checked}
+        recon |= {"explained": s.recon_explained, "differ": s.recon_differ}
+        return RefreshResult.model_validate(
+            {
+                "status": status,
+                "asked": s.asked,
+                "mode": s.mode,
+                "reason": s.reason,
+                "refresh_id": s.refresh_id,
+                "source": {"base_url": s.source, "owner": s.owner},
+                "rows": {"total": s.transactions, "changed": s.rows_changed}
+                | {"rejected": s.rows_rejected, "landed": s.rows_landed},
+                "requests": {"total": s.requests_total, "floor": s.floor, "retries": s.retries}
+                | {"by_endpoint": dict(sorted(s.requests.items()))},
+                "months_checked": s.months_checked,
+                "months_reread": s.months_reread,
+                "verification": {"months": s.months_verified, "oldest_verified": s.oldest_verified},
+                "rereads": s.rereads,
+                "durations": {
+                    "refresh_seconds": round(s.seconds, 3),
+                    "reconcile_seconds": round(s.recon_seconds, 3),
+                },
+                "verdict": s.verdict or None,
+                "reconciliation": recon | {"differences": s.differences},
+                "outbox": {"confirmed": s.outbox_confirmed, "states": s.outbox},
+                "warnings": list(s.warnings),
+                "key_expires_at": s.key_expires_at,
+                "backup": s.backup,
+                "report_path": report_path,
+            }
+        )
