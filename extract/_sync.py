@@ -9,7 +9,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Collection,
+    Coroutine,
+    Iterable,
+    Iterator,
+)
 from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any, TypeVar
@@ -239,9 +247,17 @@ class ApiClient:
         return self._call(self._client.assign_expense, transaction_id, expense_goal_id)
 
     def write(
-        self, method: str, path: str, body: dict[str, Any], *, idempotency_key: str
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        *,
+        idempotency_key: str,
+        claimed: Collection[str] = (),
     ) -> Transaction:
-        return self._call(self._client.write, method, path, body, idempotency_key=idempotency_key)
+        return self._call(
+            self._client.write, method, path, body, idempotency_key=idempotency_key, claimed=claimed
+        )
 
     def trigger_sync(
         self, provider: str | None = None, *, idempotency_key: str | None = None
