@@ -343,16 +343,37 @@ def doctor_json_schema() -> dict[str, Any]:
         "required": ["env", "value"],
         "properties": {"env": {"type": "string"}, "value": {"type": "string"}},
     }
+    surface = {
+        "type": "object",
+        "required": ["surface", "state", "detail"],
+        "properties": {
+            "surface": {"type": "string"},  # "GET /v1/transactions/summary"
+            "state": {
+                "enum": ["documented", "learned", "pinned", "unavailable", "not learned yet"]
+            },
+            "detail": {"type": "string"},  # the evidence, or why it is unavailable
+        },
+    }
+    contract = {
+        "type": "object",
+        "required": ["learned", "note", "surfaces"],
+        "properties": {
+            "learned": {"type": "boolean"},
+            "note": {"type": "string"},
+            "surfaces": {"type": "array", "items": surface},
+        },
+    }
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "title": "centsync doctor --json",
         "type": "object",
-        "required": ["status", "exit_code", "checks", "settings"],
+        "required": ["status", "exit_code", "checks", "settings", "contract"],
         "properties": {
             "status": {"enum": ["ok", "problem"]},
             "exit_code": {"enum": [0, 2, 3, 4, 5, 6]},
             "checks": {"type": "array", "items": check, "minItems": 1},
             "settings": {"type": "array", "items": setting},
+            "contract": contract,
         },
     }
 
