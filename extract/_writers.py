@@ -232,4 +232,27 @@ class Writers(RequestCore):
             idempotency_key=idempotency_key,
             retry_unknown_outcome=idempotency_key is not None,
         )
-        return SyncRequest.parse(_json(response), response.text)
+        return sync_request(response)
+
+
+def sync_request(response: httpx.Response) -> SyncRequest:
+    """``POST /v1/sync``'s answer (not shown by the API document): any 2xx means the sync was
+    asked for. The contract's ``{sync_id, status, providers}`` is read as such; any other shape
+    (a wrapper, an ``id``, a bare 204) keeps what it says in ``raw`` and what it plainly names."""
+    doc = _answer(response)
+    try:
+        return SyncRequest.parse(doc, response.text)
+    except (KeyError, TypeError, AttributeError):
+        pass
+    inner = doc
+    if isinstance(doc, dict) and len(doc) == 1 and isinstance(next(iter(doc.values())), dict):
+        inner = next(iter(doc.values()))  # one wrapper
+    found = inner if isinstance(inner, dict) else {}
+    ident = found.get("sync_id") or found.get("id") or found.get("name") or ""
+    providers = found.get("providers")
+    return SyncRequest(
+        sync_id=str(ident),
+        status=str(found.get("status") or f"accepted ({response.status_code})"),
+        providers=tuple(str(p) for p in providers) if isinstance(providers, list) else (),
+        raw=response.text,
+    )

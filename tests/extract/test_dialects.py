@@ -17,6 +17,7 @@ from centsync.extract import (
     InvalidRequest,
     KeyExpired,
     NotFound,
+    ProviderQuotaExhausted,
     Unauthenticated,
 )
 from centsync.sandbox.dialect import Dialect
@@ -201,5 +202,25 @@ def test_a_write_whose_answer_holds_no_transaction_is_read_back(silent_env: Env)
         after = await _state(env)
         mine = sorted(t["id"] for t in after["transactions"] if t["concept"] == "Silent cash")
         assert mine == sorted([first.id, second.id])  # two events, two transactions, no more
+
+    run(go())
+
+
+def test_a_bank_sync_is_asked_for_and_a_spent_quota_refused_in_every_dialect(
+    dialect_env: Env,
+) -> None:
+    """`POST /v1/sync` answers in each dialect's way (a 204 with no body too); its documented
+    429 `provider_quota_exhausted` is the one 429 that is not waited."""
+    env = dialect_env
+
+    async def go() -> None:
+        provider = (await _state(env))["connections"][0]["provider"]
+        async with env.client() as c:
+            asked = await c.trigger_sync(provider)
+            with pytest.raises(ProviderQuotaExhausted) as spent:
+                for _ in range(10):
+                    await c.trigger_sync(provider)
+            stats = c.stats.snapshot()["POST /v1/sync"]
+        assert asked.status and stats["retries"] == 0 and not spent.value.retryable
 
     run(go())
