@@ -14,6 +14,7 @@ import math
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -30,7 +31,7 @@ from centsync.sandbox.dialects import DIALECTS
 from centsync.sandbox.server import run_in_thread
 from helpers import Api, make_sandbox
 
-from .dialect_readings import READINGS
+from .dialect_readings import DOCUMENTED_TX, READINGS
 
 OTHERS = [name for name in DIALECTS if name != "contract"]
 ASCENDING = {"keyed", "camel"}
@@ -140,6 +141,15 @@ def agrees(reading: dict[str, Any], contract: dict[str, Any]) -> None:
     assert norm(reading) == norm({k: contract[k] for k in reading})
 
 
+def known(obj: Any) -> Any:
+    """Without the fields the `unknown_fields` fault adds (a dialect may keep or drop them)."""
+    if isinstance(obj, dict):
+        return {k: known(v) for k, v in obj.items() if not k.startswith("x_added")}
+    if isinstance(obj, list):
+        return [known(v) for v in obj]
+    return obj
+
+
 class Pair:
     """The contract and one dialect over the same service."""
 
@@ -220,6 +230,8 @@ def test_writes_answer_their_status_and_shape_with_the_stored_record(fresh: Pair
     }
     created = fresh.dialect.post("/v1/transactions", body, headers={"Idempotency-Key": "d-1"})
     assert created.status_code == WRITE_STATUS[fresh.name][0]
+    contract_created = fresh.contract.post("/v1/transactions", {**body, "concept": "Twin"})
+    assert shape(created.json()) != shape(contract_created.json())
     reading = fresh.read["create"](created.json())
     stored = fresh.contract.get(f"/v1/transactions/{reading['id']}").json()
     agrees(reading, stored)
@@ -253,6 +265,24 @@ def test_the_sync_trigger_answers_its_status_and_names_the_providers(fresh: Pair
         assert sorted(reading["providers"]) == providers and reading["sync_id"]
     status = fresh.contract.get("/v1/sync/status").json()["data"]
     assert all(s["last_synced_at"] == fresh.contract.state()["now"] for s in status)
+
+
+@pytest.mark.parametrize(
+    "faults", [{"unknown_fields": True}, {"drop_extra_fields": True}], ids=["unknown", "dropped"]
+)
+def test_the_fields_faults_still_answer_the_same_numbers(
+    fresh: Pair, faults: dict[str, bool]
+) -> None:
+    """The sandbox's field faults (extra unknown fields, no extra fields) under each dialect."""
+    fresh.contract.admin("PUT", "/_sandbox/faults", faults)
+    for surface, path, params in READS:
+        theirs = fresh.dialect.get(path, **params)
+        assert theirs.status_code == 200
+        reading = known(fresh.read[surface](theirs.json()))
+        agrees(reading, known(fresh.contract.get(path, **params).json()))
+    row = fresh.dialect.get("/v1/transactions", limit=1).json()["data"][0]
+    ours = fresh.contract.get(f"/v1/transactions/{row['id']}").json()
+    assert {k: row[k] for k in DOCUMENTED_TX} == {k: ours[k] for k in DOCUMENTED_TX}
 
 
 # ---- documented surfaces: as documented, in every dialect ------------------------------------
@@ -410,3 +440,21 @@ def test_serve_and_the_setting_name_the_known_dialects_when_given_another() -> N
         Settings.from_env({"CENTSYNC_SANDBOX_DIALECT": "klingon"})
     assert Settings.from_env({"CENTSYNC_SANDBOX_DIALECT": "Tagged"}).sandbox_dialect == "tagged"
     assert Settings.from_env({}).sandbox_dialect == "contract"
+
+
+def test_the_embedded_sandbox_speaks_the_dialect_the_setting_names(tmp_path: Path) -> None:
+    try:  # where the embedded sandbox's lifecycle lives (it is moving out of the CLI)
+        from centsync.pipelines.embedded import embedded_api
+    except ImportError:
+        from centsync.pipelines.cli.sandbox import embedded_api
+    settings = Settings.from_env(
+        {"CENTSYNC_WAREHOUSE": str(tmp_path / "w.duckdb"), "CENTSYNC_SANDBOX_DIALECT": "camel"}
+    )
+    with (
+        embedded_api(settings) as run,
+        httpx.Client(
+            base_url=run.api_base_url, headers={"Authorization": f"Bearer {run.api_key}"}
+        ) as c,
+    ):
+        assert c.get("/v1/settings").json()["kind"] == "centsync#settings"
+        assert c.get("/v1/nowhere").json()["error"]["code"] == "NOT_FOUND"
