@@ -224,3 +224,24 @@ def test_a_bank_sync_is_asked_for_and_a_spent_quota_refused_in_every_dialect(
         assert asked.status and stats["retries"] == 0 and not spent.value.retryable
 
     run(go())
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_rate_limit_headers_named_otherwise_or_absent_leave_pacing_working(name: str) -> None:
+    """With the rate limit on: the contract's four headers correct the pace; a dialect that
+    names them otherwise (GitHub's, the IETF draft's) or sends none is paced blind, within
+    /v1/me's allowance, and every request still goes through."""
+    env = Env(make_sandbox(300, dialect=name, rate_limit=True))
+
+    async def go() -> None:
+        async with env.client() as c:
+            await c.me()
+            for _ in range(5):
+                assert (await c.accounts()).height > 0
+            stats = c.stats.total()
+            described = c.pacer.describe()
+        contract_headers = DIALECTS[name].limit_headers == "contract"
+        assert ("corrected by rate-limit headers" in described) == contract_headers, described
+        assert stats.rate_limited == 0 and stats.errors == 0
+
+    run(go())
