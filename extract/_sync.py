@@ -9,15 +9,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import (
-    AsyncGenerator,
-    Awaitable,
-    Callable,
-    Collection,
-    Coroutine,
-    Iterable,
-    Iterator,
-)
+from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Iterator
 from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any, TypeVar
@@ -253,7 +245,7 @@ class ApiClient:
         body: dict[str, Any],
         *,
         idempotency_key: str,
-        claimed: Collection[str] = (),
+        claimed: Iterable[str] = (),
     ) -> Transaction:
         return self._call(
             self._client.write, method, path, body, idempotency_key=idempotency_key, claimed=claimed

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Collection
+from collections.abc import Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -115,7 +115,7 @@ class Writers(RequestCore):
         body: dict[str, Any],
         *,
         idempotency_key: str,
-        claimed: Collection[str] = (),
+        claimed: Iterable[str] = (),
     ) -> Transaction:
         """A write planned elsewhere (an outbox row): exactly ``body``, under ``idempotency_key``.
 
@@ -139,7 +139,7 @@ class Writers(RequestCore):
         return await self._confirmed_edit(method, path, edit.group(1), response)
 
     async def _confirmed_create(
-        self, response: httpx.Response, body: dict[str, Any], claimed: Collection[str]
+        self, response: httpx.Response, body: dict[str, Any], claimed: Iterable[str]
     ) -> Transaction:
         """The created transaction: in the answer (the object agreeing with what was sent), else
         read back from the list (same account, day, concept, amount and the fields sent)."""
