@@ -475,3 +475,16 @@ def known_words(con: duckdb.DuckDBPyConnection) -> set[str]:
         if table_exists(con, table):
             words.update(str(r[0]).lower() for r in con.execute(sql).fetchall() if r[0])
     return words
+
+
+def unread_answers(con: duckdb.DuckDBPyConnection, limit: int) -> list[tuple[str, str]]:
+    """(surface, body as JSON text) of the latest answers a refresh could not read
+    (raw.unread_answers, migration 010), up to `limit` a surface; none before that table."""
+    if not table_exists(con, "raw.unread_answers"):
+        return []
+    rows = con.execute(
+        "SELECT surface, body::VARCHAR FROM raw.unread_answers WHERE body IS NOT NULL "
+        "QUALIFY row_number() OVER (PARTITION BY surface ORDER BY received_at DESC) <= ?",
+        [limit],
+    ).fetchall()
+    return [(str(s), str(b)) for s, b in rows]

@@ -8,8 +8,9 @@ evidence: what agreed with what), `pinned` (set by hand where the data cannot de
 learned yet. What refreshes learn is in the warehouse's `ops.contract` (migration
 010_contract.sql); a warehouse without it has learned nothing yet.
 
-The report holds SHAPES only: key names, JSON types and nesting, of what was learned and of the
-records the warehouse holds as the service sent them (raw.*). Never a value, an amount, an id,
+The report holds SHAPES only: key names, JSON types and nesting, of what was learned, of the
+records the warehouse holds as the service sent them (raw.*) and of the answers a refresh could
+not read (raw.unread_answers). Never a value, an amount, an id,
 a name or the key: every leaf becomes its JSON type, every key name that is data (an id, a
 date, a number, a name the warehouse holds, anything not shaped like a field name) becomes a
 placeholder, and the words (evidence, reasons) lose their numbers, ids, dates, quoted text and
@@ -78,6 +79,9 @@ _NUMBER = re.compile(r"[-+]?\d[\d,._]*")
 # quoted text; an apostrophe inside a word (the list's) opens no quote
 _QUOTED = re.compile(r"\"[^\"]*\"|(?<!\w)'[^']*'(?!\w)|`[^`]*`")
 _KEY = re.compile(r"pfd_\w+")
+# a mapping's path (warehouse/migrations/010_contract.sql): names, `.`, a leading `-` (negated),
+# `[]` (every element), `[field=value]` (the element whose field is value), `{type}`
+_PATH_TOKEN = re.compile(r"\[[^\]]*\]|\{[^}]*\}|[.-]|[^.\[{-]+")
 
 
 def centsync_version() -> str:
@@ -138,11 +142,19 @@ class Redactor:
         return self.shape(value)
 
     def path(self, text: str) -> str:
-        """A JSON path (``totals.n``, ``data[].amount``) with each segment a safe key."""
-        parts = re.split(r"(\.|\[\]|\[\d+\])", text)
-        return "".join(
-            p if p in (".", "[]") or re.fullmatch(r"\[\d+\]", p) else self.key(p) for p in parts
-        )
+        """A mapping's JSON path (``totals.n``, ``-data[].amount``, ``rows[type=income].sum``,
+        ``by_type.{type}``) with each key name, and each value that picks an element, made
+        safe as `key` makes them."""
+        out = []
+        for token in _PATH_TOKEN.findall(text):
+            picked = re.fullmatch(r"\[([^=\]]+)=([^\]]*)\]", token)
+            if picked:
+                out.append(f"[{self.key(picked.group(1))}={self.key(picked.group(2))}]")
+            elif token in (".", "-", "[]") or re.fullmatch(r"\[\d+\]|\{[a-z_]+\}", token):
+                out.append(token)
+            else:
+                out.append(self.key(token))
+        return "".join(out)
 
     def words_of(self, text: str | None) -> str | None:
         """Evidence or a reason, without numbers, ids, dates, quoted text, names or the key."""
@@ -246,6 +258,11 @@ def report(con: Any | None, redactor: Redactor) -> dict[str, Any]:
             ]
             if docs:
                 seen.setdefault(surface, {})[where] = merge(redactor.shape(d) for d in docs)
+        unread: dict[str, list[Any]] = {}
+        for surface, body in reads.unread_answers(con, 5):
+            unread.setdefault(surface, []).append(redactor.shape(_load(body)))
+        for surface, shapes in unread.items():
+            seen.setdefault(surface, {})["unread answer"] = merge(shapes)
     out = []
     for r in rows:
         entry: dict[str, Any] = {"surface": r["surface"], "state": r["state"]}

@@ -23,7 +23,10 @@ CONTRACT_TABLE = """
 CREATE TABLE IF NOT EXISTS ops.contract (
     surface VARCHAR PRIMARY KEY, state VARCHAR NOT NULL, mapping JSON, shape JSON,
     evidence VARCHAR, reason VARCHAR, learned_refresh BIGINT, checked_refresh BIGINT,
-    changed_at TIMESTAMP)
+    changed_at TIMESTAMP);
+CREATE TABLE IF NOT EXISTS raw.unread_answers (
+    refresh_id VARCHAR NOT NULL, surface VARCHAR NOT NULL, body JSON, reason VARCHAR NOT NULL,
+    received_at TIMESTAMPTZ NOT NULL)
 """
 
 
@@ -35,7 +38,8 @@ def _doctor(env: Env, *args: str) -> tuple[int, dict[str, Any]]:
 
 
 def test_without_a_learned_contract_the_section_says_so(env: Env, tmp_path: Path) -> None:
-    env.refresh()
+    """Before any refresh (no warehouse, so no ops.contract): every surface of the API
+    document, the documented ones as such, the rest not learned yet; a report all the same."""
     code, info = _doctor(env)
     contract = info["contract"]
     assert code == 0 and not contract["learned"] and contract["note"] == NOTHING_LEARNED
@@ -46,15 +50,11 @@ def test_without_a_learned_contract_the_section_says_so(env: Env, tmp_path: Path
     assert states["POST /v1/transactions"] == "documented"  # found by its documented fields
     code, text = env.cli("doctor")
     assert code == 0 and f"Contract (each API surface): {NOTHING_LEARNED}" in text
-    # a report before anything was learned: every surface, shapes of what the warehouse holds
     report = tmp_path / "contract.json"
     code, _ = env.cli("doctor", "--contract-report", str(report))
     doc = json.loads(report.read_text())
-    assert code == 0 and doc["learned"] is False and len(doc["surfaces"]) == len(SURFACES)
-    by_surface = {s["surface"]: s for s in doc["surfaces"]}
-    row = by_surface["GET /v1/transactions"]["shape_seen"]["data[]"]
-    assert row["amount"] == "integer" and row["id"] == "string"
-    assert row["category_id"] == "null|string"
+    assert code == 0 and doc["learned"] is False and doc["note"] == NOTHING_LEARNED
+    assert [s["surface"] for s in doc["surfaces"]] == [s for s, _ in SURFACES]
 
 
 def _learned_rows(env: Env) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _learned_rows(env: Env) -> dict[str, Any]:
         (
             "GET /v1/transactions/summary",
             "learned",
-            {"count": "totals.n", "income": "totals.in"},
+            {"count": "totals.n", "income": "totals.in", "net": f"-rows[id={tx[0]}].sum"},
             {"totals": {"n": count, "in": 123456}, "currency": "EUR"},
             f"count {count} equals the list's total {count}; income 1234.56 on '{account[1]}'",
             None,
@@ -84,9 +84,15 @@ def _learned_rows(env: Env) -> dict[str, Any]:
         ),
         ("GET /v1/settings", "pinned", {"timezone": "prefs.tz"}, {"prefs": {"tz": "string"}}, "pinned in contract.toml", None),
     ]  # fmt: skip
+    unread = {"result": [{"type": account[1], "total_cents": account[2], "id": account[0]}]}
+    env.sql(
+        "INSERT INTO raw.unread_answers VALUES ('r1', 'GET /v1/analytics/net-worth', ?, "
+        "'no field equals the balances', now())",
+        [orjson.dumps(unread).decode()],
+    )
     for surface, state, mapping, shape, evidence, reason in rows:
         env.sql(
-            "INSERT INTO ops.contract VALUES (?, ?, ?, ?, ?, ?, 1, 1, now())",
+            "INSERT OR REPLACE INTO ops.contract VALUES (?, ?, ?, ?, ?, ?, 1, 1, now())",
             [surface, state, orjson.dumps(mapping).decode() if mapping else None,
              orjson.dumps(shape).decode(), evidence, reason],
         )  # fmt: skip
@@ -123,7 +129,11 @@ def test_the_report_holds_shapes_and_never_a_value_id_name_or_the_key(
     by_surface = {s["surface"]: s for s in doc["surfaces"]}
     summary = by_surface["GET /v1/transactions/summary"]
     # the shapes: key names, JSON types and nesting
-    assert summary["mapping"] == {"count": "totals.n", "income": "totals.in"}
+    assert summary["mapping"] == {
+        "count": "totals.n",
+        "income": "totals.in",
+        "net": "-rows[id=<id>].sum",
+    }
     assert summary["shape_learned"] == {
         "totals": {"n": "integer", "in": "integer"},
         "currency": "string",
@@ -133,6 +143,11 @@ def test_the_report_holds_shapes_and_never_a_value_id_name_or_the_key(
         "<name>": "integer",
     }
     assert by_surface["GET /v1/settings"]["shape_seen"]["body"]["timezone"] == "string"
+    row = by_surface["GET /v1/transactions"]["shape_seen"]["data[]"]
+    assert row["amount"] == "integer" and row["id"] == "string"
+    assert row["category_id"] == "null|string"
+    unread = by_surface["GET /v1/analytics/net-worth"]["shape_seen"]["unread answer"]
+    assert unread == {"result": [{"type": "string", "total_cents": "integer", "id": "string"}]}
     assert doc["centsync_version"] and summary["evidence"] == (
         "count <n> equals the list's total <n>; income <n> on <text>"
     )
