@@ -59,6 +59,8 @@ WRITES = {
     "PATCH /v1/transactions/{id}": "the edited transaction: found by its id under any wrapper, "
     "else read back (GET /v1/transactions/{id})",
     "POST /v1/transactions/{id}/expense": "as PATCH: found by its id, else read back",
+    "POST /v1/sync": "any 2xx asks for the sync (a bare 204 too; its body kept as sent); "
+    "429 provider_quota_exhausted, the documented refusal, waits for a later run",
 }
 NOTHING_LEARNED = "no refresh has learned the service's shapes yet"
 # The raw tables and the surface (and where in its answer) their records come from.
