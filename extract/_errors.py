@@ -5,7 +5,7 @@
     ExtractError                      anything this package raises
     ├── ConfigurationError            bad base URL (http:// off loopback), empty key
     ├── ResponseFormatError           a body that is not the documented shape
-    ├── WriteUnconfirmed              a write accepted (2xx) whose transaction is not found
+    │   └── WriteUnconfirmed          a write accepted (2xx) whose transaction is not found
     ├── DriftError                    a window kept changing past the re-read budget
     ├── TransportFailure              connection dropped/refused/timed out (retryable)
     │   └── ServiceUnreachable        no connection at all: refused, unknown host, TLS
@@ -77,14 +77,13 @@ class ResponseFormatError(ExtractError):
     what_to_do = "report it with the log below."
 
 
-class WriteUnconfirmed(ExtractError):
+class WriteUnconfirmed(ResponseFormatError):
     """The service accepted a write (2xx) but neither its answer nor a read-back shows the
     transaction: its outcome is unknown. Resending it under the same ``Idempotency-Key`` is safe
-    (the service replays it), so a write-back leaves it pending and resends it later."""
+    (the service replays it), so a write-back leaves it pending and resends it later. (What a
+    command ends with is ``ResponseFormatError``'s: the service's answer.)"""
 
-    retryable = False  # not at once: the replay would answer the same way
     permanent = False
-    exit_code = EXIT_SERVICE
     headline = "the service accepted a write but centsync could not find what it wrote"
     what_to_do = "run `centsync writeback` again later: it resends under the same key, never twice."
 
