@@ -63,7 +63,9 @@ def test_errors_are_classed_by_meaning_in_every_dialect(dialect_env: Env) -> Non
         async with env.client(expired) as c:
             with pytest.raises((KeyExpired, Unauthenticated)) as old:
                 await c.me()
-        assert refused.value.exit_code == old.value.exit_code == 3
+        # the key, both: permanent, never retried
+        assert refused.value.permanent and old.value.permanent
+        assert not refused.value.retryable and not old.value.retryable
         # what the dialect calls them: not necessarily the contract's codes
         answer = await _raw(env, "GET", f"/v1/transactions/{MISSING}", env.keys["read_write"])
         assert answer.status_code == 404
