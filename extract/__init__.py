@@ -32,6 +32,7 @@ from ._errors import (
     UnknownClientError,
     UnknownServerError,
     UnsupportedMediaType,
+    WriteUnconfirmed,
 )
 from ._frames import (
     ACCOUNT_SCHEMA,
@@ -121,6 +122,7 @@ __all__ = [
     "WindowRows",
     "WindowStream",
     "WindowVoid",
+    "WriteUnconfirmed",
     "check_base_url",
     "month_windows",
     "network_transport",

@@ -5,6 +5,7 @@
     ExtractError                      anything this package raises
     ├── ConfigurationError            bad base URL (http:// off loopback), empty key
     ├── ResponseFormatError           a body that is not the documented shape
+    │   └── WriteUnconfirmed          a write accepted (2xx) whose transaction is not found
     ├── DriftError                    a window kept changing past the re-read budget
     ├── TransportFailure              connection dropped/refused/timed out (retryable)
     │   └── ServiceUnreachable        no connection at all: refused, unknown host, TLS
@@ -24,9 +25,14 @@
         ├── InternalError             500 internal_error             retryable
         ├── ServiceUnavailable        503 service_unavailable        retryable
         ├── BadGateway / GatewayTimeout  502 / 504 (proxies)         retryable
-        └── UnknownApiError           a code this client does not know
+        └── UnknownApiError           a code and a status this client does not know
             ├── UnknownClientError    4xx: permanent
             └── UnknownServerError    5xx: retryable
+
+Classed by meaning, whatever the code (``error_class``): an unknown code takes its status's
+class above (401 the key, 403 the scope, 404 not found, 400/422 invalid, 409 a conflict, 5xx a
+fault of the service); any 429 is ``RateLimited`` (a wait) except ``provider_quota_exhausted``
+on ``POST /v1/sync``, the one 429 the API document makes a refusal.
 
 Callers catch by meaning (``except InsufficientScope``, ``if err.retryable``), never by parsing
 messages. No exception text ever contains the API key.
@@ -69,6 +75,21 @@ class ResponseFormatError(ExtractError):
     outcome = Outcome.SERVICE
     headline = "the service answered in a shape centsync does not know"
     what_to_do = "report it with the log below."
+
+
+class WriteUnconfirmed(ResponseFormatError):
+    """The service accepted a write (2xx) but neither its answer nor a read-back shows the
+    transaction: its outcome is unknown. Resending it under the same ``Idempotency-Key`` is safe
+    (the service replays it), so a write-back leaves it pending and resends it later. (What a
+    command ends with is ``ResponseFormatError``'s: the service's answer.)"""
+
+    permanent = False
+    headline = "the service accepted a write but centsync could not find what it wrote"
+    what_to_do = "run `centsync writeback` again later: it resends under the same key, never twice."
+
+    def __init__(self, method: str, path: str, status: int, detail: str) -> None:
+        self.method, self.path, self.status = method, path, status
+        super().__init__(f"{method} {path} -> {status}: {detail}")
 
 
 class DriftError(ExtractError):
@@ -319,6 +340,11 @@ ERRORS_BY_CODE: dict[str, type[ApiError]] = {
     )
 }
 
+# An error whose code this client does not know is classed by its status: what the status means
+# (the key, its scope, a missing thing, a request the service would not take, a wait, a fault
+# of the service) is what a caller acts on. Only the API document's codes and the contract's
+# (docs/api-contract.md, section 2) have their own classes; any other code keeps its text
+# (``error_code``) but takes its status's class.
 _BY_STATUS: dict[int, type[ApiError]] = {
     400: InvalidRequest,
     401: Unauthenticated,
@@ -327,7 +353,7 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     405: MethodNotAllowed,
     409: IdempotencyConflict,
     415: UnsupportedMediaType,
-    422: IdempotencyKeyReused,
+    422: InvalidRequest,
     429: RateLimited,
     500: InternalError,
     502: BadGateway,
@@ -335,13 +361,34 @@ _BY_STATUS: dict[int, type[ApiError]] = {
     504: GatewayTimeout,
 }
 
+# The one 429 that is not a wait (API document, section 4.3): a provider's quota, spent by
+# ``POST /v1/sync``. Every other 429, whatever its code, is the service asking to wait.
+SYNC_TRIGGER = ("POST", "/v1/sync")
 
-def error_class(status: int, code: str | None) -> type[ApiError]:
-    """The exception class for an error response: by code, else by status when no body."""
+
+def error_class(
+    status: int, code: str | None, *, method: str | None = None, path: str | None = None
+) -> type[ApiError]:
+    """The exception class for an error response, by meaning.
+
+    A 429 is a wait (``RateLimited``) whatever its code, except ``provider_quota_exhausted`` on
+    ``POST /v1/sync`` (when ``method``/``path`` are not given, that code keeps its class).
+    Otherwise a known code keeps its class; an unknown code, or none, is classed by its status
+    (unknown 4xx: ``UnknownClientError``, permanent; unknown 5xx: ``UnknownServerError``).
+    """
+    if status == 429:
+        quota = code == ProviderQuotaExhausted.code
+        on_sync = method is None or (method.upper(), path) == SYNC_TRIGGER
+        return ProviderQuotaExhausted if quota and on_sync else RateLimited
     if code:
         known = ERRORS_BY_CODE.get(code)
         if known is not None:
             return known
-    elif status in _BY_STATUS:
+    if status in _BY_STATUS:
         return _BY_STATUS[status]
     return UnknownServerError if status >= 500 else UnknownClientError
+
+
+def classed_by_status(status: int, code: str | None) -> bool:
+    """Whether an error's class came from its status alone (a code this client does not know)."""
+    return not (code and code in ERRORS_BY_CODE)

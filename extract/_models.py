@@ -7,9 +7,10 @@ fields this client does not know still reach the warehouse.
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+import orjson
 import polars as pl
 
 from ._errors import ResponseFormatError
@@ -213,6 +214,11 @@ class Transaction:
     updated_at: dt.datetime | None
     raw: str = field(repr=False)
     replayed: bool = False
+    # a write's answer: its status, the whole body as sent (``raw`` is the transaction's own
+    # object in it), and where the transaction was found (``FOUND_*``)
+    status: int | None = None
+    answer: str = field(default="", repr=False)
+    found: str = ""
 
     @classmethod
     def parse(cls, doc: dict[str, Any], raw: str, *, replayed: bool = False) -> Transaction:
@@ -235,11 +241,31 @@ class Transaction:
             replayed=replayed,
         )
 
+    @classmethod
+    def from_answer(
+        cls, doc: Any, text: str, expect: dict[str, Any], *, status: int, replayed: bool = False
+    ) -> Transaction | None:
+        """The transaction in a write's (or a read-back's) answer, whatever its shape: the object
+        holding the documented fields that agree with ``expect`` (what was sent: the fields of a
+        create, the id of an edit), bare or under one wrapper of any name (``data``,
+        ``transaction``, ``result``, a one-element list). None when no object in it is that
+        transaction (an empty body, a bare status): the caller reads it back."""
+        found = find_transaction(doc, expect)
+        if found is None:
+            return None
+        where, obj = found
+        raw = text if obj is doc else orjson.dumps(obj).decode()
+        t = cls.parse(obj, raw, replayed=replayed)
+        return replace(
+            t,
+            status=status,
+            answer=text,
+            found="in the answer" + (f" under {where!r}" * bool(where)),
+        )
+
     def to_frame(self, *, notes: bool = True) -> pl.DataFrame:
         """The same one-row frame the list readers return (``notes=False``: its raw without
         ``notes`` too, as the list sends it)."""
-        import orjson
-
         raw = self.raw
         if not notes:
             doc = orjson.loads(raw)
@@ -266,3 +292,47 @@ class SyncRequest:
             providers=tuple(doc.get("providers") or ()),
             raw=raw,
         )
+
+
+# The Transaction fields the API document fixes (section 2): an object holding them all is a
+# transaction, whatever wraps it.
+TRANSACTION_FIELDS = ("id", "account_id", "concept", "amount", "booked_at", "type")
+
+
+def is_transaction(obj: Any, expect: dict[str, Any]) -> bool:
+    """Whether ``obj`` holds the documented fields with their documented types, agreeing with
+    every field of ``expect`` (an omitted nullable field counts as null)."""
+    if not isinstance(obj, dict) or not all(f in obj for f in TRANSACTION_FIELDS):
+        return False
+    amount = obj["amount"]
+    if not isinstance(amount, int) or isinstance(amount, bool):
+        return False
+    if not all(isinstance(obj[f], str) for f in TRANSACTION_FIELDS if f != "amount"):
+        return False
+    return all(_same(name, obj.get(name), value) for name, value in expect.items())
+
+
+def _same(name: str, got: Any, want: Any) -> bool:
+    """Whether a field sent and a field answered agree (ids in any case: they are UUIDs)."""
+    if name == "id" or name.endswith("_id"):
+        got = got.lower() if isinstance(got, str) else got
+        want = want.lower() if isinstance(want, str) else want
+    return bool(got == want)
+
+
+def find_transaction(doc: Any, expect: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    """(where, object) of the transaction in an answer: ``""`` at the top level, else the name
+    of the one wrapper it is under (a one-element list counts as a wrapper too). The top level
+    is tried first, then every wrapper; None when none holds it."""
+    if isinstance(doc, list) and len(doc) == 1:
+        doc = doc[0]
+    if is_transaction(doc, expect):
+        return "", doc
+    if not isinstance(doc, dict):
+        return None
+    for name, value in doc.items():
+        if isinstance(value, list) and len(value) == 1:
+            value = value[0]
+        if is_transaction(value, expect):
+            return str(name), value
+    return None

@@ -13,7 +13,10 @@ The allowance comes from ``GET /v1/me``. Two regimes, chosen by whether the serv
   keep it under the limit whatever the window alignment: a small burst ``b`` and a steady rate
   of ``limit - b - 1`` per period, so no interval of one period admits more than ``limit``.
 
-A 429's ``Retry-After`` holds every request the same way (the server knows best).
+A 429 holds every request the same way (the server knows best): for as long as its
+``Retry-After`` says, else its ``X-RateLimit-Reset`` (``retry_after``, ``reset_wait``), else until
+the window ``/v1/me`` reports spent turns (``allowance_wait``); with none of them, backoff.
+Rate-limit headers under other names, or none, leave pacing blind but working.
 """
 
 from __future__ import annotations
@@ -21,9 +24,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
+from email.utils import parsedate_to_datetime
 
 from aiolimiter import AsyncLimiter
 
@@ -249,3 +254,91 @@ def _int(value: str | None) -> int | None:
     except ValueError:
         return None
     return int(number) if math.isfinite(number) else None
+
+
+# ---------------------------------------------------------------- how long a 429 asks to wait
+
+# A reset time: `X-RateLimit-Reset`, `RateLimit-Reset`, `X-Rate-Limit-Reset`, per window
+# (`X-RateLimit-Reset-Minute`) or as seconds (`X-RateLimit-Reset-After`): any of them.
+_RESET_NAME = re.compile(r"^(x-)?rate-?limit-reset(-after)?(-[a-z]+)?$")
+# Above this a reset value is an instant (epoch seconds; above _EPOCH_MS, milliseconds), below
+# it seconds to wait: ~3 years of seconds, far past any window, far before any epoch of now.
+_EPOCH_S, _EPOCH_MS = 1e8, 1e11
+# A wait further away than this is not a rate-limit window (a clock or unit misread): ignored.
+_MAX_HINT = 2 * 86400.0
+
+
+def _seconds(value: str) -> float | None:
+    try:
+        number = float(value.strip())
+    except ValueError:
+        return None
+    return number if math.isfinite(number) and number >= 0 else None
+
+
+def _service_now(headers: Mapping[str, str]) -> float | None:
+    """The answer's own time (its `Date` header), as epoch seconds; None when absent."""
+    try:
+        told = parsedate_to_datetime(headers.get("date") or "")
+    except (TypeError, ValueError, IndexError):
+        return None
+    return None if told.tzinfo is None else told.timestamp()
+
+
+def _until(instant: float, headers: Mapping[str, str]) -> float | None:
+    """Seconds from now until ``instant`` (epoch seconds): on this machine's clock, or, when
+    that gives no plausible wait, on the service's (its `Date` header)."""
+    for now in (time.time(), _service_now(headers)):
+        if now is not None and -5.0 <= instant - now <= _MAX_HINT:
+            return max(0.0, instant - now)
+    return None
+
+
+def retry_after(headers: Mapping[str, str]) -> float | None:
+    """`Retry-After` in seconds: delta-seconds or an HTTP date (RFC 9110); None when absent."""
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return _until(when.timestamp(), headers)
+
+
+def reset_wait(headers: Mapping[str, str]) -> float | None:
+    """Seconds until the rate limit resets, from any `*RateLimit-Reset*` header: an epoch
+    instant (seconds or milliseconds) or seconds to wait, told apart by magnitude. With several
+    (one per window), the soonest: a wait too short is met by another 429 and waited again, a
+    wait too long could give up on a window that has already turned."""
+    waits = []
+    for name, value in headers.items():
+        if not _RESET_NAME.match(name.lower()):
+            continue
+        number = _seconds(value)
+        if number is None:
+            continue
+        if number >= _EPOCH_MS:
+            wait = _until(number / 1000.0, headers)
+        elif number >= _EPOCH_S:
+            wait = _until(number, headers)
+        else:
+            wait = number if number <= _MAX_HINT else None
+        if wait is not None:
+            waits.append(wait)
+    return min(waits) if waits else None
+
+
+def allowance_wait(minute_remaining: int | None, hour_remaining: int | None) -> float | None:
+    """How long `/v1/me`'s allowance says to wait: until the spent window turns (None: it
+    reports room, so the 429 came from elsewhere and backoff decides)."""
+    if hour_remaining is not None and hour_remaining <= 0:
+        return _until_next_window(3600) + 0.05
+    if minute_remaining is not None and minute_remaining <= 0:
+        return _until_next_window(60) + 0.05
+    return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -19,13 +20,23 @@ from tenacity import RetryCallState
 from ._errors import (
     ApiError,
     ConfigurationError,
+    ExtractError,
     RateLimited,
     ServiceUnreachable,
     TransportFailure,
+    classed_by_status,
     error_class,
 )
 from ._models import Me
-from ._pacing import Allowance, HoldPastBudget, Pacer, has_rate_limit_headers
+from ._pacing import (
+    Allowance,
+    HoldPastBudget,
+    Pacer,
+    allowance_wait,
+    has_rate_limit_headers,
+    reset_wait,
+)
+from ._pacing import retry_after as parse_retry_after
 from ._retry import _TRANSPORT_ERRORS, DEFAULT_MAX_WAIT, RetryPolicy, past_budget, rate_limited
 from ._runtime import PARSE_NICE, background_priority
 from ._stats import RequestStats, endpoint_name
@@ -123,6 +134,8 @@ class RequestCore:
         self.pacer = Pacer(enabled=pacing)
         self._pacer_lock = asyncio.Lock()
         self._me: Me | None = None
+        # the latest /v1/me asked after a 429 without a wait (monotonic time, its answer)
+        self._allowance_asked, self._allowance_told = -math.inf, None
         self._last_total: int | None = None
         # the service's clock less this machine's, from the latest answer's `Date` header
         self.service_offset: dt.timedelta | None = None
@@ -283,36 +296,36 @@ class RequestCore:
             self.stats.add(endpoint, errors=1)
             if response.status_code == 429:
                 self.stats.add(endpoint, rate_limited=1)
-                if isinstance(error, RateLimited) and error.retry_after is not None:
-                    self.pacer.hold(error.retry_after, reason="429 rate_limited, Retry-After")
+            if isinstance(error, RateLimited):
+                how = "its Retry-After or rate-limit reset"
+                if error.retry_after is None:
+                    error.retry_after = await self._allowance_wait(path)
+                    how = "the allowance /v1/me reports spent"
+                if error.retry_after is not None:
+                    self.pacer.hold(error.retry_after, reason=f"429 {error.error_code}, {how}")
             raise error
         return response
 
     def _error(self, response: httpx.Response, method: str, path: str) -> ApiError:
-        code = message = None
-        details: list[dict[str, Any]] | None = None
-        try:
-            body = orjson.loads(response.content)
-            err = body.get("error") if isinstance(body, dict) else None
-            if isinstance(err, dict):
-                code = err.get("code")
-                message = err.get("message")
-                raw_details = err.get("details")
-                if isinstance(raw_details, list):
-                    details = [d for d in raw_details if isinstance(d, dict)]
-        except orjson.JSONDecodeError:
-            pass
-        retry_after: float | None = None
-        header = response.headers.get("retry-after")
-        if header is not None:
-            try:
-                retry_after = max(0.0, float(header))
-            except ValueError:
-                retry_after = None
-        cls = error_class(response.status_code, code if isinstance(code, str) else None)
+        """The answer's error, classed by meaning (``error_class``): its code when known, else
+        its status; any 429 but a spent provider quota is a wait."""
+        code, message, details = error_fields(response.content)
+        retry_after = wait_hint(response.headers) if response.status_code == 429 else None
+        if retry_after is None:
+            retry_after = parse_retry_after(response.headers)
+        cls = error_class(response.status_code, code, method=method, path=path)
+        if classed_by_status(response.status_code, code):
+            log.info(
+                "%s %s -> %d %s: a code centsync does not know, taken as %s",
+                method,
+                path,
+                response.status_code,
+                code or "(none)",
+                cls.__name__,
+            )
         return cls(
             status=response.status_code,
-            code=code if isinstance(code, str) else cls.code or f"http_{response.status_code}",
+            code=code or cls.code or f"http_{response.status_code}",
             message=self._redact(str(message)) if message else response.reason_phrase,
             method=method,
             path=path,
@@ -320,6 +333,26 @@ class RequestCore:
             details=details,
             retry_after=retry_after,
         )
+
+    async def _allowance_wait(self, path: str) -> float | None:
+        """After a 429 that says nothing of how long to wait: what ``/v1/me`` reports left of
+        the allowance (one unretried request; at most one a second however many requests met
+        the 429). None: it reports room, or cannot be read (backoff decides)."""
+        if path == "/v1/me":
+            return None  # it is what was refused
+        now = time.monotonic()
+        if now - self._allowance_asked < 1.0:
+            return self._allowance_told
+        self._allowance_asked, self._allowance_told = now, None
+        try:
+            response = await self._send_once(
+                "GET", "/v1/me", "GET /v1/me", None, None, {"Accept": "application/json"}, False
+            )
+            me = Me.parse(_json(response), response.text)
+        except (ExtractError, KeyError, TypeError, AttributeError):
+            return None
+        self._allowance_told = allowance_wait(me.minute_remaining, me.hour_remaining)
+        return self._allowance_told
 
     async def request(
         self,
@@ -357,11 +390,12 @@ class RequestCore:
             if rate_limited(exc):
                 # waiting as the service asks is shown, with what is left of the budget
                 log.warning(
-                    "rate limited on %s %s: waiting %.1f s as the service asks (%.0f s of the "
+                    "rate limited on %s %s: waiting %.1f s %s (%.0f s of the "
                     "%.0f s wait budget used)",
                     method,
                     path,
                     wait,
+                    "as the service asks" if exc.retry_after is not None else "(backoff)",  # type: ignore[union-attr]
                     state.idle_for - wait,
                     self.max_wait,
                 )
@@ -380,3 +414,35 @@ class RequestCore:
     ) -> tuple[Any, str]:
         response = await self.request("GET", path, params=params)
         return _json(response), response.text
+
+
+def wait_hint(headers: httpx.Headers) -> float | None:
+    """How long a 429 asks to wait: its `Retry-After`, else its rate-limit reset (None: neither)."""
+    hint = parse_retry_after(headers)
+    return hint if hint is not None else reset_wait(headers)
+
+
+def error_fields(content: bytes) -> tuple[str | None, str | None, list[dict[str, Any]] | None]:
+    """(code, message, details) of an error body: the documented ``{"error": {"code",
+    "message"}}``, else what an error body plainly says (``{"error": "code"}``, a top-level
+    ``code``/``message``); Nones when it says nothing (the status alone then classes it)."""
+    try:
+        body = orjson.loads(content)
+    except orjson.JSONDecodeError:
+        return None, None, None
+    if not isinstance(body, dict):
+        return None, None, None
+    err = body.get("error")
+    if isinstance(err, str):
+        err = {"code": err, "message": body.get("message") or body.get("error_description")}
+    if not isinstance(err, dict):
+        err = body
+    code, message, raw_details = err.get("code"), err.get("message"), err.get("details")
+    details = (
+        [d for d in raw_details if isinstance(d, dict)] if isinstance(raw_details, list) else None
+    )
+    return (
+        code if isinstance(code, str) and code else None,
+        message if isinstance(message, str) else None,
+        details,
+    )

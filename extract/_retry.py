@@ -38,7 +38,8 @@ DEFAULT_MAX_WAIT = 600.0
 
 
 class _Wait(wait_base):
-    """Exponential backoff with full jitter, or the server's ``Retry-After`` when it sent one."""
+    """Exponential backoff with full jitter, or the server's wait when it sent one (a 429's or
+    503's ``Retry-After``, a 429's rate-limit reset or the spent window ``/v1/me`` reports)."""
 
     def __init__(self, initial: float, maximum: float) -> None:
         self._backoff = wait_random_exponential(multiplier=initial, max=maximum)
@@ -65,8 +66,9 @@ class _UnreachableThrice(stop_base):
 
 
 def rate_limited(exc: BaseException | None) -> bool:
-    """A 429 ``rate_limited`` that says how long to wait: waited out against a time budget."""
-    return isinstance(exc, RateLimited) and exc.retry_after is not None
+    """A 429 (any code but a spent provider quota): waited out against a time budget, for as
+    long as the service says or, when it says nothing, with backoff."""
+    return isinstance(exc, RateLimited)
 
 
 class _StopPastBudget(stop_base):
@@ -100,6 +102,11 @@ def past_budget(exc: BaseException, waited: float, budget: float) -> BaseExcepti
             f"past the {budget:g} s wait budget ({MAX_WAIT_ENV}): run again after "
             f"{when:%H:%M:%S} UTC",
         )
+    elif isinstance(exc, RateLimited) and "wait budget" not in str(exc):
+        exc.args = (
+            f"{exc}. Waited {waited:.0f} s with backoff (the service said nothing of how long to "
+            f"wait) and reached the {budget:g} s wait budget ({MAX_WAIT_ENV}): run again later",
+        )
     return exc
 
 
@@ -119,9 +126,9 @@ class RetryPolicy:
         if not unknown_outcome_ok and not isinstance(exc, (RateLimited, ServiceUnavailable)):
             # the server may have acted on it: only an explicit "not now" is safe to resend
             return False
-        if rate_limited(exc):
+        if rate_limited(exc) and exc.retry_after is not None:  # type: ignore[union-attr]
             # a wait longer than the whole budget (a spent hourly allowance) is not waited at all
-            return float(exc.retry_after) <= self.max_wait  # type: ignore[attr-defined]
+            return float(exc.retry_after) <= self.max_wait  # type: ignore[union-attr]
         return True
 
     async def call(

@@ -239,9 +239,17 @@ class ApiClient:
         return self._call(self._client.assign_expense, transaction_id, expense_goal_id)
 
     def write(
-        self, method: str, path: str, body: dict[str, Any], *, idempotency_key: str
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any],
+        *,
+        idempotency_key: str,
+        claimed: Iterable[str] = (),
     ) -> Transaction:
-        return self._call(self._client.write, method, path, body, idempotency_key=idempotency_key)
+        return self._call(
+            self._client.write, method, path, body, idempotency_key=idempotency_key, claimed=claimed
+        )
 
     def trigger_sync(
         self, provider: str | None = None, *, idempotency_key: str | None = None

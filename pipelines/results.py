@@ -349,12 +349,30 @@ class Setting(Result):
     value: str
 
 
+class Surface(Result):
+    """One API surface as the service's contract holds it (`ops.contract`)."""
+
+    surface: str  # "GET /v1/transactions/summary"
+    state: Literal["documented", "learned", "pinned", "unavailable", "not learned yet"]
+    detail: str  # the evidence, or why it is unavailable
+
+
+class ContractSection(Result):
+    """The doctor's contract section: each surface documented, learned, pinned or unavailable."""
+
+    learned: bool
+    note: str
+    surfaces: list[Surface]
+
+
 class DoctorResult(Result):
-    """`centsync doctor`: every check, every setting resolved, all well or the first problem."""
+    """`centsync doctor`: every check, every setting resolved, all well or the first problem,
+    and the service's contract."""
 
     status: Literal["ok", "problem"]
     checks: list[Check] = Field(min_length=1)
     settings: list[Setting]
+    contract: ContractSection
 
 
 class StatusSource(Open):

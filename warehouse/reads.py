@@ -427,3 +427,64 @@ def months_by_verification(
     except duckdb.CatalogException:
         return []
     return [(str(m), int(n), v) for m, n, v in rows]
+
+
+# --- the service's contract: doctor, the contract report (pipelines/outputs/contract_report.py)
+
+# The raw tables that hold records as the service sent them, and their first column.
+RAW_RECORDS = (
+    "raw.transactions",
+    "raw.accounts",
+    "raw.connections",
+    "raw.sync_status",
+    "raw.settings",
+)
+
+
+def contract_rows(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]] | None:
+    """Every row of ops.contract (what refreshes learned of the service's shapes), JSON columns
+    as text; None when the warehouse has no such table (no refresh has learned one yet)."""
+    if not table_exists(con, "ops.contract"):
+        return None
+    return _as_dicts(
+        con,
+        "SELECT surface, state, mapping::VARCHAR AS mapping, shape::VARCHAR AS shape, evidence, "
+        "reason, learned_refresh, checked_refresh, changed_at FROM ops.contract ORDER BY surface",
+    )
+
+
+def raw_records(con: duckdb.DuckDBPyConnection, table: str, limit: int) -> list[str]:
+    """Up to `limit` records of a raw table (one of RAW_RECORDS), as the JSON text received."""
+    if table not in RAW_RECORDS or not table_exists(con, table):
+        return []
+    rows = con.execute(f"SELECT raw::VARCHAR FROM {table} LIMIT ?", [limit]).fetchall()
+    return [r[0] for r in rows]
+
+
+def known_words(con: duckdb.DuckDBPyConnection) -> set[str]:
+    """The names a warehouse holds (accounts, institutions, categories, merchants, settings):
+    what a report that must never show a name checks its key names against."""
+    queries = {
+        "core.accounts": "SELECT name FROM core.accounts UNION SELECT institution FROM core.accounts",
+        "core.categories": "SELECT name FROM core.categories",
+        "core.transactions": "SELECT DISTINCT concept FROM core.transactions",
+        "core.connections": "SELECT institution FROM core.connections",
+    }
+    words: set[str] = set()
+    for table, sql in queries.items():
+        if table_exists(con, table):
+            words.update(str(r[0]).lower() for r in con.execute(sql).fetchall() if r[0])
+    return words
+
+
+def unread_answers(con: duckdb.DuckDBPyConnection, limit: int) -> list[tuple[str, str]]:
+    """(surface, body as JSON text) of the latest answers a refresh could not read
+    (raw.unread_answers, migration 010), up to `limit` a surface; none before that table."""
+    if not table_exists(con, "raw.unread_answers"):
+        return []
+    rows = con.execute(
+        "SELECT surface, body::VARCHAR FROM raw.unread_answers WHERE body IS NOT NULL "
+        "QUALIFY row_number() OVER (PARTITION BY surface ORDER BY received_at DESC) <= ?",
+        [limit],
+    ).fetchall()
+    return [(str(s), str(b)) for s, b in rows]

@@ -7,7 +7,8 @@ import dataclasses
 import os
 import shutil
 import time
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 
 import click
 
@@ -48,8 +49,17 @@ def _fail(name: str, value: str, exc: BaseException) -> Check:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Print the checks as one JSON object.")
-def doctor(as_json: bool) -> None:
-    """Check the set-up: settings, service, key, warehouse, Dagster, schedules, disk, alerts.
+@click.option(
+    "--contract-report",
+    "contract_report",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    default=None,
+    help="Also write FILE: each API surface's state and the shapes of its answers (key names, "
+    "JSON types, nesting; never a value, amount, id, name or the key), to attach to a bug report.",
+)
+def doctor(as_json: bool, contract_report: Path | None) -> None:
+    """Check the set-up: settings, service, key, warehouse, Dagster, schedules, disk, alerts,
+    and the service's contract (each API surface: documented, learned, pinned or unavailable).
 
     Exit code: 0 when all is well (warnings included), else the first problem's.
 
@@ -67,6 +77,7 @@ def doctor(as_json: bool) -> None:
     else:
         checks = [_check("settings", "ok", "read from the environment")]
         checks += run_checks(config)
+    contract = _contract(config, contract_report, checks)
     code = next((c.exit_code for c in checks if c.status == "fail"), 0)
     from centsync.pipelines.results import DoctorResult
 
@@ -75,9 +86,42 @@ def doctor(as_json: bool) -> None:
             "status": "ok" if code == 0 else "problem",
             "checks": checks,
             "settings": resolved(config) if config else [],
+            "contract": contract,
         }
     )
-    finish(result, as_json, lambda: _render(checks, config, code), exit_code=code)
+    finish(result, as_json, lambda: _render(checks, config, code, contract), exit_code=code)
+
+
+def _contract(config: Settings | None, report: Path | None, checks: list[Check]) -> dict[str, Any]:
+    """The contract section (from the warehouse's ops.contract) and, when asked, its report
+    (written; a check says where, or why not)."""
+    from centsync.pipelines.outputs import contract_report as contract
+
+    con = None
+    if config is not None and config.warehouse.exists():
+        from centsync.warehouse import connect_readonly
+
+        try:
+            con = connect_readonly(config.warehouse)
+        except Exception:  # damaged or locked: the warehouse check above says which
+            con = None
+    try:
+        learned, rows = contract.surfaces(con)
+        if report is not None:
+            secrets = [config.api_key] if config is not None else []
+            try:
+                contract.write_report(report, con, secrets)
+            except OSError as exc:
+                detail = f"could not write it: {exc.strerror}; choose a file in a folder you own"
+                checks.append(Check("contract_report", "fail", str(report), detail, 2))
+            else:
+                detail = "shapes only: key names, JSON types, nesting; never a value"
+                checks.append(Check("contract_report", "ok", str(report), detail))
+    finally:
+        if con is not None:
+            con.close()
+    note = "" if learned else contract.NOTHING_LEARNED
+    return {"learned": learned, "note": note, "surfaces": rows}
 
 
 def resolved(config: Settings) -> list[dict[str, str]]:
@@ -278,8 +322,10 @@ def _alerts(config: Settings) -> Check:
 MARKS = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
 
 
-def _render(checks: list[Check], config: Settings | None, code: int) -> None:
-    """The checks, one a line, then every setting, then the verdict."""
+def _render(
+    checks: list[Check], config: Settings | None, code: int, contract: dict[str, Any]
+) -> None:
+    """The checks, one a line, then every setting, the contract, then the verdict."""
     for c in checks:
         tail = f"  {c.detail}" if c.detail else ""
         click.echo(f"{MARKS[c.status]}  {c.name:<13} {c.value}{tail}")
@@ -287,6 +333,9 @@ def _render(checks: list[Check], config: Settings | None, code: int) -> None:
         click.echo("\nSettings:")
         for s in resolved(config):
             click.echo(f"  {s['env']:<26} {s['value']}")
+    click.echo("\nContract (each API surface):" + (f" {contract['note']}" * bool(contract["note"])))
+    for r in contract["surfaces"]:
+        click.echo(f"  {r['surface']:<35} {r['state']:<15} {r['detail']}")
     first = next((c for c in checks if c.status == "fail"), None)
     if first is None:
         warned = sum(c.status == "warn" for c in checks)

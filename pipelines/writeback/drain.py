@@ -33,6 +33,7 @@ from centsync.extract import (
     RateLimited,
     TransportFailure,
     Unauthenticated,
+    WriteUnconfirmed,
 )
 from centsync.pipelines.results import WritebackResult
 from centsync.pipelines.writeback.summary import WritebackOptions
@@ -148,6 +149,15 @@ OUTCOMES: tuple[Rule, ...] = (
             None,
             "outcome_unknown",
             lambda e, row, box: f"{e.error_code}: still being processed",
+            counter="unknown",
+        ),
+    ),
+    Rule(
+        (WriteUnconfirmed,),
+        Outcome(
+            None,
+            "outcome_unknown",
+            lambda e, row, box: f"{_short(e)} (resent under the same key: never written twice)",
             counter="unknown",
         ),
     ),
@@ -343,8 +353,14 @@ def _send(
     outbox.mark_attempt(row["id"], now, service_now)
     try:
         summary.requests += 1
-        t = client.write(row["method"], row["path"], body, idempotency_key=row["idempotency_key"])
-    except (ApiError, TransportFailure) as e:
+        t = client.write(
+            row["method"],
+            row["path"],
+            body,
+            idempotency_key=row["idempotency_key"],
+            claimed=claimed,
+        )
+    except (ApiError, TransportFailure, WriteUnconfirmed) as e:
         outcome = outcome_of(e)
         if outcome is None:
             raise
@@ -361,8 +377,9 @@ def _send(
         options.now(),
         state="sent",
         event="replayed" if t.replayed else "sent",
-        status=201 if row["operation"] == "create" else 200,
-        response=t.raw,
+        reason=f"its transaction was {t.found}" if "read back" in t.found else None,
+        status=t.status or (201 if row["operation"] == "create" else 200),
+        response=t.answer or t.raw,
         server_id=t.id,
         replayed=t.replayed,
     )
@@ -374,7 +391,7 @@ def _send(
 def _record_failure(
     outbox: Outbox,
     row: Row,
-    error: ApiError | TransportFailure,
+    error: ApiError | TransportFailure | WriteUnconfirmed,
     outcome: Outcome,
     now: dt.datetime,
     summary: WritebackResult,

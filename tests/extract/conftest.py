@@ -68,10 +68,11 @@ class AsgiEnv:
         return Admin(self.sb, httpx.AsyncClient(transport=self.transport, base_url=BASE))
 
 
-def small_sandbox(transactions: int = 3000, **config: Any) -> Sandbox:
+def small_sandbox(transactions: int = 3000, dialect: str = "contract", **config: Any) -> Sandbox:
     config.setdefault("rate_limit", False)
     return Sandbox(
-        SandboxConfig(seed=config.pop("seed", 7), years=2, transactions=transactions, **config)
+        SandboxConfig(seed=config.pop("seed", 7), years=2, transactions=transactions, **config),
+        dialect=dialect,
     )
 
 

@@ -22,6 +22,7 @@ from centsync.extract import (
     RateLimited,
     TransportFailure,
     Unauthenticated,
+    WriteUnconfirmed,
 )
 from centsync.pipelines.results import WritebackResult
 from centsync.pipelines.writeback.drain import DrainStopped, WriteScopeMissing, drain
@@ -73,7 +74,9 @@ class FailingClient:
         self.reads += 1  # the service's clock, read once a drain
         return NetWorth(T0)
 
-    def write(self, method: str, path: str, body: Any, *, idempotency_key: str) -> Any:
+    def write(
+        self, method: str, path: str, body: Any, *, idempotency_key: str, claimed: Any = ()
+    ) -> Any:
         self.writes.append(idempotency_key)
         raise self.error
 
@@ -114,6 +117,7 @@ CASES: list[tuple[Exception, str, str, str | None, type[Exception] | None]] = [
     (api(InvalidRequest, 502, "invalid_request"), "pending", "outcome unknown", "unknown", DrainStopped),
     (api(InvalidRequest, 400, "invalid_request"), "rejected", "invalid_request: what the service said", "rejected_by_service", None),
     (api(ProviderQuotaExhausted, 429, "provider_quota_exhausted"), "rejected", "provider_quota_exhausted: what", "rejected_by_service", None),
+    (WriteUnconfirmed("POST", "/v1/transactions", 202, "accepted, not found"), "pending", "outcome unknown", "unknown", None),
 ]  # fmt: skip
 
 
