@@ -113,10 +113,10 @@ def _contract(config: Settings | None, report: Path | None, checks: list[Check])
                 contract.write_report(report, con, secrets)
             except OSError as exc:
                 detail = f"could not write it: {exc.strerror}; choose a file in a folder you own"
-                checks.append(Check("contract_report", "fail", str(report), detail, 2))
+                checks.append(_check("contract_report", "fail", str(report), detail, errors.USAGE))
             else:
                 detail = "shapes only: key names, JSON types, nesting; never a value"
-                checks.append(Check("contract_report", "ok", str(report), detail))
+                checks.append(_check("contract_report", "ok", str(report), detail))
     finally:
         if con is not None:
             con.close()
