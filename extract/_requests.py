@@ -135,7 +135,8 @@ class RequestCore:
         self._pacer_lock = asyncio.Lock()
         self._me: Me | None = None
         # the latest /v1/me asked after a 429 without a wait (monotonic time, its answer)
-        self._allowance_asked, self._allowance_told = -math.inf, None
+        self._allowance_asked = -math.inf
+        self._allowance_told: float | None = None
         self._last_total: int | None = None
         # the service's clock less this machine's, from the latest answer's `Date` header
         self.service_offset: dt.timedelta | None = None

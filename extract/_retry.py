@@ -126,9 +126,9 @@ class RetryPolicy:
         if not unknown_outcome_ok and not isinstance(exc, (RateLimited, ServiceUnavailable)):
             # the server may have acted on it: only an explicit "not now" is safe to resend
             return False
-        if rate_limited(exc) and exc.retry_after is not None:  # type: ignore[union-attr]
+        if isinstance(exc, RateLimited) and exc.retry_after is not None:
             # a wait longer than the whole budget (a spent hourly allowance) is not waited at all
-            return float(exc.retry_after) <= self.max_wait  # type: ignore[union-attr]
+            return float(exc.retry_after) <= self.max_wait
         return True
 
     async def call(
