@@ -42,7 +42,7 @@ class WindowReport:
     split_from: Window | None = None  # the requested window, when it was split for size
     elapsed_s: float = 0.0
 
-    def as_dict(self) -> dict[str, object]:
+    def to_json(self) -> dict[str, object]:
         return {
             "from": None if self.window[0] is None else self.window[0].isoformat(),
             "to": None if self.window[1] is None else self.window[1].isoformat(),

@@ -31,7 +31,7 @@ class Alert:
     title: str
     body: str
 
-    def as_json(self) -> dict[str, str]:
+    def to_json(self) -> dict[str, str]:
         return {"kind": self.kind, "title": self.title, "body": self.body}
 
 

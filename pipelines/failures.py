@@ -169,7 +169,7 @@ class Failure:
     def code(self) -> int:
         return self.kind.code
 
-    def as_json(self, log: Path | None) -> dict[str, Any]:
+    def to_json(self, log: Path | None) -> dict[str, Any]:
         return {
             "status": "interrupted" if self.code in STOPS else "failed",
             "exit_code": self.code,

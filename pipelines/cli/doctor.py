@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import click
 
 from centsync.pipelines import failures as errors
-from centsync.pipelines.cli.group import JSON_OUTPUT, finish
+from centsync.pipelines.cli.group import JSON_OUTPUT, finish, json_option
 
 if TYPE_CHECKING:
     from centsync.extract import Me
@@ -48,7 +48,7 @@ def _fail(name: str, value: str, exc: BaseException) -> Check:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as one JSON object.")
+@json_option("Print the checks as one JSON object.")
 @click.option(
     "--contract-report",
     "contract_report",

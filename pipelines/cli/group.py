@@ -161,7 +161,7 @@ class Failed(click.ClickException):
         if JSON_OUTPUT.get():
             from centsync.pipelines.results import FailureResult
 
-            click.echo(json.dumps(FailureResult.from_json(self.failure.as_json(log)).to_json()))
+            click.echo(json.dumps(FailureResult.from_json(self.failure.to_json(log)).to_json()))
         render.failure(self.failure, log, debug=DEBUG.get())
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from centsync.pipelines.cli import runner
-from centsync.pipelines.cli.group import finish, imports_done, settings
+from centsync.pipelines.cli.group import finish, imports_done, json_option, settings
 
 if TYPE_CHECKING:
     from centsync.pipelines.fleet.shard import HowToRefresh
@@ -35,7 +35,7 @@ def refresh_all(config: Settings, how: HowToRefresh, concurrency: int) -> None:
     help="Keep the files of every lake version younger than this (readers of older fail; "
     "0 only while no owner publishes).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@json_option("Print one JSON object.")
 def lake_command(retain_hours: int, as_json: bool) -> None:
     """Maintain the shared lake: compact each shard's files, checkpoint, delete old files.
 

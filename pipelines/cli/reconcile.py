@@ -6,7 +6,7 @@ import click
 
 from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import render, runner
-from centsync.pipelines.cli.group import JSON_OUTPUT, finish, settings
+from centsync.pipelines.cli.group import JSON_OUTPUT, finish, json_option, settings
 from centsync.pipelines.embedded import embedded_api
 
 
@@ -17,7 +17,7 @@ from centsync.pipelines.embedded import embedded_api
     help="Compare with the service's aggregates fetched now, every synced month on its own "
     "(6 requests plus 3 a month).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as one JSON object.")
+@json_option("Print the result as one JSON object.")
 def reconcile_command(live: bool, as_json: bool) -> None:
     """Rebuild the marts and prove them against the service's own numbers, to the cent.
 

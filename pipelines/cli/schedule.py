@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from centsync.pipelines.cli import runner
-from centsync.pipelines.cli.group import finish, settings
+from centsync.pipelines.cli.group import finish, json_option, settings
 
 if TYPE_CHECKING:
     from dagster import DagsterInstance
@@ -74,7 +74,7 @@ def schedule_off(names: tuple[str, ...]) -> None:
 
 
 @schedule.command("list")
-@click.option("--json", "as_json", is_flag=True, help="Print them as one JSON object.")
+@json_option("Print them as one JSON object.")
 def schedule_list(as_json: bool) -> None:
     """List the schedules: on or off, when they run, what they do.
 

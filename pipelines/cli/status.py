@@ -7,11 +7,11 @@ from pathlib import Path
 import click
 
 from centsync.pipelines.cli import render
-from centsync.pipelines.cli.group import FILE, JSON_OUTPUT, finish, settings
+from centsync.pipelines.cli.group import FILE, JSON_OUTPUT, finish, json_option, settings
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True, help="Print the status as one JSON object.")
+@json_option("Print the status as one JSON object.")
 def status(as_json: bool) -> None:
     """What the warehouse holds: its source, the last refresh, row counts, the verdict.
 

@@ -207,7 +207,7 @@ def test_key_never_appears_in_logs_exceptions_or_reprs(
             texts.append(repr(c._http))
             texts.append(repr(c._auth))
             frame, reports = await c.read_all_transactions()
-            texts.extend(str(r.as_dict()) for r in reports)
+            texts.extend(str(r.to_json()) for r in reports)
             texts.append(str(c.stats.snapshot()))
             for bad in (
                 c.create_transaction(

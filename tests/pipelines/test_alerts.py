@@ -63,7 +63,7 @@ def test_an_alert_never_carries_the_key() -> None:
     kind = failures.Kind(failures.AUTH, "the service refused the API key", "check the key.")
     failure = failures.Failure(kind, "Unauthenticated", "the key sk_live_123 was refused", "", "r1")
     alert = alerts.failed("refresh_job", failure)
-    assert "sk_live_123" not in json.dumps(alerts.scrubbed(alert, ("sk_live_123",)).as_json())
+    assert "sk_live_123" not in json.dumps(alerts.scrubbed(alert, ("sk_live_123",)).to_json())
 
 
 def _differ(http_env: HttpEnv) -> None:
