@@ -331,6 +331,30 @@ class FleetResult(Result):
     exit_code: Count = 0
 
 
+class LakeTable(Result):
+    """What `centsync lake` did to one lake table (`warehouse.lake.Maintained`)."""
+
+    table: str
+    files_before: Count
+    files_after: Count
+    removed: Count
+    seconds: float
+
+
+class LakeResult(Result):
+    """`centsync lake`: the shared lake maintained, table by table."""
+
+    lake: str
+    tables: list[LakeTable]
+
+
+class PlanResult(Result):
+    """`centsync refresh --plan`: what a refresh would read and prove (`refresh.steps.preview`;
+    its plan is the planner's own record, shaped by `refresh/plan.py`)."""
+
+    plan: dict[str, Any]
+
+
 # --------------------------------------------------------------------------- doctor, status
 
 
@@ -503,8 +527,16 @@ COMMANDS: dict[str, type[Result]] = {
     "doctor": DoctorResult,
     "status": StatusResult,
     "schedule": ScheduleResult,
+    "refresh-all": FleetResult,
+    "refresh-plan": PlanResult,
+    "lake": LakeResult,
 }
-TITLES = {"schedule": "centsync schedule list --json", "failure": "a failing command's --json"}
+TITLES = {
+    "schedule": "centsync schedule list --json",
+    "failure": "a failing command's --json",
+    "refresh-all": "centsync refresh --all --json",
+    "refresh-plan": "centsync refresh --plan --json",
+}
 
 
 def json_schemas() -> dict[str, dict[str, Any]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 import click
@@ -48,11 +47,15 @@ def lake_command(retain_hours: int, as_json: bool) -> None:
     if not lake_tables(lake):
         raise NoLakeError(f"the lake {lake} holds no tables yet")
     done = maintain(lake, retain_hours=retain_hours)
-    if as_json:
-        click.echo(json.dumps({"lake": str(lake), "tables": [d.to_json() for d in done]}))
-        return
-    for d in done:
-        click.echo(
-            f"{d.table:<40} files {d.files_before:>5} -> {d.files_after:<5} "
-            f"removed {d.removed:>5}  {d.seconds:.2f} s"
-        )
+    from centsync.pipelines.results import LakeResult
+
+    result = LakeResult.model_validate({"lake": str(lake), "tables": [d.to_json() for d in done]})
+
+    def show() -> None:
+        for d in result.tables:
+            click.echo(
+                f"{d.table:<40} files {d.files_before:>5} -> {d.files_after:<5} "
+                f"removed {d.removed:>5}  {d.seconds:.2f} s"
+            )
+
+    finish(result, as_json, show)

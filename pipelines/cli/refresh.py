@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -202,10 +201,9 @@ def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
     )
     with embedded_api(config) as run_settings, api_client(run_settings) as client:
         plan = preview(client, config.warehouse, options)
-    if as_json:
-        click.echo(json.dumps({"plan": plan}))
-    else:
-        render.refresh_plan(plan)
+    from centsync.pipelines.results import PlanResult
+
+    finish(PlanResult(plan=plan), as_json, lambda: render.refresh_plan(plan))
 
 
 def _mode(full: bool, hot: bool, months: str) -> tuple[str, str]:

@@ -92,7 +92,7 @@ def household(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Household]:
             **{key_variable(n): keys["read_only"] for n, keys in fleet.keys.items()},
         }
         h = Household(fleet, base_url, tmp, env, {}, 0)
-        # a real process, as a scheduler runs it; it starts one process per owner
+        # a real process, as a scheduler runs it (the fleet's engine: owners in its threads)
         clean = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
         done = subprocess.run(
             [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--all"],
@@ -138,6 +138,26 @@ def test_the_refresh_all_object_is_its_type_with_the_envelope(household: Househo
     jsonschema.Draft202012Validator.check_schema(schema)
     jsonschema.validate(household.all, schema)
     assert household.all["exit_code"] == 0 and household.all["run_id"] is None
+
+
+def test_lake_maintenance_prints_its_type_with_the_envelope(household: Household) -> None:
+    from centsync.pipelines.results import json_schemas
+
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
+    done = subprocess.run(
+        [sys.executable, "-m", "centsync.pipelines.cli", "lake", "--json"],
+        capture_output=True,
+        text=True,
+        env=clean | household.env,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    printed = json.loads(done.stdout.strip().splitlines()[-1])
+    jsonschema.validate(printed, json_schemas()["lake"])
+    assert printed["tables"] and all(
+        t["files_after"] <= t["files_before"] for t in printed["tables"]
+    )
 
 
 def test_the_lake_holds_each_owner_exactly_as_its_warehouse(household: Household) -> None:

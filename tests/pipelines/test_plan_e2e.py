@@ -12,10 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
+
+from centsync.pipelines.results import json_schemas
 
 from .conftest import HttpEnv
 
@@ -102,7 +105,9 @@ def test_refresh_plan_writes_nothing_and_estimates_what_the_refresh_spends(
 ) -> None:
     code, out = http_env.cli("refresh", "--plan", "--json")
     assert code == 0, out
-    planned = json.loads(out.strip().splitlines()[-1])["plan"]
+    printed = json.loads(out.strip().splitlines()[-1])
+    jsonschema.validate(printed, json_schemas()["refresh-plan"])  # with the CLI's envelope
+    planned = printed["plan"]
     assert planned["mode"] == "full" and planned["reason"] == "first sync"
     assert planned["requests_spent"] == 4  # me, settings, net worth, the ledger's count
     assert not http_env.warehouse.exists()
