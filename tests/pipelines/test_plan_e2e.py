@@ -15,10 +15,9 @@ import httpx
 import jsonschema
 import pytest
 
+from centsync.pipelines.results import json_schemas
 from centsync.sandbox.server import run_in_thread
 from helpers import make_sandbox
-
-from centsync.pipelines.results import json_schemas
 
 from .conftest import HttpEnv
 

@@ -16,8 +16,9 @@ import orjson
 import pytest
 
 from centsync.extract import ApiClient
+from centsync.pipelines.results import WritebackResult
 from centsync.pipelines.writeback.drain import DrainStopped, drain
-from centsync.pipelines.writeback.summary import WritebackOptions, WritebackSummary
+from centsync.pipelines.writeback.summary import WritebackOptions
 from centsync.sandbox.dialects import DIALECTS
 from centsync.sandbox.server import run_in_thread
 from centsync.warehouse.outbox import PLAN_FIELDS, Outbox, outbox_path
@@ -81,13 +82,13 @@ def test_writes_are_posted_once_over_http_in_every_dialect(dialect_env: HttpEnv)
     key = http_env.sb.keys["read_write"]
     hurried = ApiClient(http_env.base_url, key, timeout=0.5, max_attempts=1)
     with hurried as client, pytest.raises(DrainStopped):
-        drain(client, box, WritebackOptions(now=lambda: T0), WritebackSummary())
+        drain(client, box, WritebackOptions(now=lambda: T0), WritebackResult())
     http_env.admin("DELETE", "/_sandbox/faults")
     first = box.rows()[0]
     assert first["state"] == "pending" and first["attempts"] == 1
     assert [t["concept"] for t in http_env.sb.state()["transactions"]].count("Dialect coffee") == 1
     # resent under its key: replayed, found in the dialect's answer, still one transaction
-    summary = WritebackSummary()
+    summary = WritebackResult()
     with ApiClient(http_env.base_url, key) as client:
         drain(client, box, WritebackOptions(now=lambda: T0), summary)
     after = http_env.sb.state()["transactions"]
