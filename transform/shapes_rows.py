@@ -1,0 +1,223 @@
+"""Learn the rows of a list answer (spending) and read any learned answer in the contract's shape.
+
+The second half of the learner (transform/shapes.py holds the paths, the shapes and the object
+surfaces): the spending rows are the list whose key field holds exactly the keys known locally
+and whose amount field equals the local sums, under whatever names and wrappers. `canonical`
+turns a body read through a learned mapping into the contract's shape, so every reader
+downstream stays as it is; `resolves` re-checks a mapping on every answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from centsync.transform.shapes import (
+    ACCOUNTS_SUMMARY,
+    CONNECTIONS,
+    MISSING,
+    MONTH_KEY,
+    SPENDING,
+    SYNC_STATUS,
+    Learned,
+    Refused,
+    at,
+    by_type_of,
+    is_int,
+    join_path,
+    leaves,
+)
+
+
+def record_lists(body: Any) -> list[tuple[str, list[Any]]]:
+    """Lists of objects at the top of the body or under up to two wrappers: (path, records)."""
+    out: list[tuple[str, list[Any]]] = []
+
+    def walk(node: Any, path: str, depth: int) -> None:
+        if isinstance(node, list):
+            if all(isinstance(x, dict) for x in node):
+                out.append((path, node))
+        elif isinstance(node, dict) and depth > 0:
+            for key, value in node.items():
+                walk(value, join_path(path, str(key)), depth - 1)
+
+    walk(body, "", 2)
+    return out
+
+
+def month_of(value: Any) -> Any:
+    """`2025-03` for `2025-03` or `2025-03-01` (other values unchanged; "" is None)."""
+    if value == "":
+        return None
+    if isinstance(value, str):
+        match = MONTH_KEY.match(value)
+        if match is not None:
+            return f"{match[1]}-{match[2]}"
+    return value
+
+
+def same_key(value: Any) -> Any:
+    """A key as sent ("" and null both mean no key: the uncategorised row)."""
+    return None if value == "" else value
+
+
+def learn_spending(
+    body: Any, known: Mapping[Any, tuple[int, int]], key_of: Callable[[Any], Any] = same_key
+) -> Learned | Refused:
+    """Spending rows: the list whose objects' key field holds exactly the known keys (through
+    `key_of`, e.g. a month key `2025-03-01` read as `2025-03`) and whose amount field equals the
+    rows' sums per key; a count field and a total when they equal the counts and the sum."""
+    if not known:
+        return Refused("no local spending in the range to learn from")
+    best: list[Learned] = []
+    reasons: list[str] = []
+    for path, records in record_lists(body):
+        if len(records) != len(known):
+            reasons.append(f"{path or 'the body'}: {len(records)} rows, {len(known)} expected")
+            continue
+        got = _learn_rows(body, path, records, known, key_of)
+        if isinstance(got, Learned):
+            best.append(got)
+        else:
+            reasons.append(f"{path or 'the body'}: {got.reason}")
+    if len(best) == 1:
+        return best[0]
+    if len(best) > 1:
+        return Refused(
+            "several lists match the spending rows: " + ", ".join(b.mapping["rows"] for b in best)
+        )
+    return Refused("no list of rows matches the spending: " + "; ".join(reasons or ["no list"]))
+
+
+def _learn_rows(
+    body: Any,
+    path: str,
+    records: list[Any],
+    known: Mapping[Any, tuple[int, int]],
+    key_of: Callable[[Any], Any],
+) -> Learned | Refused:
+    names = sorted({k for r in records for k in r})
+    keys = [
+        n
+        for n in names
+        if all(not isinstance(r.get(n), (dict, list)) for r in records)
+        and {key_of(r.get(n)) for r in records} == set(known)
+        and len({key_of(r.get(n)) for r in records}) == len(records)
+    ]
+    if len(keys) != 1:
+        return Refused("no single field holds the keys" if not keys else f"keys ambiguous: {keys}")
+    key = keys[0]
+
+    def matching(index: int, allow_negation: bool) -> list[str]:
+        out = []
+        for n in names:
+            if n == key:
+                continue
+            values = [r.get(n) for r in records]
+            wants = [known[key_of(r.get(key))][index] for r in records]
+            if all(is_int(v) for v in values):
+                if values == wants:
+                    out.append(n)
+                elif allow_negation and [-v for v in values] == wants and any(wants):
+                    out.append("-" + n)
+        return out
+
+    amounts, counts = matching(0, True), matching(1, False)
+    counts = [c for c in counts if c not in amounts]
+    amounts = [a for a in amounts if a not in counts] if len(amounts) > 1 else amounts
+    if len(amounts) != 1:
+        return Refused(
+            "no single field holds the amounts" if not amounts else f"amounts ambiguous: {amounts}"
+        )
+    mapping = {"rows": path, "key": key, "amount": amounts[0]}
+    words = [
+        f"rows = {path or 'the body'} ({len(records)} rows, the local keys)",
+        f"key = {key}",
+        f"amount = {amounts[0].lstrip('-')}{' (negated)' if amounts[0].startswith('-') else ''} equals the rows' sums",
+    ]
+    if len(counts) == 1:
+        mapping["count"] = counts[0]
+        words.append(f"count = {counts[0]} equals the rows' counts")
+    labels = [
+        n
+        for n in names
+        if n not in (key, amounts[0].lstrip("-"), *counts)
+        and all(isinstance(r.get(n), str) for r in records)
+    ]
+    if len(labels) == 1:
+        mapping["label"] = labels[0]
+    total = sum(a for a, _ in known.values())
+    outside = [
+        p
+        for p, v in leaves(body)
+        if is_int(v) and not p.startswith(path + "[") and v in (total, -total)
+    ]
+    outside = [p if at(body, p) == total else "-" + p for p in outside]
+    if len(outside) == 1:
+        mapping["total"] = outside[0]
+        words.append(f"total = {outside[0].lstrip('-')} equals the sum")
+    return Learned(mapping, "; ".join(words))
+
+
+# ---- re-checking and reading with a mapping ----------------------------------------------------
+def resolves(surface: str, body: Any, mapping: Mapping[str, str]) -> str | None:
+    """None when every mapped role is found in the body with a plausible type, else what is
+    missing (the service changed its shape)."""
+    if surface in (SPENDING, CONNECTIONS, SYNC_STATUS):
+        rows = at(body, mapping.get("rows", ""), MISSING)
+        if not isinstance(rows, list):
+            return f"no list at {mapping.get('rows') or 'the body'}"
+        if surface == SPENDING and rows:
+            for role in ("key", "amount"):
+                if any(
+                    role in mapping and mapping[role].lstrip("-") not in r
+                    for r in rows
+                    if isinstance(r, dict)
+                ):
+                    return f"rows without {mapping[role]}"
+        return None
+    if not isinstance(body, dict):
+        return "the answer is not a JSON object"
+    for role, path in mapping.items():
+        if role == "by_type":
+            continue
+        value = at(body, path, MISSING)
+        if value is MISSING:
+            return f"{role} not found at {path}"
+        if role in ("timezone", "currency", "as_of"):
+            if not isinstance(value, str):
+                return f"{role} at {path} is not a string"
+        elif not is_int(value):
+            return f"{role} at {path} is not an integer"
+    return None
+
+
+def canonical(
+    surface: str, body: Any, mapping: Mapping[str, str], *, group_by: str | None = None
+) -> dict[str, Any]:
+    """The body in the contract's shape (docs/api-contract.md), read through `mapping`: what
+    every reader downstream already understands. Roles not mapped are absent (None)."""
+    if surface == SPENDING:
+        rows = at(body, mapping["rows"], []) or []
+        out_rows = []
+        key_of = month_of if group_by == "month" else same_key
+        for r in rows:
+            key = key_of(at(r, mapping["key"]))
+            out_rows.append(
+                {
+                    "key": key,
+                    "label": at(r, mapping["label"]) if "label" in mapping else None,
+                    "amount": at(r, mapping["amount"]),
+                    "count": at(r, mapping["count"]) if "count" in mapping else None,
+                }
+            )
+        total = at(body, mapping["total"]) if "total" in mapping else None
+        if total is None:
+            total = sum(r["amount"] for r in out_rows if is_int(r["amount"]))
+        return {"data": out_rows, "total": total}
+    if surface in (CONNECTIONS, SYNC_STATUS):
+        return {"data": at(body, mapping["rows"], []) or []}
+    out = {role: at(body, path) for role, path in mapping.items() if role != "by_type"}
+    if surface == ACCOUNTS_SUMMARY:
+        out["by_type"] = by_type_of(body, mapping["by_type"]) if "by_type" in mapping else None
+    return out
