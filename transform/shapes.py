@@ -333,7 +333,7 @@ def balance_facts(balances: Sequence[tuple[str, int]]) -> dict[str, Any]:
     }
 
 
-def _as_of(body: Any) -> list[str]:
+def instants(body: Any) -> list[str]:
     return [
         p for p, v in leaves(body) if isinstance(v, str) and _ISO_INSTANT.match(v) and _instant(v)
     ]
@@ -419,7 +419,7 @@ def learn_balances(
     extra: dict[str, str] = {}
     words: list[str] = []
     taken: frozenset[str] = frozenset()
-    stamp = _as_of(body)
+    stamp = instants(body)
     if surface == NET_WORTH and len(stamp) == 1:
         extra["as_of"] = stamp[0]
         words.append(f"as_of = {stamp[0]} is the one ISO 8601 instant")

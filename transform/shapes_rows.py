@@ -45,6 +45,18 @@ def record_lists(body: Any) -> list[tuple[str, list[Any]]]:
     return out
 
 
+def learn_records(body: Any) -> Learned | Refused:
+    """A small list answer (connections, sync status): the one list of objects at the top of
+    the body or under up to two wrappers."""
+    found = record_lists(body)
+    if len(found) == 1:
+        path = found[0][0]
+        return Learned({"rows": path}, f"rows = {path or 'the body'}: the one list of objects")
+    if not found:
+        return Refused("no list of objects in the answer")
+    return Refused("several lists of objects: " + ", ".join(p or "the body" for p, _ in found))
+
+
 def month_of(value: Any) -> Any:
     """`2025-03` for `2025-03` or `2025-03-01` (other values unchanged; "" is None)."""
     if value == "":
@@ -59,6 +71,18 @@ def month_of(value: Any) -> Any:
 def same_key(value: Any) -> Any:
     """A key as sent ("" and null both mean no key: the uncategorised row)."""
     return None if value == "" else value
+
+
+def merchant_of(value: Any) -> Any:
+    """The contract's merchant key of a text: trimmed, lower-cased, whitespace collapsed."""
+    if isinstance(value, str):
+        return " ".join(value.split()).lower() or None
+    return value
+
+
+# How a spending key is read, per grouping: a month as `YYYY-MM`, a merchant by the contract's
+# rule (transform/spending.py merchant_key), a category as sent ("" read as null).
+KEY_OF: dict[str, Callable[[Any], Any]] = {"month": month_of, "merchant": merchant_of}
 
 
 def learn_spending(
@@ -168,13 +192,15 @@ def resolves(surface: str, body: Any, mapping: Mapping[str, str]) -> str | None:
         if not isinstance(rows, list):
             return f"no list at {mapping.get('rows') or 'the body'}"
         if surface == SPENDING and rows:
-            for role in ("key", "amount"):
-                if any(
-                    role in mapping and mapping[role].lstrip("-") not in r
-                    for r in rows
-                    if isinstance(r, dict)
+            keys = [p for role, p in mapping.items() if role == "key" or role.startswith("key@")]
+            for r in rows:
+                if (
+                    not isinstance(r, dict)
+                    or at(r, mapping["amount"].lstrip("-"), MISSING) is MISSING
                 ):
-                    return f"rows without {mapping[role]}"
+                    return f"rows without {mapping['amount'].lstrip('-')}"
+                if all(at(r, p, MISSING) is MISSING for p in keys):
+                    return f"rows without {' or '.join(keys)}"
         return None
     if not isinstance(body, dict):
         return "the answer is not a JSON object"
@@ -200,9 +226,10 @@ def canonical(
     if surface == SPENDING:
         rows = at(body, mapping["rows"], []) or []
         out_rows = []
-        key_of = month_of if group_by == "month" else same_key
+        key_of = KEY_OF.get(group_by or "", same_key)
+        key_path = mapping.get(f"key@{group_by}", mapping["key"])
         for r in rows:
-            key = key_of(at(r, mapping["key"]))
+            key = key_of(at(r, key_path))
             out_rows.append(
                 {
                     "key": key,

@@ -97,6 +97,7 @@ def _refresh(base: Settings, owner: str, mode: Literal["auto", "full", "hot"]) -
             mode=mode,
             duckdb_memory=config.duckdb_memory,
             plan=config.plan,
+            contract_file=config.contract_file,
             finished=for_the_lake,
             **verification_settings(None, None, config),
         )

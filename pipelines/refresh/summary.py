@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
@@ -46,6 +47,9 @@ class RefreshOptions:
     # part of the history whose pages cost no more than proving it, "fingerprints" proves every
     # part (fewest pages; edits no aggregate sees wait for rolling verification)
     plan: str = "cost"
+    # the contract file (TOML, Settings.contract_file): mappings pinned where the data cannot
+    # decide (docs/api-contract.md, "Learned from the data"); None or missing: none pinned
+    contract_file: Path | None = None
     # called with the working copy's connection once the refresh has everything (its marts and
     # reconciliation too), before it is published, and the mart frames it wrote (by table name;
     # empty without reconciliation): a shard run reads the owner's tables for the shared lake
@@ -115,6 +119,11 @@ class RefreshSummary:
     # write-back: outbox rows this refresh saw on the service, and the outbox per state after it
     outbox_confirmed: int = 0
     outbox: dict[str, int] | None = None
+    # the "not shown" answers (issue 42): each unavailable one with why and what doing without
+    # it costs, and the shapes that changed or were re-learned (ops.contract has the rest)
+    contract: dict[str, Any] = field(default_factory=dict)
+    # reconciliation's checks whose service side could not be read (never counted as agreeing)
+    recon_unavailable: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -166,6 +175,10 @@ class RefreshSummary:
                 "differences": self.differences,
             },
             "outbox": {"confirmed": self.outbox_confirmed, "states": self.outbox},
+            "contract": {
+                "unavailable": dict(self.contract.get("unavailable", {})),
+                "notes": list(self.contract.get("notes", [])),
+            },
             "warnings": list(self.warnings),
             "key_expires_at": self.key_expires_at,
             "backup": self.backup,
