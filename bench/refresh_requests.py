@@ -20,6 +20,7 @@ Each warehouse is compared with the service, row by row, after every refresh ("e
     uv run python bench/refresh_requests.py --years 10 --transactions 200000
     uv run python bench/refresh_requests.py --plans fingerprints  # also runs on older commits
     uv run python bench/refresh_requests.py --allowance           # under 300/min, 10,000/h
+    uv run python bench/refresh_requests.py --years 3 --dialect   # per sandbox dialect
 """
 
 from __future__ import annotations
@@ -252,6 +253,48 @@ def allowance(years: int, n: int | None, minute: int, hour: int) -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def dialects(years: int, n: int | None, names: list[str]) -> None:
+    """A first sync and a no-change refresh against each sandbox dialect (docs/api-contract.md,
+    "Dialects"), against the contract's: requests, wall time, and whether the warehouse is
+    exact. A dialect the client cannot read yet is reported as a failure, not a crash."""
+    print(f"\n{years} years, {n or 'household'} rows, per sandbox dialect (plan cost)")
+    print(f"{'dialect':<10} {'refresh':<12} {'requests':>8} {'seconds':>8} {'exact':>5}")
+    for name in names:
+        tmp = Path(tempfile.mkdtemp())
+        keys_file = tmp / "keys.json"
+        serve = ["--port", str(free_port()), "--no-rate-limit", "--years", str(years)]
+        serve += ["--dialect", name] + (["--transactions", str(n)] if n else [])
+        proc = spawn_serve(keys_file, *serve)
+        try:
+            keys = json.loads(keys_file.read_text())
+            admin = httpx.Client(
+                base_url=keys["base_url"],
+                headers={"Authorization": f"Bearer {keys['admin_token']}"},
+                timeout=120,
+            )
+            with ApiClient(keys["base_url"], keys["read_only"]) as client:
+                for label in ("first sync", "no change"):
+                    started = time.monotonic()
+                    try:
+                        s = run_refresh(client, str(tmp / "cost.duckdb"), options("cost"))
+                    except Exception as e:  # the client may not read this dialect yet
+                        seconds = time.monotonic() - started
+                        why = f"{type(e).__name__}: {e}".splitlines()[0][:110]
+                        print(f"{name:<10} {label:<12} {'FAILED':>8} {seconds:>8.1f}   {why}")
+                        break
+                    seconds = time.monotonic() - started
+                    ok = exact(tmp / "cost.duckdb", admin.get("/_sandbox/state").json())
+                    print(
+                        f"{name:<10} {label:<12} {s.requests_total:>8} {seconds:>8.1f} "
+                        f"{'yes' if ok else 'NO':>5}",
+                        flush=True,
+                    )
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--years", type=int, nargs="+", default=[3, 10])
@@ -264,9 +307,19 @@ def main() -> None:
         action="store_true",
         help="time a first sync and a no-change refresh under the rate limit (300/min, 10,000/h)",
     )
+    ap.add_argument(
+        "--dialect",
+        nargs="*",
+        metavar="NAME",
+        help="a first sync and a no-change refresh per sandbox dialect (none named: every one)",
+    )
     args = ap.parse_args()
     for years in args.years:
-        if args.allowance:
+        if args.dialect is not None:
+            from centsync.sandbox.dialects import DIALECTS
+
+            dialects(years, args.transactions, args.dialect or list(DIALECTS))
+        elif args.allowance:
             allowance(years, args.transactions, 300, 10_000)
         else:
             one(years, args.transactions, args.plans)

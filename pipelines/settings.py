@@ -99,6 +99,18 @@ def _base_url(raw: str) -> str:
     return raw
 
 
+def _dialect(raw: str) -> str:
+    """CENTSYNC_SANDBOX_DIALECT checked before any run: a known dialect's name."""
+    from centsync.sandbox.dialects import DIALECTS
+
+    if raw.lower() not in DIALECTS:
+        raise ConfigurationError(
+            f"CENTSYNC_SANDBOX_DIALECT={raw!r} is not a sandbox dialect; use one of "
+            f"{', '.join(DIALECTS)} (or unset it for 'contract')"
+        )
+    return raw.lower()
+
+
 @dataclass(frozen=True)
 class Settings:
     """What a command or a run needs to know of its surroundings; built once, never mutated."""
@@ -206,6 +218,13 @@ class Settings:
         "",
         shown="`<warehouse name>.sandbox` beside the warehouse",
     )
+    sandbox_dialect: str = _setting(
+        "CENTSYNC_SANDBOX_DIALECT",
+        'How the embedded sandbox answers what the API document leaves "not shown": '
+        '`contract` (today\'s guesses) or another dialect (docs/api-contract.md, "Dialects"; '
+        "`centsync sandbox serve --dialect`).",
+        "contract",
+    )
     plan: str = _setting(
         "CENTSYNC_PLAN",
         "How an incremental refresh makes sure of the history: `cost` (re-read each part "
@@ -304,6 +323,8 @@ class Settings:
                 values[f.name] = raw.lower()
             elif f.name in ("progress", "allow_future"):
                 values[f.name] = True
+            elif f.name == "sandbox_dialect":
+                values[f.name] = _dialect(raw)
             elif f.name == "api_base_url":
                 values[f.name] = _base_url(raw)
             elif f.name == "duckdb_memory":

@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 import orjson
 
+from centsync.sandbox.dialects import dialect as dialect_named
 from centsync.sandbox.errors import ServiceError, not_found
 from centsync.sandbox.http import (
     JSON,
@@ -36,10 +37,11 @@ log = logging.getLogger("centsync.sandbox")
 
 
 class SandboxApp(V1Routes, AdminRoutes):
-    """ASGI application over one `Service`."""
+    """ASGI application over one `Service`, speaking one dialect (`dialects.py`) on /v1."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, dialect: str = "contract") -> None:
         self.s = service
+        self.dialect = dialect_named(dialect)
         self.lock = asyncio.Lock()
         self._openapi = orjson.dumps(openapi_document())
         self.v1: dict[str, dict[str, Handler]] = {
@@ -117,6 +119,8 @@ class SandboxApp(V1Routes, AdminRoutes):
                 "Internal error; the request id identifies it in the sandbox log.",
             )
             resp = Response(500, orjson.dumps(err.body()))
+        if path.startswith("/v1/") and not self.dialect.is_contract:
+            resp, extra = self.dialect.respond(req, resp, extra)
         headers_out = [
             (b"content-type", JSON),
             (b"content-length", str(len(resp.body)).encode()),

@@ -33,11 +33,17 @@ class Fleet:
         self._index()
 
     @classmethod
-    def build(cls, n: int, base: SandboxConfig) -> Fleet:
-        """N owners, owner i seeded `base.seed + i` (so owner-001 is the one-owner sandbox)."""
+    def build(cls, n: int, base: SandboxConfig, dialect: str = "contract") -> Fleet:
+        """N owners, owner i seeded `base.seed + i` (so owner-001 is the one-owner sandbox),
+        all answering in one dialect (`dialects.py`)."""
         from dataclasses import replace
 
-        return cls({owner_name(i): Sandbox(replace(base, seed=base.seed + i)) for i in range(n)})
+        return cls(
+            {
+                owner_name(i): Sandbox(replace(base, seed=base.seed + i), dialect=dialect)
+                for i in range(n)
+            }
+        )
 
     @property
     def app(self) -> Fleet:
@@ -90,9 +96,11 @@ class Fleet:
         if scope["path"] == "/openapi.json":
             await _answer(send, 200, self._openapi)
             return
+        # in the owners' dialect (`dialects.py`): one for the whole fleet
+        dialect = next(iter(self.owners.values())).app.dialect
         err = ServiceError(
             401,
-            "unauthenticated",
+            dialect.codes.get("unauthenticated", "unauthenticated"),
             "Unknown or revoked API key: send `Authorization: Bearer <API key>` with one of "
             "the keys in the sandbox's keys file.",
         )

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from centsync.sandbox.dialect import Dialect
 from centsync.sandbox.errors import ServiceError, invalid, not_found
 from centsync.sandbox.http import Request, Response, ok
 from centsync.sandbox.ledger import EXPENSE, INCOME, TYPES, Tx, iso_ms
@@ -56,6 +57,7 @@ class V1Routes:
     """Handlers of /v1: each reads its request, asks the service, answers JSON."""
 
     s: Service
+    dialect: Dialect  # how the app answers (`dialects.py`); the list reads its sort direction
 
     # ---- helpers -------------------------------------------------------------------------
     def _tx_or_404(self, raw_id: str) -> Tx:
@@ -172,10 +174,13 @@ class V1Routes:
         if isinstance(sel, tuple):
             start, end = sel
             total = end - start
-            rows = s.ledger.rows[min(end, start + off) : min(end, start + off + limit)]
         else:
-            total = len(sel)
-            rows = sel[off : off + limit]
+            start, end, total = 0, len(sel), len(sel)
+        source = s.ledger.rows if isinstance(sel, tuple) else sel
+        if self.dialect.ascending:  # the dialect's list is oldest first: the order reversed
+            rows = source[max(start, end - off - limit) : max(start, end - off)][::-1]
+        else:
+            rows = source[min(end, start + off) : min(end, start + off + limit)]
         if s.faults.corrupt:
             items = b",".join(
                 _corrupted(t, s.faults.corrupt.get(t.id), rows[i - 1 if i else 1].id)

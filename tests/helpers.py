@@ -14,10 +14,11 @@ from centsync.sandbox import Sandbox, SandboxConfig
 START = datetime(2026, 11, 15, 12, 0, tzinfo=UTC)
 
 
-def make_sandbox(**overrides: Any) -> Sandbox:
+def make_sandbox(dialect: str = "contract", **overrides: Any) -> Sandbox:
+    """The test household (seed 7, two years to START), speaking `dialect` (`sandbox/dialects.py`)."""
     cfg: dict[str, Any] = {"seed": 7, "years": 2, "start": START}
     cfg.update(overrides)
-    return Sandbox(SandboxConfig(**cfg))
+    return Sandbox(SandboxConfig(**cfg), dialect=dialect)
 
 
 class Api:

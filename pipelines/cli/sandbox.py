@@ -71,6 +71,14 @@ def sandbox() -> None:
     type=FILE,
     help="Write `export CENTSYNC_KEY_OWNER_001=...` lines (mode 0600) for a shell to source.",
 )
+@click.option(
+    "--dialect",
+    default="contract",
+    show_default=True,
+    callback=lambda ctx, param, value: _dialect(value),
+    help='Answer what the API document leaves "not shown" in this dialect '
+    '(docs/api-contract.md, "Dialects"): contract, or another service\'s style.',
+)
 def sandbox_serve(
     host: str,
     port: int,
@@ -85,6 +93,7 @@ def sandbox_serve(
     owners: int,
     owners_file: Path | None,
     env_out: Path | None,
+    dialect: str,
 ) -> None:
     """Serve the sandbox until stopped (SIGTERM or Ctrl-C)."""
     from centsync.sandbox import Sandbox, SandboxConfig
@@ -105,16 +114,17 @@ def sandbox_serve(
         hour_limit=hour_limit,
     )
     if many:  # an owners file names owners, even one: the keys file lists them by name
-        _serve_fleet(config, owners, host, port, keys_out, owners_file, env_out)
+        _serve_fleet(config, owners, host, port, keys_out, owners_file, env_out, dialect)
         return
     service = load(state.absolute(), config) if state else None
     if service is None:
         click.echo(f"Generating the household (seed {seed}, {years} years)...", err=True)
     else:
         click.echo(f"The sandbox as {state} left it (seed {seed}).", err=True)
-    sb = Sandbox(config, service)
+    sb = Sandbox(config, service, dialect=dialect)
     n = len(sb.service.ledger.rows)
     where = f"; keys in {keys_out}" if keys_out else ""
+    where += f"; dialect {dialect}" if dialect != "contract" else ""
     serve(
         sb,
         host,
@@ -135,6 +145,7 @@ def _serve_fleet(
     keys_out: Path | None,
     owners_file: Path | None,
     env_out: Path | None,
+    dialect: str = "contract",
 ) -> None:
     """`serve --owners N`: N households behind one server, each request routed by its key."""
     from centsync.sandbox.fleet import Fleet, key_variable, owners_toml
@@ -144,7 +155,7 @@ def _serve_fleet(
         f"Generating {owners} households (seeds {config.seed}..{config.seed + owners - 1})...",
         err=True,
     )
-    fleet = Fleet.build(owners, config)
+    fleet = Fleet.build(owners, config, dialect)
     rows = sum(len(sb.service.ledger.rows) for sb in fleet.owners.values())
 
     def files(base_url: str) -> None:
@@ -256,7 +267,7 @@ def embedded_api(
             raise Failed(errors.Failure(kind, "SourceMismatch", message, message)) from None
     path = settings.sandbox_state_file
     with _state_lock(path) as owned:
-        sb = _remembered(path, SandboxConfig(seed=seed), owned)
+        sb = _remembered(path, SandboxConfig(seed=seed), owned, settings.sandbox_dialect)
         with run_in_thread(sb) as base_url:
             click.echo(
                 f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} "
@@ -272,7 +283,9 @@ def embedded_api(
     click.echo("Embedded sandbox stopped.", err=True)
 
 
-def _remembered(path: Path, config: SandboxConfig, owned: bool) -> Sandbox:
+def _remembered(
+    path: Path, config: SandboxConfig, owned: bool, dialect: str = "contract"
+) -> Sandbox:
     """The sandbox as its state file left it, else a new one (said once, on stderr)."""
     from centsync.sandbox import Sandbox
     from centsync.sandbox.state import load
@@ -286,7 +299,18 @@ def _remembered(path: Path, config: SandboxConfig, owned: bool) -> Sandbox:
             "this one starts from it, and what it posts is not kept.",
             err=True,
         )
-    return Sandbox(config, service)
+    return Sandbox(config, service, dialect=dialect)
+
+
+def _dialect(name: str) -> str:
+    """`--dialect`'s value, checked (the registry is imported only when the option is used)."""
+    if name == "contract":
+        return name
+    from centsync.sandbox.dialects import DIALECTS
+
+    if name not in DIALECTS:
+        raise click.BadParameter(f"{name!r} is not a dialect; use one of {', '.join(DIALECTS)}.")
+    return name
 
 
 @contextmanager
