@@ -94,6 +94,8 @@ class ContractBook:
     unread: list[tuple[str, str, str]] = field(default_factory=list)
     # the last body seen per surface (and group_by), for learning once the facts are known
     seen: dict[tuple[str, str | None], Any] = field(default_factory=dict)
+    # the connections read this refresh, by id (the facts a sync status answer is learned from)
+    connections: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.rows = {s: dict(r) for s, r in self.stored.items()}
@@ -116,6 +118,12 @@ class ContractBook:
         """Confirmed by the data (or pinned): its answers may prove and be reconciled."""
         return self.state(surface) in TRUSTED and bool(self.rows[surface].get("mapping"))
 
+    def complete(self, surface: str) -> bool:
+        """Trusted and giving every figure a proof needs (shapes.FULL): ranges can be proven
+        with it, not only reconciled."""
+        mapping = self.mapping(surface) or {}
+        return self.trusted(surface) and set(shapes.FULL.get(surface, ())) <= set(mapping)
+
     def mapping(self, surface: str) -> dict[str, str] | None:
         return self.rows.get(surface, {}).get("mapping") if self.trusted(surface) else None
 
@@ -134,15 +142,19 @@ class ContractBook:
         mapping = self.mapping(surface)
         if surface in LISTS and (mapping is None or rows.resolves(surface, doc, mapping)):
             # a list answer needs no figure to be learned: the one list of objects
-            mapping = self.settle(surface, rows.learn_records(doc), doc, orjson.dumps(doc).decode())
-        if mapping is None:
-            return None
+            got = rows.learn_records(surface, doc, self.connections)
+            mapping = self.settle(surface, got, doc, orjson.dumps(doc).decode())
+        if mapping is None or (surface in shapes.FULL and not self.complete(surface)):
+            return None  # not learned yet, or too little to prove with: the refresh re-reads
         problem = rows.resolves(surface, doc, mapping)
         if problem is not None:
             self._changed(surface, problem)
             return None
         self.rows[surface]["checked_refresh"] = self.number
-        return rows.canonical(surface, doc, mapping, group_by=group_by)
+        read = rows.canonical(surface, doc, mapping, group_by=group_by)
+        if surface == shapes.CONNECTIONS:  # what a sync status record must agree with
+            self.connections = {str(r.get("id")): r for r in read["data"]}
+        return read
 
     def _changed(self, surface: str, problem: str) -> None:
         row = self.rows[surface]

@@ -33,6 +33,7 @@ from centsync.transform.calendar import (
 from centsync.warehouse import marts as store
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
+from centsync.warehouse.contract import contract_rows
 from centsync.warehouse.fingerprints import local_totals
 from centsync.warehouse.session import checkpoint
 
@@ -72,7 +73,13 @@ class Outcome:
     def counts(self) -> dict[str, int]:
         statuses = self.results["status"].value_counts()
         got = dict(statuses.iter_rows())
-        return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ")}
+        return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ", "unavailable")}
+
+    @property
+    def proved(self) -> int:
+        """Numbers compared with the service's own (agreeing, explained or differing); the
+        unavailable ones could not be, and are not counted as agreeing."""
+        return self.results.height - self.counts()["unavailable"]
 
     def as_json(self) -> dict[str, Any]:
         """The documented `centsync reconcile --json` object."""
@@ -85,7 +92,11 @@ class Outcome:
             "recon_id": self.recon_id,
             "source": self.source,
             "checked": self.results.height,
+            "proved": self.proved,
             **self.counts(),
+            "unavailable_checks": self.results.filter(pl.col("status") == "unavailable")
+            .select("check", "explanation")
+            .to_dicts(),
             "differences": diffs.to_dicts(),
             "row_differences": self.row_differences.with_columns(
                 pl.col("month").cast(pl.String)
@@ -226,7 +237,15 @@ def compare(
             accounts, aggregates.accounts_summary, aggregates.by_type, aggregates.net_worth
         ),
     ]
-    return rules.with_status(pl.concat(parts, how="vertical_relaxed"))
+    checked = rules.with_status(pl.concat(parts, how="vertical_relaxed"))
+    # the checks whose answer could not be read at all: listed, with why (ops.contract)
+    unread = {
+        s: str(r.get("reason") or "")
+        for s, r in contract_rows(con).items()
+        if r.get("state") == "unavailable"
+    }
+    present = set(checked.filter(pl.col("status") != "unavailable")["check"].to_list())
+    return pl.concat([checked, rules.unavailable_checks(unread, present)], how="vertical_relaxed")
 
 
 def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: int) -> pl.DataFrame:

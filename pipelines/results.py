@@ -62,6 +62,8 @@ class ReconcileResult:
     differences: list[dict[str, Any]]
     # the rows behind them, by month then id
     row_differences: list[dict[str, Any]]
+    # checks whose service side could not be read (issue 42): listed, never counted as agreeing
+    unavailable: int = 0
 
     @classmethod
     def from_outcome(cls, outcome: Outcome) -> ReconcileResult:
@@ -82,6 +84,7 @@ class ReconcileResult:
             differ=data["differ"],
             differences=data["differences"],
             row_differences=rows,
+            unavailable=data.get("unavailable", 0),
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -62,18 +62,25 @@ DOCUMENTED: dict[str, dict[str, str]] = {
         "label": "label",
         "total": "total",
     },
-    CONNECTIONS: {"rows": "data"},
-    SYNC_STATUS: {"rows": "data"},
+    CONNECTIONS: {"rows": "data", "id": "id"},
+    SYNC_STATUS: {"rows": "data", "id": "connection_id"},
 }
-# Roles a surface cannot be used without (the others are evidence when present).
+# Roles a surface cannot be read without (the others are evidence when present; an account
+# totals answer needs its total or its per-type sums).
 REQUIRED: dict[str, tuple[str, ...]] = {
     SETTINGS: ("timezone",),
     NET_WORTH: ("total",),
-    ACCOUNTS_SUMMARY: ("net_worth",),
-    TRANSACTIONS_SUMMARY: ("count", "income", "expense", "transfer"),
+    ACCOUNTS_SUMMARY: (),
+    TRANSACTIONS_SUMMARY: ("count",),
     SPENDING: ("rows", "key", "amount"),
     CONNECTIONS: ("rows",),
     SYNC_STATUS: ("rows",),
+}
+# Roles an answer must give for the refresh to prove ranges with it (fingerprints): without
+# them it is still landed and reconciled for what it gives, but ranges are re-read.
+FULL: dict[str, tuple[str, ...]] = {
+    TRANSACTIONS_SUMMARY: ("count", "income", "expense", "transfer"),
+    SPENDING: ("rows", "key", "amount", "count"),
 }
 
 MISSING = object()
@@ -317,6 +324,13 @@ def learn_totals(observations: Sequence[tuple[Any, Mapping[str, int]]]) -> Learn
     return _decide(TRANSACTIONS_SUMMARY, found, what)
 
 
+def _counts_by_type(balances: Sequence[tuple[str, int]]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for kind, _ in balances:
+        out[kind] = out.get(kind, 0) + 1
+    return out
+
+
 def balance_facts(balances: Sequence[tuple[str, int]]) -> dict[str, Any]:
     """What net worth and account totals must equal, from the accounts' (type, balance)."""
     by_type: dict[str, int] = {}
@@ -433,7 +447,24 @@ def learn_balances(
             extra["by_type"] = pattern[0]
             words.append(f"by_type = {pattern[0]} equals each type's balance sum")
             taken = frozenset(by_type_of(body, pattern[0], paths=True).values())
+    if surface == ACCOUNTS_SUMMARY and "by_type" in extra:
+        counts = by_type_of(body, extra["by_type"], paths=True)
+        head = extra["by_type"].partition("{type}")[0]
+        per_type = _by_type(body, _counts_by_type(balances))
+        per_type = [
+            p for p in per_type if p != extra["by_type"] and p.startswith(head.split("[")[0])
+        ]
+        if len(per_type) == 1 and counts:
+            extra["count_by_type"] = per_type[0]
+            words.append(f"count_by_type = {per_type[0]} equals each type's number of accounts")
+            taken |= frozenset(by_type_of(body, per_type[0], paths=True).values())
     got = _decide(surface, found, what, extra, taken)
+    if (
+        isinstance(got, Learned)
+        and surface == ACCOUNTS_SUMMARY
+        and not {"net_worth", "by_type"} & set(got.mapping)
+    ):
+        return Refused("no field equals the sum of the account balances, nor per type")
     if isinstance(got, Learned) and words:
         return Learned(got.mapping, "; ".join([got.evidence, *words]), got.undecided)
     return got

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from centsync.transform.contract import UUID_RE
 from centsync.transform.shapes import (
     ACCOUNTS_SUMMARY,
     CONNECTIONS,
@@ -29,14 +30,26 @@ from centsync.transform.shapes import (
 )
 
 
+def _keyed(node: Any) -> bool:
+    """An object of objects keyed by UUIDs (records keyed by their id)."""
+    return (
+        isinstance(node, dict)
+        and bool(node)
+        and all(isinstance(v, dict) and UUID_RE.match(str(k)) for k, v in node.items())
+    )
+
+
 def record_lists(body: Any) -> list[tuple[str, list[Any]]]:
-    """Lists of objects at the top of the body or under up to two wrappers: (path, records)."""
+    """Lists of objects at the top of the body or under up to two wrappers: (path, records).
+    An object whose values are all objects (keyed by id) counts too, as `path.*`."""
     out: list[tuple[str, list[Any]]] = []
 
     def walk(node: Any, path: str, depth: int) -> None:
         if isinstance(node, list):
             if all(isinstance(x, dict) for x in node):
                 out.append((path, node))
+        elif _keyed(node):
+            out.append((join_path(path, "*"), [{**v, "*": k} for k, v in node.items()]))
         elif isinstance(node, dict) and depth > 0:
             for key, value in node.items():
                 walk(value, join_path(path, str(key)), depth - 1)
@@ -45,16 +58,56 @@ def record_lists(body: Any) -> list[tuple[str, list[Any]]]:
     return out
 
 
-def learn_records(body: Any) -> Learned | Refused:
-    """A small list answer (connections, sync status): the one list of objects at the top of
-    the body or under up to two wrappers."""
+# A record's id in the contract's shape, and the fields a record cannot land without.
+ID_FIELD = {CONNECTIONS: "id", SYNC_STATUS: "connection_id"}
+NEEDED = ("provider", "status")
+
+
+def learn_records(
+    surface: str, body: Any, known: Mapping[str, Mapping[str, Any]] | None = None
+) -> Learned | Refused:
+    """A small list answer (connections, sync status): the one non-empty list of objects at the
+    top of the body or under up to two wrappers (or an object keyed by id), and its id field:
+    the one field whose values are all UUIDs. A record's provider and status are the fields of
+    those names, else (`known`: the connections read, by id) the one field equal to the
+    connection's own for every record. Records without them cannot land: refused."""
     found = record_lists(body)
-    if len(found) == 1:
-        path = found[0][0]
-        return Learned({"rows": path}, f"rows = {path or 'the body'}: the one list of objects")
-    if not found:
-        return Refused("no list of objects in the answer")
-    return Refused("several lists of objects: " + ", ".join(p or "the body" for p, _ in found))
+    full = [f for f in found if f[1]] or found
+    if len(full) != 1:
+        if not full:
+            return Refused("no list of objects in the answer")
+        return Refused("several lists of objects: " + ", ".join(p or "the body" for p, _ in full))
+    path, records = full[0]
+    mapping = {"rows": path}
+    words = [f"rows = {path or 'the body'}: the one list of objects"]
+    if not records:
+        return Learned(mapping, words[0])
+    ids = [
+        n
+        for n in records[0]
+        if all(isinstance(r.get(n), str) and UUID_RE.match(r[n]) for r in records)
+    ]
+    if len(ids) != 1:
+        return Refused(f"not one id field (values all UUIDs): {ids or 'none'}")
+    mapping["id"] = ids[0]
+    words.append(f"id = {ids[0]}: the one field of UUIDs")
+    for need in NEEDED:
+        if all(isinstance(r.get(need), str) for r in records):
+            continue
+        same = [
+            n
+            for n in records[0]
+            if known
+            and all(
+                r.get(n) is not None and known.get(r[ids[0]], {}).get(need) == r.get(n)
+                for r in records
+            )
+        ]
+        if len(same) != 1:
+            return Refused(f"records without {need}")
+        mapping[need] = same[0]
+        words.append(f"{need} = {same[0]}: equals each connection's {need}")
+    return Learned(mapping, "; ".join(words))
 
 
 def month_of(value: Any) -> Any:
@@ -184,9 +237,32 @@ def _learn_rows(
 
 
 # ---- re-checking and reading with a mapping ----------------------------------------------------
+def _records(surface: str, body: Any, mapping: Mapping[str, str]) -> list[dict[str, Any]]:
+    path = mapping.get("rows", "")
+    found = dict(record_lists(body)).get(path, [])
+    out = []
+    for r in found:
+        rec = {k: v for k, v in r.items() if k != "*"}
+        if "id" in mapping:
+            rec[ID_FIELD[surface]] = r.get(mapping["id"])
+        for need in NEEDED:
+            if need in mapping:
+                rec[need] = r.get(mapping[need])
+        out.append(rec)
+    return out
+
+
 def resolves(surface: str, body: Any, mapping: Mapping[str, str]) -> str | None:
     """None when every mapped role is found in the body with a plausible type, else what is
     missing (the service changed its shape)."""
+    if surface in (CONNECTIONS, SYNC_STATUS):
+        found = dict(record_lists(body))
+        if mapping.get("rows", "") not in found:
+            return f"no list at {mapping.get('rows') or 'the body'}"
+        key = mapping.get("id")
+        if key and any(key not in r for r in found[mapping.get("rows", "")]):
+            return f"records without {key}"
+        return None
     if surface in (SPENDING, CONNECTIONS, SYNC_STATUS):
         rows = at(body, mapping.get("rows", ""), MISSING)
         if not isinstance(rows, list):
@@ -205,7 +281,7 @@ def resolves(surface: str, body: Any, mapping: Mapping[str, str]) -> str | None:
     if not isinstance(body, dict):
         return "the answer is not a JSON object"
     for role, path in mapping.items():
-        if role == "by_type":
+        if role in ("by_type", "count_by_type"):
             continue
         value = at(body, path, MISSING)
         if value is MISSING:
@@ -243,8 +319,11 @@ def canonical(
             total = sum(r["amount"] for r in out_rows if is_int(r["amount"]))
         return {"data": out_rows, "total": total}
     if surface in (CONNECTIONS, SYNC_STATUS):
-        return {"data": at(body, mapping["rows"], []) or []}
+        return {"data": _records(surface, body, mapping)}
     out = {role: at(body, path) for role, path in mapping.items() if role != "by_type"}
+    out.pop("count_by_type", None)
     if surface == ACCOUNTS_SUMMARY:
         out["by_type"] = by_type_of(body, mapping["by_type"]) if "by_type" in mapping else None
+        if "count" not in mapping and "count_by_type" in mapping:
+            out["count"] = sum(by_type_of(body, mapping["count_by_type"]).values())
     return out

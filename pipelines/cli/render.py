@@ -113,6 +113,7 @@ def refresh_verdict(result: RefreshResult) -> None:
         explained=recon["explained"],
         differ=recon["differ"],
         differences=recon["differences"],
+        unavailable=recon.get("unavailable", 0),
     )
 
 
@@ -137,12 +138,18 @@ def verdict(
     differ: int,
     differences: list[dict[str, Any]],
     limit: int = 10,
+    unavailable: int = 0,
 ) -> None:
-    """The verdict first, in words and colour, then the differences narrowest first."""
+    """The verdict first, in words and colour, then the differences narrowest first; checks
+    whose service side could not be read are counted apart, never as agreeing."""
     head = click.style(f"Reconciliation: {verdict.upper()}", fg=VERDICT_COLOUR[verdict], bold=True)
-    click.echo(
-        f"{head}: {VERDICT_WORDS[verdict]} ({checked} checks, {explained} explained, {differ} differ)."
-    )
+    counted = f"{checked} checks, {explained} explained, {differ} differ"
+    if unavailable:
+        counted = (
+            f"{checked} numbers proved, {unavailable} could not be (the service's answer could "
+            f"not be read: recon.results, status unavailable), {explained} explained, {differ} differ"
+        )
+    click.echo(f"{head}: {VERDICT_WORDS[verdict]} ({counted}).")
     if not differences:
         return
     click.echo(
@@ -168,6 +175,7 @@ def reconciliation(result: ReconcileResult, run_id: str) -> None:
         differ=result.differ,
         differences=result.differences,
         limit=25,
+        unavailable=result.unavailable,
     )
     for r in result.row_differences[:10]:
         click.echo(

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 from zoneinfo import ZoneInfo
 
 import orjson
 import polars as pl
 
-from centsync.extract import ApiClient, SurfaceUnavailable, TransactionsSummary
+from centsync.extract import ApiClient, SurfaceUnavailable
 from centsync.pipelines.contract_book import ContractBook
 from centsync.transform import shapes
 from centsync.transform import shapes_rows as rows
@@ -153,7 +154,7 @@ class Aggregates:
     accounts_summary: dict[str, Any] | None
     net_worth: dict[str, Any] | None
     spendings: list[dict[str, Any]]
-    whole: TransactionsSummary | None
+    whole: Any  # count and sums per type (None where the answer does not give one), or None
     currency: str | None
 
 
@@ -296,9 +297,12 @@ def _whole(book: ContractBook, warehouse: Warehouse, answer: tuple[Any, str]) ->
         shapes.TRANSACTIONS_SUMMARY, shapes.learn_totals([(doc, facts)]), doc, raw
     )
     read = book.read(shapes.TRANSACTIONS_SUMMARY, doc, mapping)
-    if read is None or any(read.get(k) is None for k in ("count", "income", "expense", "transfer")):
+    if read is None:
         return None
-    return TransactionsSummary.parse(read, raw)
+    # what the answer gives: a figure it does not give stays None (reconciled as unavailable)
+    return SimpleNamespace(
+        **{k: read.get(k) for k in ("count", "income", "expense", "transfer", "net")}
+    )
 
 
 def land_unread(warehouse: Warehouse, book: ContractBook) -> None:

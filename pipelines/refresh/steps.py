@@ -276,7 +276,7 @@ class Refresher:
         """Whether the service's totals and spending can be read (learned from the data, or
         pinned): else a range is counted with the list's total and re-read, not proven."""
         book = self.book
-        return book.trusted(shapes.TRANSACTIONS_SUMMARY) and book.trusted(shapes.SPENDING)
+        return book.complete(shapes.TRANSACTIONS_SUMMARY) and book.complete(shapes.SPENDING)
 
     def _record_summary(
         self, scope: str, lo: dt.date | None, hi: dt.date | None, summary: Any
@@ -459,11 +459,11 @@ class Refresher:
         hi = max(last or today, today)
         book = self.book
         whole = not any(r["scope"] == "all" for r in self.summaries)
-        accounts, connections, sync = self.client.gather(
-            lambda a: a.accounts(),
-            learn.or_none(lambda a: a.connections()),
-            learn.or_none(lambda a: a.sync_status()),
+        accounts, connections = self.client.gather(
+            lambda a: a.accounts(), learn.or_none(lambda a: a.connections())
         )
+        # after the connections: a sync status answer is learned from them
+        (sync,) = self.client.gather(learn.or_none(lambda a: a.sync_status()))
         found = learn.aggregates(
             self.client,
             self.warehouse,
@@ -572,7 +572,7 @@ def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict
         "reread_everything": plan.full_read_requests(local),
     }
     if mode == "full":
-        counted = learn.summary(client) if book.trusted(shapes.TRANSACTIONS_SUMMARY) else None
+        counted = learn.summary(client) if book.complete(shapes.TRANSACTIONS_SUMMARY) else None
         out["rows"] = counted.count if counted is not None else learn.list_total(client)
         out["estimate"] = plan.full_read_requests(out["rows"])
         out["reread_everything"] = out["estimate"]

@@ -172,6 +172,7 @@ class RefreshSummary:
                 "checked": self.recon_checked,
                 "explained": self.recon_explained,
                 "differ": self.recon_differ,
+                "unavailable": self.recon_unavailable,
                 "differences": self.differences,
             },
             "outbox": {"confirmed": self.outbox_confirmed, "states": self.outbox},

@@ -40,3 +40,27 @@ COMMENT ON COLUMN raw.unread_answers.surface IS 'Method and path, e.g. ''GET /v1
 COMMENT ON COLUMN raw.unread_answers.body IS 'The answer''s body exactly as sent (JSON).';
 COMMENT ON COLUMN raw.unread_answers.reason IS 'Why it could not be read, and what the refresh did without it.';
 COMMENT ON COLUMN raw.unread_answers.received_at IS 'When it was landed (UTC).';
+
+-- An answer learned in part lands what it says: the figures it does not give are NULL, and
+-- reconciliation lists their checks as unavailable (never as agreeing).
+ALTER TABLE server.transactions_summary ALTER COLUMN income DROP NOT NULL;
+ALTER TABLE server.transactions_summary ALTER COLUMN expense DROP NOT NULL;
+ALTER TABLE server.transactions_summary ALTER COLUMN transfer DROP NOT NULL;
+ALTER TABLE server.transactions_summary ALTER COLUMN net DROP NOT NULL;
+ALTER TABLE server.accounts_summary ALTER COLUMN assets DROP NOT NULL;
+ALTER TABLE server.accounts_summary ALTER COLUMN liabilities DROP NOT NULL;
+ALTER TABLE server.accounts_summary ALTER COLUMN net_worth DROP NOT NULL;
+ALTER TABLE server.accounts_summary ALTER COLUMN count DROP NOT NULL;
+ALTER TABLE server.net_worth ALTER COLUMN assets DROP NOT NULL;
+ALTER TABLE server.net_worth ALTER COLUMN liabilities DROP NOT NULL;
+ALTER TABLE server.spending ALTER COLUMN count DROP NOT NULL;
+COMMENT ON COLUMN server.transactions_summary.income IS 'Sum of income amounts, in cents (positive); NULL when the service''s answer does not give it (ops.contract).';
+COMMENT ON COLUMN server.transactions_summary.expense IS 'Sum of expense amounts, in cents (negative = money out; refunds count positive); NULL when the service''s answer does not give it.';
+COMMENT ON COLUMN server.transactions_summary.transfer IS 'Sum of transfer amounts, in cents; NULL when the service''s answer does not give it.';
+COMMENT ON COLUMN server.accounts_summary.assets IS 'Sum of the positive balances, in cents; NULL when the service''s answer does not give it (ops.contract).';
+COMMENT ON COLUMN server.accounts_summary.liabilities IS 'Magnitude of the negative balances, in cents (a positive number); NULL when the answer does not give it.';
+COMMENT ON COLUMN server.accounts_summary.net_worth IS 'assets - liabilities, in cents; NULL when the answer does not give it.';
+COMMENT ON COLUMN server.accounts_summary.count IS 'Accounts counted; NULL when the answer does not give it.';
+COMMENT ON COLUMN server.net_worth.assets IS 'Assets in cents; NULL when the service''s answer does not give it (ops.contract).';
+COMMENT ON COLUMN server.net_worth.liabilities IS 'Liabilities in cents (a positive magnitude); NULL when the answer does not give it.';
+COMMENT ON COLUMN server.spending.count IS 'Number of transactions; NULL when the service''s answer does not give it (ops.contract).';

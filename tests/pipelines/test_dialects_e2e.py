@@ -1,0 +1,148 @@
+"""Every sandbox dialect (sandbox/dialects.py): a first sync, an edit in an old month and an
+incremental refresh leave the warehouse exactly equal to the service, whatever shape the
+service gives the answers the API document leaves "not shown"; the contract is learned from
+the data (ops.contract) and reconciliation proves the numbers the answers support.
+
+In process (httpx.ASGITransport): fast, the same sandbox and the same refresh code as over
+loopback (tests/pipelines/test_refresh_e2e.py runs that one).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import pytest
+from starlette.testclient import TestClient
+
+from centsync.extract import ApiClient
+from centsync.pipelines.refresh.run import run_refresh
+from centsync.pipelines.refresh.summary import RefreshOptions
+from centsync.sandbox import Sandbox
+from centsync.sandbox.dialects import DIALECTS
+from centsync.transform.compare import UNREAD
+from helpers import make_sandbox
+
+BASE = "http://sandbox.test"
+# the numbers the contract's answers let reconciliation prove on this household (every check)
+CONTRACT_CHECKS = 106
+
+
+def _client(sb: Sandbox) -> ApiClient:
+    return ApiClient(
+        BASE,
+        sb.keys["read_only"],
+        transport=httpx.ASGITransport(app=sb.app),
+        backoff_initial=0.01,
+        backoff_max=0.05,
+    )
+
+
+def _admin(sb: Sandbox, method: str, path: str, body: Any = None) -> Any:
+    """The sandbox's control surface (an edit as the bank would make it), in process."""
+    with TestClient(sb.app, base_url=BASE) as c:
+        r = c.request(
+            method, path, json=body, headers={"Authorization": f"Bearer {sb.keys['admin_token']}"}
+        )
+        assert r.status_code < 300, r.text
+        return r.json() if r.content else None
+
+
+def _refresh(sb: Sandbox, warehouse: Path) -> Any:
+    with _client(sb) as client:
+        return run_refresh(client, warehouse, RefreshOptions(source="sandbox"))
+
+
+def _exact(sb: Sandbox, warehouse: Path) -> None:
+    state = sb.state()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, "
+            "strftime(booked_at, '%Y-%m-%d'), type, category_id::VARCHAR, "
+            "expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
+        ).fetchall()
+        accounts = con.execute(
+            "SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts "
+            "ORDER BY id"
+        ).fetchall()
+    finally:
+        con.close()
+    assert rows == sorted(
+        (
+            t["id"],
+            t["account_id"],
+            t["concept"],
+            t["amount"],
+            t["booked_at"],
+            t["type"],
+            t["category_id"],
+            t["expense_goal_id"],
+        )
+        for t in state["transactions"]
+    )
+    assert accounts == sorted(
+        (a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"])
+        for a in state["accounts"]
+    )
+
+
+def _contract(warehouse: Path) -> dict[str, tuple[str, str | None]]:
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        got = con.execute("SELECT surface, state, reason FROM ops.contract").fetchall()
+    finally:
+        con.close()
+    return {s: (state, reason) for s, state, reason in got}
+
+
+def _proves_what_the_answers_support(summary: Any, warehouse: Path) -> None:
+    """As many numbers as against the contract, every one proved but those the service's
+    answers do not give (listed as unavailable, with that reason, never as agreeing)."""
+    assert summary.recon_checked + summary.recon_unavailable >= CONTRACT_CHECKS
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        why = con.execute(
+            "SELECT DISTINCT explanation FROM recon.results WHERE status = 'unavailable'"
+        ).fetchall()
+    finally:
+        con.close()
+    assert set(why) <= {(UNREAD,)}
+
+
+@pytest.mark.parametrize("dialect", sorted(DIALECTS))
+def test_every_dialect_syncs_exactly_learns_its_contract_and_proves_its_numbers(
+    dialect: str, tmp_path: Path
+) -> None:
+    sb = make_sandbox(dialect=dialect, rate_limit=False)
+    warehouse = tmp_path / "centsync.duckdb"
+    first = _refresh(sb, warehouse)
+    _exact(sb, warehouse)
+    contract = _contract(warehouse)
+    # every surface this household's answers can support is read: learned or documented
+    assert {s: v for s, v in contract.items() if v[0] not in ("documented", "learned")} == {}
+    if dialect == "contract":
+        assert {v[0] for v in contract.values()} == {"documented"}
+    assert first.verdict == "agree", first.differences
+    _proves_what_the_answers_support(first, warehouse)
+    # an edit in an old month, as the bank would make it, then an incremental refresh
+    state = sb.state()
+    old = next(
+        t for t in state["transactions"] if t["booked_at"] < "2025-03-01" and t["type"] == "expense"
+    )
+    _admin(
+        sb,
+        "PATCH",
+        f"/_sandbox/transactions/{old['id']}",
+        {"concept": "Edited by the bank", "amount": old["amount"] - 7},
+    )
+    second = _refresh(sb, warehouse)
+    assert second.mode == "incremental"
+    assert second.rows_changed >= 1
+    _exact(sb, warehouse)
+    assert second.verdict == "agree", second.differences
+    _proves_what_the_answers_support(second, warehouse)
+    # learning costs nothing after the first refresh: the shapes are only re-checked
+    assert second.contract["notes"] == []
