@@ -128,6 +128,25 @@ def summary(client: ApiClient, lo: dt.date | None = None, hi: dt.date | None = N
         return None
 
 
+def moved(
+    client: ApiClient,
+    book: ContractBook,
+    warehouse: Warehouse,
+    total: int,
+    local: tuple[int, ...],
+) -> tuple[bool, Any]:
+    """After a first read counted with the list's `total`: the whole ledger's totals, learned
+    from the rows just landed (`local`: count and sums per type), and whether the ledger moved
+    during the read (the count before, and every figure the answer gives, against the rows).
+    Unreadable totals: the documented list's total again (one request)."""
+    found = whole(book, warehouse, client.body("/v1/transactions/summary"))
+    if found is None:
+        return {total, list_total(client)} != {local[0]}, None
+    given = (found.count, found.income, found.expense, found.transfer)
+    changed = any(g is not None and g != h for g, h in zip(given, local, strict=True))
+    return total != local[0] or changed, found
+
+
 def list_total(client: ApiClient) -> int:
     """The ledger's row count from the documented list envelope (one request, limit=1)."""
     _, envelope = client.transactions_page(1, limit=1, raw=False)
@@ -193,7 +212,7 @@ def aggregates(
     out.net_worth = _balances(book, shapes.NET_WORTH, net_worth, balances, currency)
     out.spendings = _spendings(book, warehouse, got[1:4], span, currency)
     if ask_whole:
-        out.whole = _whole(book, warehouse, got[4])
+        out.whole = whole(book, warehouse, got[4])
     return out
 
 
@@ -281,7 +300,7 @@ def local_spending(
     }
 
 
-def _whole(book: ContractBook, warehouse: Warehouse, answer: tuple[Any, str]) -> Any:
+def whole(book: ContractBook, warehouse: Warehouse, answer: tuple[Any, str]) -> Any:
     """The whole ledger's totals, learned from the rows just landed (count: the list's
     total, which the read checked; sums per type)."""
     doc, raw = answer

@@ -222,16 +222,17 @@ class Refresher:
             self._read([(None, None)], reason=self.summary.reason, verify=False)
         else:
             self._read_packed(today)
-        after = self._whole_summary() if before is not None else None
         local = local_totals(self.warehouse.con, None, FAR_FUTURE)
-        if before is not None and after is not None:
-            server = {
+        if before is not None:
+            after = self._whole_summary()
+            moved = after is None or {
                 (before.count, before.income, before.expense, before.transfer),
                 (after.count, after.income, after.expense, after.transfer),
-            }
-            moved = server != {local}
-        else:  # no readable totals: the documented list's total before and after
-            moved = {total, learn.list_total(self.client)} != {local[0]}
+            } != {local}
+        else:  # the totals are learned from the rows just read (the same request as a proof)
+            moved, whole = learn.moved(self.client, self.book, self.warehouse, total, local)
+            if whole is not None:
+                self._record_summary("all", None, None, whole)
         if moved and before is None:
             log.info("the ledger's count moved while it was read: reading it again")
             self.summary.reason += "; changed during the read, read again"
