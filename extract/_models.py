@@ -119,23 +119,25 @@ class Settings:
 class AccountsSummary:
     """``GET /v1/accounts/summary``: the application's balance rollups, in cents."""
 
-    currency: str
-    assets: int
-    liabilities: int
-    net_worth: int
-    count: int
+    currency: str | None
+    assets: int | None
+    liabilities: int | None
+    net_worth: int | None
+    count: int | None
     by_type: dict[str, int]
     raw: str = field(repr=False)
 
     @classmethod
     def parse(cls, doc: dict[str, Any], raw: str) -> AccountsSummary:
+        """Every figure optional: an answer learned in part gives what it gives (the per-type
+        sums without the totals, say); the rest is None, never a guess."""
         by_type = doc.get("by_type") or {}
         return cls(
-            currency=doc["currency"],
-            assets=_int(doc, "assets"),
-            liabilities=_int(doc, "liabilities"),
-            net_worth=_int(doc, "net_worth"),
-            count=_int(doc, "count"),
+            currency=doc.get("currency"),
+            assets=_opt_int(doc, "assets"),
+            liabilities=_opt_int(doc, "liabilities"),
+            net_worth=_opt_int(doc, "net_worth"),
+            count=_opt_int(doc, "count"),
             by_type={k: _int(by_type, k) for k in by_type},
             raw=raw,
         )

@@ -19,7 +19,8 @@ from zoneinfo import ZoneInfo
 import duckdb
 import polars as pl
 
-from centsync.extract import ApiClient
+from centsync.extract import ApiClient, SurfaceUnavailable
+from centsync.pipelines.contract_book import ContractBook
 from centsync.pipelines.refresh.plan import ONE_THREAD_ROWS
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
@@ -143,11 +144,15 @@ def fetch_aggregates(
     requests) and, with `per_month`, for every synced month its spending by category and by
     merchant and its totals per type (3 requests a month), so every month is proven on its own.
     """
-    summary = client.accounts_summary()
-    nw = client.net_worth()
+    # the answers read through the contract learned by the refreshes (ops.contract): one that
+    # cannot be read is done without, and its checks are listed as unavailable
+    book = ContractBook(contract_rows(con))
+    client.async_client.reading = book.reading
+    summary = _or_none(client.accounts_summary)
+    nw = _or_none(client.net_worth)
     timezone = warehouse_reads.settings_timezone(con)
     zone = ZoneInfo(timezone) if timezone else dt.UTC
-    today = (nw.as_of or dt.datetime.now(dt.UTC)).astimezone(zone).date()
+    today = ((nw and nw.as_of) or dt.datetime.now(dt.UTC)).astimezone(zone).date()
     first, last = warehouse_reads.booked_range(con)
     lo = first or today
     hi = max(last or today, today)
@@ -155,33 +160,67 @@ def fetch_aggregates(
     rows: list[pl.DataFrame] = []
     for group_by in ("category", "merchant", "month"):
         _add_spending(client, lo, hi, group_by, requests, rows)
-    summaries = [_summary_row("all", None, None, client.transactions_summary())]
+    summaries = [_summary_row("all", None, None, _or_none(client.transactions_summary))]
     month = month_start(lo)
     while per_month and month <= hi:
         end = month_end(month)
         for group_by in ("category", "merchant"):
             _add_spending(client, month, end, group_by, requests, rows)
-        summaries.append(_summary_row("month", month, end, client.transactions_summary(month, end)))
+        got = _or_none(lambda: client.transactions_summary(month, end))  # noqa: B023
+        summaries.append(_summary_row("month", month, end, got))
         month = add_months(month, 1)
+    by_type = summary.by_type if summary is not None else {}
     return store.ServerAggregates(
         refresh_id="live",
-        accounts_summary={
+        accounts_summary=None
+        if summary is None
+        else {
             "assets": summary.assets,
             "liabilities": summary.liabilities,
             "net_worth": summary.net_worth,
             "count": summary.count,
         },
         by_type=pl.DataFrame(
-            {"type": list(summary.by_type), "balance": list(summary.by_type.values())},
+            {"type": list(by_type), "balance": list(by_type.values())},
             schema={"type": pl.String, "balance": pl.Int64},
         ),
-        net_worth={"assets": nw.assets, "liabilities": nw.liabilities, "total": nw.total},
+        net_worth=None
+        if nw is None
+        else {"assets": nw.assets, "liabilities": nw.liabilities, "total": nw.total},
         spending_requests=pl.DataFrame(requests),
-        spending_rows=pl.concat(rows, how="diagonal_relaxed"),
+        spending_rows=pl.concat(rows, how="diagonal_relaxed") if rows else _no_spending(),
         summaries=pl.DataFrame(
-            summaries, schema_overrides={"from_date": pl.Date, "to_date": pl.Date}
+            [s for s in summaries if s is not None],
+            schema={
+                "scope": pl.String,
+                "from_date": pl.Date,
+                "to_date": pl.Date,
+                **{k: pl.Int64 for k in ("count", "income", "expense", "transfer", "net")},
+            },
         ),
         today=today,
+    )
+
+
+def _or_none(call: Any) -> Any:
+    """An answer of the service, or None when it cannot be read (ops.contract)."""
+    try:
+        return call()
+    except SurfaceUnavailable:
+        return None
+
+
+def _no_spending() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "key": pl.String,
+            "label": pl.String,
+            "amount": pl.Int64,
+            "count": pl.Int64,
+            "group_by": pl.String,
+            "from_date": pl.Date,
+            "to_date": pl.Date,
+        }
     )
 
 
@@ -194,7 +233,9 @@ def _add_spending(
     rows: list[pl.DataFrame],
 ) -> None:
     """Ask the service's spending of lo..hi by `group_by`; add the request and its rows."""
-    spending = client.spending(lo, hi, group_by=group_by)
+    spending = _or_none(lambda: client.spending(lo, hi, group_by=group_by))
+    if spending is None:
+        return
     requests.append({"group_by": group_by, "from_date": lo, "to_date": hi})
     rows.append(
         spending.rows.select("key", "label", "amount", "count").with_columns(
@@ -205,8 +246,10 @@ def _add_spending(
 
 def _summary_row(
     scope: str, lo: dt.date | None, hi: dt.date | None, summary: Any
-) -> dict[str, Any]:
-    """A transactions summary as a row of ServerAggregates.summaries."""
+) -> dict[str, Any] | None:
+    """A transactions summary as a row of ServerAggregates.summaries (None: not readable)."""
+    if summary is None:
+        return None
     return {
         "scope": scope,
         "from_date": lo,
@@ -398,10 +441,12 @@ def _confirm(
     """Ask the service's summary of each differing month (a request each): the months whose
     count, net or spending no longer match the local rows changed on the service."""
     for month in months:
-        ev.confirmed.add(month)
         lo = parse_month(month)
         hi = month_end(lo)
-        now = client.transactions_summary(lo, hi)
+        now = _or_none(lambda lo=lo, hi=hi: client.transactions_summary(lo, hi))
+        if now is None:  # its totals cannot be read: the month stays unconfirmed
+            continue
+        ev.confirmed.add(month)
         # the warehouse's fingerprint of the month, the one the refresh compares
         count, income, expense, transfer = local_totals(con, lo, hi)
         if (now.count, now.net, now.expense) != (count, income + expense + transfer, expense):

@@ -14,13 +14,16 @@ from typing import Any
 
 import duckdb
 import httpx
+import polars as pl
 import pytest
 from starlette.testclient import TestClient
 
 from centsync.extract import ApiClient
+from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.refresh.run import run_refresh
 from centsync.pipelines.refresh.summary import RefreshOptions
 from centsync.sandbox import Sandbox
+from centsync.sandbox.app import SandboxApp
 from centsync.sandbox.dialects import DIALECTS
 from centsync.transform.compare import UNREAD
 from helpers import make_sandbox
@@ -146,3 +149,46 @@ def test_every_dialect_syncs_exactly_learns_its_contract_and_proves_its_numbers(
     _proves_what_the_answers_support(second, warehouse)
     # learning costs nothing after the first refresh: the shapes are only re-checked
     assert second.contract["notes"] == []
+
+
+def test_a_service_that_changes_its_shape_is_noticed_named_and_re_learned(tmp_path: Path) -> None:
+    sb = make_sandbox(rate_limit=False)
+    warehouse = tmp_path / "centsync.duckdb"
+    _refresh(sb, warehouse)
+    assert {v[0] for v in _contract(warehouse).values()} == {"documented"}
+    # the same service, the same data, another way of answering (a new release of the API)
+    sb.app = SandboxApp(sb.service, "camel")
+    changed = _refresh(sb, warehouse)
+    _exact(sb, warehouse)
+    notes = " ".join(changed.contract["notes"])
+    assert "GET /v1/transactions/summary" in notes and "changed its shape" in notes
+    assert changed.verdict == "agree", changed.differences
+    contract = _contract(warehouse)
+    assert contract["GET /v1/transactions/summary"][0] == "learned"
+    assert contract["GET /v1/analytics/spending"][0] == "learned"
+    # learned: the next refresh only re-checks the shapes, and says nothing
+    again = _refresh(sb, warehouse)
+    assert again.contract["notes"] == []
+    assert again.requests_total <= changed.requests_total
+    _exact(sb, warehouse)
+
+
+@pytest.mark.parametrize("dialect", ["tagged", "result"])
+def test_live_reconciliation_reads_through_the_learned_contract(
+    dialect: str, tmp_path: Path
+) -> None:
+    sb = make_sandbox(dialect=dialect, rate_limit=False)
+    warehouse = tmp_path / "centsync.duckdb"
+    _refresh(sb, warehouse)
+    con = duckdb.connect(str(warehouse))
+    try:
+        with _client(sb) as client:
+            outcome = reconcile(con, source="live", client=client, build_marts=False)
+    finally:
+        con.close()
+    assert outcome.verdict == "agree", outcome.differences
+    counts = outcome.counts()
+    # every number the answers give is proved; the ones they do not give are listed apart
+    assert outcome.proved > CONTRACT_CHECKS and counts["unavailable"] > 0
+    unread = outcome.results.filter(pl.col("status") == "unavailable")
+    assert set(unread["explanation"].to_list()) == {UNREAD}
