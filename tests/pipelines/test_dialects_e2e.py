@@ -192,3 +192,31 @@ def test_live_reconciliation_reads_through_the_learned_contract(
     assert outcome.proved > CONTRACT_CHECKS and counts["unavailable"] > 0
     unread = outcome.results.filter(pl.col("status") == "unavailable")
     assert set(unread["explanation"].to_list()) == {UNREAD}
+
+
+@pytest.mark.parametrize("dialect", ["keyed", "bare", "enveloped"])
+def test_years_are_proven_through_a_learned_contract(dialect: str, tmp_path: Path) -> None:
+    """Every year proven by its fingerprints (a household's are otherwise re-read): the
+    learned totals and spending answers prove the history, and a re-categorisation in an old
+    year is found by them and re-read."""
+    sb = make_sandbox(dialect=dialect, rate_limit=False)
+    warehouse = tmp_path / "centsync.duckdb"
+    options = RefreshOptions(source="sandbox", plan="fingerprints")
+    with _client(sb) as client:
+        run_refresh(client, warehouse, options)
+    state = sb.state()
+    t = next(
+        t
+        for t in state["transactions"]
+        if t["booked_at"] < "2025-01-01" and t["type"] == "expense" and t["category_id"]
+    )
+    other = next(c["id"] for c in state["categories"] if c["id"] != t["category_id"])
+    _admin(sb, "PATCH", f"/_sandbox/transactions/{t['id']}", {"category_id": other})
+    with _client(sb) as client:
+        second = run_refresh(client, warehouse, options)
+    assert second.mode == "incremental" and "re-read instead" not in second.reason
+    assert second.months_checked > 0
+    assert any("differs" in r["reason"] for r in second.months_reread)
+    assert second.rows_changed >= 1
+    _exact(sb, warehouse)
+    assert second.verdict == "agree", second.differences
