@@ -25,8 +25,11 @@ from centsync.pipelines.refresh.summary import RefreshOptions
 from centsync.sandbox import Sandbox
 from centsync.sandbox.app import SandboxApp
 from centsync.sandbox.dialects import DIALECTS
+from centsync.sandbox.server import run_in_thread
 from centsync.transform.compare import UNREAD
 from helpers import make_sandbox
+
+from .conftest import Env
 
 BASE = "http://sandbox.test"
 # the numbers the contract's answers let reconciliation prove on this household (every check)
@@ -220,3 +223,22 @@ def test_years_are_proven_through_a_learned_contract(dialect: str, tmp_path: Pat
     assert second.rows_changed >= 1
     _exact(sb, warehouse)
     assert second.verdict == "agree", second.differences
+
+
+def test_the_cli_refresh_over_loopback_on_the_tersest_dialect(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One end to end over HTTP, through the CLI and its Dagster run: `tagged` gives the least
+    (terse totals, per-type account rows, unix times, no Retry-After)."""
+    sb = make_sandbox(dialect="tagged", rate_limit=False)
+    with run_in_thread(sb) as base_url:
+        env = Env(sb, base_url, tmp_path, monkeypatch)
+        first = env.refresh()
+        env.assert_exact()
+        assert first["status"] == "ok" and first["verdict"] == "agree"
+        assert first["contract"]["unavailable"] == {}
+        recon = first["reconciliation"]
+        assert recon["unavailable"] > 0 and recon["checked"] + recon["unavailable"] >= 106
+        code, out = env.cli("reconcile")
+        assert code == 0, out
+        assert "numbers proved" in out and "could not be" in out
