@@ -146,8 +146,9 @@ def verdict(
     counted = f"{checked} checks, {explained} explained, {differ} differ"
     if unavailable:
         counted = (
-            f"{checked} numbers proved, {unavailable} could not be (the service's answer could "
-            f"not be read: recon.results, status unavailable), {explained} explained, {differ} differ"
+            f"{checked} numbers proved, {unavailable} could not be (the service's answers do not "
+            "give them or could not be read; recon.results, status 'unavailable', says why), "
+            f"{explained} explained, {differ} differ"
         )
     click.echo(f"{head}: {VERDICT_WORDS[verdict]} ({counted}).")
     if not differences:
@@ -170,7 +171,7 @@ def reconciliation(result: ReconcileResult, run_id: str) -> None:
     """`centsync reconcile`: the verdict, the differences, the rows behind them, the ids."""
     verdict(
         result.verdict,
-        checked=result.checked,
+        checked=result.checked - result.unavailable,
         explained=result.explained,
         differ=result.differ,
         differences=result.differences,
