@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from zoneinfo import available_timezones
 
+from centsync.transform.contract import UUID_RE
+
 SETTINGS = "GET /v1/settings"
 NET_WORTH = "GET /v1/analytics/net-worth"
 ACCOUNTS_SUMMARY = "GET /v1/accounts/summary"
@@ -156,12 +158,32 @@ def join_path(prefix: str, part: str) -> str:
 
 
 # ---- the shape of a body (names, types, nesting; never values) --------------------------------
+_VALUE_KEYS = {"uuid": "<uuid>", "date": "<date>", "number": "<number>"}
+_DATE_KEY = re.compile(r"^\d{4}-\d{2}(-\d{2})?")
+
+
+def _key_kind(key: str) -> str:
+    if UUID_RE.match(key):
+        return "uuid"
+    if _DATE_KEY.match(key):
+        return "date"
+    if key.lstrip("-").isdigit():
+        return "number"
+    return "name"
+
+
 def shape_of(body: Any, depth: int = 6) -> Any:
     """Key names, JSON types and nesting of a body, never a value (what a bug report may carry)."""
     if isinstance(body, dict):
         if depth == 0:
             return "object"
-        return {str(k): shape_of(v, depth - 1) for k, v in sorted(body.items())}
+        out: dict[str, Any] = {}
+        for k, v in sorted(body.items()):
+            # a key that is a value (an id, a date, a number: an object keyed by them) is
+            # shown by its kind, its entries merged, never itself
+            name = _VALUE_KEYS.get(_key_kind(str(k)), str(k))
+            out.setdefault(name, shape_of(v, depth - 1))
+        return out
     if isinstance(body, list):
         merged: dict[str, Any] = {}
         kinds: set[str] = set()

@@ -220,9 +220,12 @@ def _learn_rows(
         for n in names
         if n not in (key, amounts[0].lstrip("-"), *counts)
         and all(isinstance(r.get(n), str) for r in records)
+        # a tag the same on every row (`"object": "spending_row"`) names no row
+        and (len(records) == 1 or len({r.get(n) for r in records}) > 1)
     ]
     if len(labels) == 1:
         mapping["label"] = labels[0]
+        words.append(f"label = {labels[0]}: the one other text of each row")
     total = sum(a for a, _ in known.values())
     outside = [
         p

@@ -139,10 +139,11 @@ class Refresher:
         changed, verify the months verified longest ago, and read the hot window."""
         incremental = self.summary.mode == "incremental"
         if incremental and not self._provable():
-            self.summary.reason = (
-                "the service's totals or spending cannot be read: the history is re-read "
-                "instead of proven"
-            )
+            # not learned yet (a first sync stopped before the end): learned on a month read
+            # whole (4 requests); else the history is re-read instead of proven
+            learn.from_a_month(self.client, self.warehouse, self.book, hot_start)
+        if incremental and not self._provable():
+            self.summary.reason = "the service's totals or spending cannot be read: re-read"
             self._full(today, hot_start)
             return
         if incremental:

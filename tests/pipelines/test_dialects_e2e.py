@@ -133,6 +133,14 @@ def test_every_dialect_syncs_exactly_learns_its_contract_and_proves_its_numbers(
         assert {v[0] for v in contract.values()} == {"documented"}
     assert first.verdict == "agree", first.differences
     _proves_what_the_answers_support(first, warehouse)
+    # the category names (the API's only source of them: the spending rows' labels)
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        named = dict(con.execute("SELECT id::VARCHAR, name FROM core.categories").fetchall())
+    finally:
+        con.close()
+    names = {c["id"]: c["name"] for c in sb.state()["categories"]}
+    assert named and named == {k: names[k] for k in named}
     # an edit in an old month, as the bank would make it, then an incremental refresh
     state = sb.state()
     old = next(

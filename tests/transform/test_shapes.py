@@ -212,6 +212,9 @@ def test_a_shape_holds_names_types_and_nesting_never_values() -> None:
         "total": "integer",
     }
     assert "secret" not in repr(shape) and "123" not in repr(shape)
+    # an object keyed by ids or dates: the keys are values too, never shown
+    keyed = {"923a7369-94e3-4f91-9a61-dbe22e44158b": {"status": "active"}, "2025-03": {"n": 1}}
+    assert s.shape_of(keyed) == {"<date>": {"n": "integer"}, "<uuid>": {"status": "string"}}
 
 
 def test_paths_read_negations_selections_and_the_body_itself() -> None:
