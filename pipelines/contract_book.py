@@ -53,6 +53,13 @@ WITHOUT: dict[str, str] = {
 }
 TRUSTED = ("documented", "learned", "pinned")
 LISTS = (shapes.CONNECTIONS, shapes.SYNC_STATUS)
+# answers of figures the data confirms (a time zone is an IANA name or nothing)
+FIGURES = (
+    shapes.NET_WORTH,
+    shapes.ACCOUNTS_SUMMARY,
+    shapes.TRANSACTIONS_SUMMARY,
+    shapes.SPENDING,
+)
 
 
 def load_pins(path: Path | None) -> dict[str, dict[str, str]]:
@@ -200,6 +207,19 @@ class ContractBook:
             # the figures disagree with the rows (the service may differ: reconciliation's
             # business) but the shape is the one learned: keep reading it
             return dict(kept)
+        documented = shapes.DOCUMENTED[surface]
+        if surface in FIGURES and kept is None and rows.resolves(surface, doc, documented) is None:
+            # the contract's own names and types, every one: its shape, whose figures the
+            # data did not confirm this time (rows rejected or changed during the read):
+            # read as documented, and the differences are reconciliation's to explain
+            row.update(
+                state="documented",
+                mapping=dict(documented),
+                evidence=f"the contract's names and types; not confirmed by the data ({got.reason})",
+                reason=None,
+                learned_refresh=self.number,
+            )
+            return dict(documented)
         return self._unavailable(surface, got.reason, raw)
 
     def _unavailable(self, surface: str, why: str, raw: str) -> None:

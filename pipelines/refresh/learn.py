@@ -285,6 +285,8 @@ def from_a_month(
     """Learn the totals and spending answers on the local month with the most rows among those
     read whole before `before` (4 requests at once): what a refresh resumed after a first sync
     that stopped early needs to prove the months it kept instead of re-reading them."""
+    if book.trusted(shapes.TRANSACTIONS_SUMMARY) and book.trusted(shapes.SPENDING):
+        return  # learned, and simply without some figure: a month would not add it
     months = [
         (rows_, month)
         for month, rows_, verified in warehouse.verification_order().iter_rows()
@@ -305,6 +307,20 @@ def from_a_month(
     doc, raw = got[0]
     book.settle(shapes.TRANSACTIONS_SUMMARY, shapes.learn_totals([(doc, facts)]), doc, raw)
     _spendings(book, warehouse, got[1:], (lo, hi), None)
+
+
+def why_not_provable(book: ContractBook) -> str:
+    """The reason a refresh re-reads the history instead of proving it by fingerprints."""
+    for surface in (shapes.TRANSACTIONS_SUMMARY, shapes.SPENDING):
+        if not book.trusted(surface):
+            return f"{surface} cannot be read: the history is re-read instead of proven"
+        missing = sorted(set(shapes.FULL[surface]) - set(book.mapping(surface) or {}))
+        if missing:
+            return (
+                f"{surface} does not give {', '.join(missing)}: the history is re-read "
+                "instead of proven"
+            )
+    return ""
 
 
 def local_spending(

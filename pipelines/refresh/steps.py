@@ -143,7 +143,7 @@ class Refresher:
             # whole (4 requests); else the history is re-read instead of proven
             learn.from_a_month(self.client, self.warehouse, self.book, hot_start)
         if incremental and not self._provable():
-            self.summary.reason = "the service's totals or spending cannot be read: re-read"
+            self.summary.reason = learn.why_not_provable(self.book)
             self._full(today, hot_start)
             return
         if incremental:

@@ -93,3 +93,24 @@ def test_figures_an_answer_cannot_decide_keep_what_was_learned() -> None:
     mapping = book.settle(SUMMARY, shapes.learn_totals([(body, facts)]), body, "")
     assert mapping == shapes.DOCUMENTED[SUMMARY]
     assert book.notes == []
+
+
+def test_the_contract_s_own_names_are_read_as_documented_when_the_rows_differ() -> None:
+    """A first sync whose rows the service damaged (one rejected) cannot confirm the totals'
+    figures; the contract's own names and types are its shape: read, and the difference is
+    reconciliation's to explain. Another shape is not read until the data confirms it."""
+    book = ContractBook({}, number=1)
+    short = {**FACTS, "count": 2, "expense": -350, "net": 450}  # one expense row rejected
+    got = shapes.learn_totals([(CONTRACT_BODY, short)])
+    assert book.settle(SUMMARY, got, CONTRACT_BODY, "") == shapes.DOCUMENTED[SUMMARY]
+    row = {r["surface"]: r for r in book.records()}[SUMMARY]
+    assert row["state"] == "documented" and "not confirmed by the data" in row["evidence"]
+    other = ContractBook({}, number=1)
+    got = shapes.learn_totals([(OTHER_BODY, short)])
+    assert other.settle(SUMMARY, got, OTHER_BODY, "") is None
+    assert other.state(SUMMARY) == "unavailable"
+    # a settings answer is never taken on its names: a time zone is an IANA name or nothing
+    body = {"timezone": "Madrid time", "currency": "EUR"}
+    settings = ContractBook({}, number=1)
+    got_tz = shapes.learn_settings(body, "EUR")
+    assert settings.settle(shapes.SETTINGS, got_tz, body, "") is None
