@@ -231,13 +231,16 @@ class Refresher:
                 (after.count, after.income, after.expense, after.transfer),
             } != {local}
         else:  # the totals are learned from the rows just read (the same request as a proof)
-            moved, whole = learn.moved(self.client, self.book, self.warehouse, total, local)
+            moved, whole = learn.moved(self.client, self.book, self.warehouse, total)
             if whole is not None:
                 self._record_summary("all", None, None, whole)
         if moved and before is None:
             log.info("the ledger's count moved while it was read: reading it again")
             self.summary.reason += "; changed during the read, read again"
-            self._read([(None, None)], reason="changed during the read", verify=False)
+            if total <= plan.WINDOW_ROWS:
+                self._read([(None, None)], reason="changed during the read", verify=False)
+            else:
+                self._read_packed(today)
         elif moved:
             log.info("the ledger changed while it was read: checking every year's fingerprint")
             self.summary.reason += "; changed during the read, repaired by fingerprints"
