@@ -32,6 +32,7 @@ from helpers import make_sandbox
 from .conftest import Env
 
 BASE = "http://sandbox.test"
+SUMMARY = "GET /v1/transactions/summary"
 # the numbers the contract's answers let reconciliation prove on this household (every check)
 CONTRACT_CHECKS = 106
 
@@ -251,3 +252,23 @@ def test_the_cli_refresh_over_loopback_on_the_tersest_dialect(
         assert code == 0, out
         proved = f"{recon['checked']} numbers proved, {recon['unavailable']} could not be"
         assert proved in out
+
+
+def test_a_damaged_row_on_a_first_sync_is_done_without_then_learned_and_explained(
+    tmp_path: Path,
+) -> None:
+    """The rows cannot confirm the totals while one is rejected: the first refresh lands the
+    rest, lists the checks it could not read as unavailable (never agreeing) and names why; the
+    next learns the answers on a month read whole and explains the difference."""
+    sb = make_sandbox(dialect="keyed", rate_limit=False)
+    warehouse = tmp_path / "centsync.duckdb"
+    victim = next(t for t in sb.state()["transactions"] if t["booked_at"] < "2025-06-01")
+    _admin(sb, "PUT", "/_sandbox/faults", {"corrupt": {victim["id"]: "amount_string"}})
+    first = _refresh(sb, warehouse)
+    assert first.rows_rejected == 1 and first.verdict == "agree"
+    assert first.recon_unavailable > 0
+    assert SUMMARY in first.contract["unavailable"]
+    assert "limit=1" in first.contract["unavailable"][SUMMARY]
+    second = _refresh(sb, warehouse)
+    assert second.verdict == "explained" and second.recon_unavailable == 0
+    assert _contract(warehouse)[SUMMARY][0] == "learned"
