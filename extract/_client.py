@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import httpx
 import polars as pl
@@ -16,6 +18,7 @@ from ._frames import (
     SYNC_STATUS_WIRE,
     cut_page,
     frame_from_chunks,
+    frame_from_records,
 )
 from ._models import (
     AccountsSummary,
@@ -23,6 +26,7 @@ from ._models import (
     NetWorth,
     Settings,
     Spending,
+    SurfaceUnavailable,
     Transaction,
     TransactionsSummary,
 )
@@ -32,6 +36,11 @@ from ._writers import Writers
 
 log = logging.getLogger("centsync.extract")
 
+# How an answer the API document leaves "not shown" is read: (surface, body, group_by) -> the
+# body in the contract's shape, or None when it cannot be read. Set by the pipelines from the
+# learned contract (pipelines/contract_book.py); unset, the contract's own shape is assumed.
+Reading = Callable[[str, Any, str | None], Any]
+
 
 class AsyncApiClient(WindowReader, Writers):
     """Async client of the Personal Finance Data API v1 (one per key and event loop).
@@ -40,7 +49,30 @@ class AsyncApiClient(WindowReader, Writers):
     in-process over ``httpx.ASGITransport``, or against the real service.
     """
 
+    reading: Reading | None = None
+
     # ------------------------------------------------------------------ readers
+    async def body(
+        self, path: str, params: Mapping[str, str | None] | None = None
+    ) -> tuple[Any, str]:
+        """Any GET answer as sent: its parsed JSON and its text (the learner's input)."""
+        return await self._get_json(path, params)
+
+    async def _read(
+        self,
+        surface: str,
+        path: str,
+        params: Mapping[str, str | None] | None = None,
+        group_by: str | None = None,
+    ) -> tuple[Any, str]:
+        """A "not shown" answer in the contract's shape (through `reading`), and its text."""
+        doc, raw = await self._get_json(path, params)
+        if self.reading is None:
+            return doc, raw
+        got = self.reading(surface, doc, group_by)
+        if got is None:
+            raise SurfaceUnavailable(surface)
+        return got, raw
 
     async def _fetch_me(self) -> tuple[Me, httpx.Headers]:
         response = await self.request("GET", "/v1/me", paced=False)
@@ -65,7 +97,7 @@ class AsyncApiClient(WindowReader, Writers):
 
     async def settings(self) -> Settings:
         """``GET /v1/settings``: timezone (decides each booked_at), currency, locale."""
-        return Settings.parse(*await self._get_json("/v1/settings"))
+        return Settings.parse(*await self._read("GET /v1/settings", "/v1/settings"))
 
     async def accounts(self, *, raw: bool = True) -> pl.DataFrame:
         """``GET /v1/accounts``: every visible account (the account schema)."""
@@ -74,21 +106,30 @@ class AsyncApiClient(WindowReader, Writers):
 
     async def accounts_summary(self) -> AccountsSummary:
         """``GET /v1/accounts/summary``: assets, liabilities, net worth, per-type sums."""
-        return AccountsSummary.parse(*await self._get_json("/v1/accounts/summary"))
+        surface = "GET /v1/accounts/summary"
+        return AccountsSummary.parse(*await self._read(surface, "/v1/accounts/summary"))
 
     async def connections(self, *, raw: bool = True) -> pl.DataFrame:
         """``GET /v1/connections``: bank connections (providers are read here, never assumed)."""
-        response = await self.request("GET", "/v1/connections")
-        return frame_from_chunks([cut_page(response.content)], CONNECTION_WIRE, raw=raw)
+        return await self._records("GET /v1/connections", CONNECTION_WIRE, raw)
 
     async def sync_status(self, *, raw: bool = True) -> pl.DataFrame:
         """``GET /v1/sync/status``: last and next sync per connection."""
-        response = await self.request("GET", "/v1/sync/status")
-        return frame_from_chunks([cut_page(response.content)], SYNC_STATUS_WIRE, raw=raw)
+        return await self._records("GET /v1/sync/status", SYNC_STATUS_WIRE, raw)
+
+    async def _records(self, surface: str, wire: dict[str, Any], raw: bool) -> pl.DataFrame:
+        """A small "not shown" list answer: its records (found by `reading`) as a frame."""
+        if self.reading is None:
+            response = await self.request("GET", surface.split(" ", 1)[1])
+            return frame_from_chunks([cut_page(response.content)], wire, raw=raw)
+        doc, _ = await self._read(surface, surface.split(" ", 1)[1])
+        records = [r for r in doc.get("data") or [] if isinstance(r, dict)]
+        return frame_from_records(records, wire, raw=raw)
 
     async def net_worth(self) -> NetWorth:
         """``GET /v1/analytics/net-worth``."""
-        return NetWorth.parse(*await self._get_json("/v1/analytics/net-worth"))
+        surface = "GET /v1/analytics/net-worth"
+        return NetWorth.parse(*await self._read(surface, "/v1/analytics/net-worth"))
 
     async def spending(
         self,
@@ -99,7 +140,8 @@ class AsyncApiClient(WindowReader, Writers):
     ) -> Spending:
         """``GET /v1/analytics/spending`` grouped by ``category``, ``merchant`` or ``month``."""
         params = {"from": _date_param(from_), "to": _date_param(to), "group_by": group_by}
-        return Spending.parse(*await self._get_json("/v1/analytics/spending", params))
+        path = "/v1/analytics/spending"
+        return Spending.parse(*await self._read(f"GET {path}", path, params, group_by))
 
     async def transactions_summary(
         self,
@@ -110,7 +152,8 @@ class AsyncApiClient(WindowReader, Writers):
         """``GET /v1/transactions/summary``: count and per-type sums for the list's filters."""
         params = self._list_params(from_, to, filters)
         params.pop("sort", None)
-        return TransactionsSummary.parse(*await self._get_json("/v1/transactions/summary", params))
+        path = "/v1/transactions/summary"
+        return TransactionsSummary.parse(*await self._read(f"GET {path}", path, params))
 
     async def transaction(self, transaction_id: str) -> Transaction:
         """``GET /v1/transactions/{id}`` (includes ``notes``)."""

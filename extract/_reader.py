@@ -22,7 +22,7 @@ from ._frames import (
     cut_page,
     frame_from_chunks,
 )
-from ._models import TransactionsSummary
+from ._models import SurfaceUnavailable, TransactionsSummary
 from ._paging import (
     PAGE_LIMIT,
     Tally,
@@ -425,7 +425,11 @@ class _WindowPass:
                     self.reason = None
                 repeated = twice
         if self.summary_task is not None:
-            summary = await self.summary_task
+            try:
+                summary = await self.summary_task
+            except SurfaceUnavailable:  # its totals cannot be read: the window stays unproven
+                self.report.requests += 1
+                return repeated
             self.report.requests += 1
             if self.reason is None:
                 self.reason = check.agrees(summary)

@@ -9,7 +9,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import threading
-from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterable, Iterator
+from collections.abc import (
+    AsyncGenerator,
+    Awaitable,
+    Callable,
+    Coroutine,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from concurrent.futures import Future
 from contextlib import suppress
 from typing import Any, TypeVar
@@ -145,6 +153,10 @@ class ApiClient:
 
     def settings(self) -> Settings:
         return self._call(self._client.settings)
+
+    def body(self, path: str, params: Mapping[str, str | None] | None = None) -> tuple[Any, str]:
+        """Any GET answer as sent: its parsed JSON and its text."""
+        return self._call(self._client.body, path, params)
 
     def accounts(self, *, raw: bool = True) -> pl.DataFrame:
         return self._call(self._client.accounts, raw=raw)

@@ -19,7 +19,8 @@ from zoneinfo import ZoneInfo
 import duckdb
 import polars as pl
 
-from centsync.extract import ApiClient
+from centsync.extract import ApiClient, SurfaceUnavailable
+from centsync.pipelines.contract_book import ContractBook
 from centsync.pipelines.results import ReconcileResult
 from centsync.transform import bisection
 from centsync.transform import marts as mart_rules
@@ -34,6 +35,7 @@ from centsync.transform.calendar import (
 from centsync.warehouse import marts as store
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
+from centsync.warehouse.contract import contract_rows
 from centsync.warehouse.fingerprints import local_totals
 from centsync.warehouse.session import ONE_THREAD_ROWS, checkpoint
 
@@ -73,7 +75,13 @@ class Outcome:
     def counts(self) -> dict[str, int]:
         statuses = self.results["status"].value_counts()
         got = dict(statuses.iter_rows())
-        return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ")}
+        return {s: int(got.get(s, 0)) for s in ("agree", "explained", "differ", "unavailable")}
+
+    @property
+    def proved(self) -> int:
+        """Numbers compared with the service's own (agreeing, explained or differing); the
+        unavailable ones could not be, and are not counted as agreeing."""
+        return self.results.height - self.counts()["unavailable"]
 
     def result(self) -> ReconcileResult:
         """What this reconciliation returns across the Dagster boundary and prints."""
@@ -83,6 +91,7 @@ class Outcome:
         )
         rows = outcome.row_differences.with_columns(pl.col("month").cast(pl.String)).to_dicts()
         rows.sort(key=lambda r: (r["month"] is None, r["month"] or "", r["id"] or ""))
+        unavailable = outcome.results.filter(pl.col("status") == "unavailable")
         return ReconcileResult.model_validate(
             {
                 "verdict": outcome.verdict,
@@ -90,7 +99,9 @@ class Outcome:
                 "recon_id": outcome.recon_id,
                 "source": outcome.source,
                 "checked": outcome.results.height,
+                "proved": outcome.proved,
                 **outcome.counts(),
+                "unavailable_checks": unavailable.select("check", "explanation").to_dicts(),
                 "differences": diffs.to_dicts(),
                 "row_differences": rows,
             }
@@ -136,11 +147,15 @@ def fetch_aggregates(
     requests) and, with `per_month`, for every synced month its spending by category and by
     merchant and its totals per type (3 requests a month), so every month is proven on its own.
     """
-    summary = client.accounts_summary()
-    nw = client.net_worth()
+    # the answers read through the contract learned by the refreshes (ops.contract): one that
+    # cannot be read is done without, and its checks are listed as unavailable
+    book = ContractBook(contract_rows(con))
+    client.async_client.reading = book.reading
+    summary = _or_none(client.accounts_summary)
+    nw = _or_none(client.net_worth)
     timezone = warehouse_reads.settings_timezone(con)
     zone = ZoneInfo(timezone) if timezone else dt.UTC
-    today = (nw.as_of or dt.datetime.now(dt.UTC)).astimezone(zone).date()
+    today = ((nw and nw.as_of) or dt.datetime.now(dt.UTC)).astimezone(zone).date()
     first, last = warehouse_reads.booked_range(con)
     lo = first or today
     hi = max(last or today, today)
@@ -148,33 +163,67 @@ def fetch_aggregates(
     rows: list[pl.DataFrame] = []
     for group_by in ("category", "merchant", "month"):
         _add_spending(client, lo, hi, group_by, requests, rows)
-    summaries = [_summary_row("all", None, None, client.transactions_summary())]
+    summaries = [_summary_row("all", None, None, _or_none(client.transactions_summary))]
     month = month_start(lo)
     while per_month and month <= hi:
         end = month_end(month)
         for group_by in ("category", "merchant"):
             _add_spending(client, month, end, group_by, requests, rows)
-        summaries.append(_summary_row("month", month, end, client.transactions_summary(month, end)))
+        got = _or_none(lambda: client.transactions_summary(month, end))  # noqa: B023
+        summaries.append(_summary_row("month", month, end, got))
         month = add_months(month, 1)
+    by_type = summary.by_type if summary is not None else {}
     return store.ServerAggregates(
         refresh_id="live",
-        accounts_summary={
+        accounts_summary=None
+        if summary is None
+        else {
             "assets": summary.assets,
             "liabilities": summary.liabilities,
             "net_worth": summary.net_worth,
             "count": summary.count,
         },
         by_type=pl.DataFrame(
-            {"type": list(summary.by_type), "balance": list(summary.by_type.values())},
+            {"type": list(by_type), "balance": list(by_type.values())},
             schema={"type": pl.String, "balance": pl.Int64},
         ),
-        net_worth={"assets": nw.assets, "liabilities": nw.liabilities, "total": nw.total},
+        net_worth=None
+        if nw is None
+        else {"assets": nw.assets, "liabilities": nw.liabilities, "total": nw.total},
         spending_requests=pl.DataFrame(requests),
-        spending_rows=pl.concat(rows, how="diagonal_relaxed"),
+        spending_rows=pl.concat(rows, how="diagonal_relaxed") if rows else _no_spending(),
         summaries=pl.DataFrame(
-            summaries, schema_overrides={"from_date": pl.Date, "to_date": pl.Date}
+            [s for s in summaries if s is not None],
+            schema={
+                "scope": pl.String,
+                "from_date": pl.Date,
+                "to_date": pl.Date,
+                **{k: pl.Int64 for k in ("count", "income", "expense", "transfer", "net")},
+            },
         ),
         today=today,
+    )
+
+
+def _or_none(call: Any) -> Any:
+    """An answer of the service, or None when it cannot be read (ops.contract)."""
+    try:
+        return call()
+    except SurfaceUnavailable:
+        return None
+
+
+def _no_spending() -> pl.DataFrame:
+    return pl.DataFrame(
+        schema={
+            "key": pl.String,
+            "label": pl.String,
+            "amount": pl.Int64,
+            "count": pl.Int64,
+            "group_by": pl.String,
+            "from_date": pl.Date,
+            "to_date": pl.Date,
+        }
     )
 
 
@@ -187,7 +236,9 @@ def _add_spending(
     rows: list[pl.DataFrame],
 ) -> None:
     """Ask the service's spending of lo..hi by `group_by`; add the request and its rows."""
-    spending = client.spending(lo, hi, group_by=group_by)
+    spending = _or_none(lambda: client.spending(lo, hi, group_by=group_by))
+    if spending is None:
+        return
     requests.append({"group_by": group_by, "from_date": lo, "to_date": hi})
     rows.append(
         spending.rows.select("key", "label", "amount", "count").with_columns(
@@ -198,8 +249,10 @@ def _add_spending(
 
 def _summary_row(
     scope: str, lo: dt.date | None, hi: dt.date | None, summary: Any
-) -> dict[str, Any]:
-    """A transactions summary as a row of ServerAggregates.summaries."""
+) -> dict[str, Any] | None:
+    """A transactions summary as a row of ServerAggregates.summaries (None: not readable)."""
+    if summary is None:
+        return None
     return {
         "scope": scope,
         "from_date": lo,
@@ -230,7 +283,15 @@ def compare(
             accounts, aggregates.accounts_summary, aggregates.by_type, aggregates.net_worth
         ),
     ]
-    return rules.with_status(pl.concat(parts, how="vertical_relaxed"))
+    checked = rules.with_status(pl.concat(parts, how="vertical_relaxed"))
+    # the checks whose answer could not be read at all: listed, with why (ops.contract)
+    unread = {
+        s: str(r.get("reason") or "")
+        for s, r in contract_rows(con).items()
+        if r.get("state") == "unavailable"
+    }
+    present = set(checked.filter(pl.col("status") != "unavailable")["check"].to_list())
+    return pl.concat([checked, rules.unavailable_checks(unread, present)], how="vertical_relaxed")
 
 
 def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: int) -> pl.DataFrame:
@@ -390,10 +451,12 @@ def _confirm(
     """Ask the service's summary of each differing month (a request each): the months whose
     count, net or spending no longer match the local rows changed on the service."""
     for month in months:
-        ev.confirmed.add(month)
         lo = parse_month(month)
         hi = month_end(lo)
-        now = client.transactions_summary(lo, hi)
+        now = _or_none(lambda lo=lo, hi=hi: client.transactions_summary(lo, hi))
+        if now is None:  # its totals cannot be read: the month stays unconfirmed
+            continue
+        ev.confirmed.add(month)
         # the warehouse's fingerprint of the month, the one the refresh compares
         count, income, expense, transfer = local_totals(con, lo, hi)
         if (now.count, now.net, now.expense) != (count, income + expense + transfer, expense):

@@ -104,6 +104,13 @@ class RowDifference(Open):
     source: str | None  # received (what the service sent) or server (read now)
 
 
+class UnavailableCheck(Result):
+    """A check whose service side could not be read (`ops.contract` says why)."""
+
+    check: str
+    explanation: str | None
+
+
 class ReconcileResult(Result):
     """One reconciliation (`centsync reconcile`): its verdict, its counts, its differences."""
 
@@ -112,9 +119,14 @@ class ReconcileResult(Result):
     recon_id: str
     source: Literal["refresh", "offline", "live"]
     checked: Count
+    # the numbers compared with the service's own (checked less the unavailable ones)
+    proved: Count
     agree: Count
     explained: Count
     differ: Count
+    # checks whose service side could not be read: listed with why, never counted as agreeing
+    unavailable: Count = 0
+    unavailable_checks: list[UnavailableCheck] = Field(default_factory=list)
     # the comparisons that do not agree, unexplained first, narrowest scope first
     differences: list[Difference]
     # the rows behind them, by month then id
@@ -258,7 +270,16 @@ class RefreshReconciliation(Result):
     checked: Count
     explained: Count
     differ: Count
+    unavailable: Count = 0  # checks whose service side could not be read (not agreeing)
     differences: list[Difference]
+
+
+class RefreshContract(Result):
+    """The "not shown" answers this refresh could not use (surface: why, and what doing
+    without cost), and the shapes that changed or were re-learned (`ops.contract` has all)."""
+
+    unavailable: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
 
 
 class RefreshOutbox(Result):
@@ -285,6 +306,7 @@ class RefreshResult(Result):
     verdict: Verdict | None
     reconciliation: RefreshReconciliation
     outbox: RefreshOutbox
+    contract: RefreshContract
     warnings: list[str]
     key_expires_at: str | None
     backup: str | None  # where --rebind kept the old warehouse

@@ -257,6 +257,14 @@ class Settings:
         "",
         shown="none (the single-owner settings above)",
     )
+    contract_file: Path = _setting(
+        "CENTSYNC_CONTRACT_FILE",
+        'The contract file (TOML): how an answer the API document leaves "not shown" is read '
+        'where the data cannot decide, e.g. `[surfaces."GET /v1/settings"] timezone = '
+        '"prefs.tz"` (docs/api-contract.md). Read when present.',
+        None,
+        shown="`<config home>/contract.toml`",
+    )
     lake: Path = _setting(
         "CENTSYNC_LAKE",
         "The shared lake: each owner's core tables and marts published as Delta tables "
@@ -279,6 +287,7 @@ class Settings:
         set_(self, "config_home", config)
         set_(self, "owners_file", Path(self.owners_file or config / "owners.toml").absolute())
         set_(self, "lake", Path(self.lake or home / "lake").absolute())
+        set_(self, "contract_file", Path(self.contract_file or config / "contract.toml").absolute())
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -291,7 +300,14 @@ class Settings:
                 continue
             if f.name in ("data_home", "config_home"):
                 values[f.name] = Path(raw) / "centsync"
-            elif f.name in ("warehouse", "dagster_home", "inbox", "owners_file", "lake"):
+            elif f.name in (
+                "warehouse",
+                "dagster_home",
+                "inbox",
+                "owners_file",
+                "lake",
+                "contract_file",
+            ):
                 values[f.name] = Path(raw)
             elif f.name == "max_wait":
                 values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")

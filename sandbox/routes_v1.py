@@ -182,8 +182,10 @@ class V1Routes:
         else:
             rows = source[min(end, start + off) : min(end, start + off + limit)]
         if s.faults.corrupt:
+            # a row sent under its neighbour's id needs a neighbour on the page (a one-row
+            # page, `limit=1`, has none: the row goes as it is)
             items = b",".join(
-                _corrupted(t, s.faults.corrupt.get(t.id), rows[i - 1 if i else 1].id)
+                _corrupted(t, s.faults.corrupt.get(t.id), _neighbour(rows, i))
                 for i, t in enumerate(rows)
             )
         elif s.faults.drop_extra_fields:
@@ -472,6 +474,13 @@ CORRUPTIONS = (
     "bad_date",
     "duplicate_id",  # the row is sent under the id of its neighbour on the page
 )
+
+
+def _neighbour(rows: list[Tx], i: int) -> str:
+    """The id of the row next to the i-th on its page (its own on a one-row page)."""
+    if len(rows) == 1:
+        return rows[0].id
+    return rows[i - 1].id if i else rows[1].id
 
 
 def _corrupted(t: Tx, kind: str | None, neighbour: str) -> bytes:

@@ -47,7 +47,14 @@ IO_MODULES = {
 # Inside pipelines: what each part may import of the others (docs/architecture.md, "The rule
 # inside pipelines/"). From the bottom up: the foundations, the use cases, the boundary of a
 # run, Dagster, the shell. Nothing imports the CLI; Dagster's code never imports the CLI.
-BASE = {"settings", "owners", "failures", "clients", "results"}  # what every use case may use
+BASE = {
+    "settings",
+    "owners",
+    "failures",
+    "clients",
+    "results",
+    "contract_book",
+}  # what every use case may use
 INSIDE_PIPELINES: dict[str, set[str]] = {
     # foundations
     "owners": set(),
@@ -58,6 +65,8 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "alerts": {"failures"},
     # what a run returns across the Dagster boundary: typed results, written once
     "results": set(),
+    # the learned contract of the service's "not shown" answers (read and written by use cases)
+    "contract_book": set(),
     # use cases (plain Python, no Dagster)
     "reconcile": BASE,
     "writeback": BASE,
@@ -72,7 +81,7 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "fleet": BASE | {"alerts", "defs", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
     # the shell: anything but itself is below it
     "cli": {
-        "alerts", "clients", "definitions", "defs", "embedded", "failures", "fleet", "instance",
+        "alerts", "clients", "contract_book", "definitions", "defs", "embedded", "failures", "fleet", "instance",
         "outputs", "owners", "recorded", "reconcile", "refresh", "results", "settings", "writeback",
     },
 }  # fmt: skip

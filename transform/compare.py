@@ -30,7 +30,26 @@ RESULT_SCHEMA: dict[str, pl.DataType] = {
     "explanation": pl.String(),
 }
 EPOCH = dt.date(1900, 1, 1)
-STATUS_ORDER = {"differ": 0, "explained": 1, "agree": 2}
+STATUS_ORDER = {"differ": 0, "explained": 1, "agree": 2, "unavailable": 3}
+# The checks each "not shown" answer of the service feeds (docs/api-contract.md): when the
+# answer could not be read, each is listed as unavailable with the reason, never as agreeing.
+CHECKS_OF: dict[str, tuple[str, ...]] = {
+    "GET /v1/accounts/summary": (
+        "accounts.assets",
+        "accounts.liabilities",
+        "accounts.net_worth",
+        "accounts.by_type",
+    ),
+    "GET /v1/analytics/net-worth": ("net_worth.assets", "net_worth.liabilities", "net_worth.total"),
+    "GET /v1/transactions/summary": (
+        "transactions.income",
+        "transactions.expense",
+        "transactions.transfer",
+        "transactions.net",
+    ),
+    "GET /v1/analytics/spending": ("spending.category", "spending.merchant", "spending.month"),
+}
+UNREAD = "the service's answer does not give this figure"
 
 
 # ---- scopes ----------------------------------------------------------------------------------
@@ -260,9 +279,11 @@ def summary_checks(tx: pl.LazyFrame, summaries: pl.DataFrame) -> pl.DataFrame:
                     "from_date": lo,
                     "to_date": hi,
                     "local_cents": local_cents,
-                    "server_cents": int(server_cents),
+                    "server_cents": None if server_cents is None else int(server_cents),
                     "local_count": part.height if name == "net" else None,
-                    "server_count": int(s["count"]) if name == "net" else None,
+                    "server_count": int(s["count"])
+                    if name == "net" and s["count"] is not None
+                    else None,
                 }
             )
     return _frame(out)
@@ -282,7 +303,7 @@ def account_checks(
     out: list[dict[str, object]] = []
 
     def add(
-        check: str, scope: str, local: int, server: int, lc: int | None, sc: int | None
+        check: str, scope: str, local: int, server: int | None, lc: int | None, sc: int | None
     ) -> None:
         out.append(
             {
@@ -300,10 +321,13 @@ def account_checks(
         )
 
     if summary is not None:
-        sc = int(summary["count"])
-        add("accounts.assets", "all", assets, int(summary["assets"]), None, None)
-        add("accounts.liabilities", "all", liabilities, int(summary["liabilities"]), None, None)
-        add("accounts.net_worth", "all", assets - liabilities, int(summary["net_worth"]), count, sc)
+        sc = _int(summary.get("count"))
+        add("accounts.assets", "all", assets, _int(summary.get("assets")), None, None)
+        add(
+            "accounts.liabilities", "all", liabilities, _int(summary.get("liabilities")), None, None
+        )
+        nw = _int(summary.get("net_worth"))
+        add("accounts.net_worth", "all", assets - liabilities, nw, count, sc)
         local_types = dict(accounts.group_by("type").agg(pl.col("balance").sum()).iter_rows())
         server_types = dict(by_type.select("type", "balance").iter_rows())
         for t in sorted(set(local_types) | set(server_types)):
@@ -317,10 +341,44 @@ def account_checks(
                 None,
             )
     if net_worth is not None:
-        add("net_worth.assets", "all", assets, int(net_worth["assets"]), None, None)
-        add("net_worth.liabilities", "all", liabilities, int(net_worth["liabilities"]), None, None)
-        add("net_worth.total", "all", assets - liabilities, int(net_worth["total"]), None, None)
+        add("net_worth.assets", "all", assets, _int(net_worth.get("assets")), None, None)
+        add(
+            "net_worth.liabilities",
+            "all",
+            liabilities,
+            _int(net_worth.get("liabilities")),
+            None,
+            None,
+        )
+        add(
+            "net_worth.total", "all", assets - liabilities, _int(net_worth.get("total")), None, None
+        )
     return _frame(out)
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
+
+
+def unavailable_checks(unread: dict[str, str], present: set[str]) -> pl.DataFrame:
+    """One row per check whose service side could not be read this time (`unread`: surface ->
+    why, and what doing without costs), unless the check has rows from elsewhere (`present`)."""
+    rows: list[dict[str, object]] = []
+    why: list[str] = []
+    for surface, reason in sorted(unread.items()):
+        for check in CHECKS_OF.get(surface, ()):
+            if check not in present:
+                rows.append({"check": check, "scope": "all", "subject": "all", "label": "all"})
+                why.append(f"{surface} could not be read: {reason}")
+    return (
+        _frame(rows)
+        .with_columns(
+            difference_cents=pl.lit(None, pl.Int64),
+            status=pl.lit("unavailable"),
+            explanation=pl.Series(why, dtype=pl.String),
+        )
+        .select(list(RESULT_SCHEMA))
+    )
 
 
 def _frame(rows: list[dict[str, object]]) -> pl.DataFrame:
@@ -345,10 +403,15 @@ def with_status(results: pl.DataFrame) -> pl.DataFrame:
         & pl.col("server_count").is_not_null()
         & (pl.col("local_count") != pl.col("server_count"))
     )
+    unread = pl.col("server_cents").is_null()
     return results.with_columns(
         difference_cents=pl.col("local_cents") - pl.col("server_cents"),
-        status=pl.when(differs).then(pl.lit("differ")).otherwise(pl.lit("agree")),
-        explanation=pl.lit(None, pl.String),
+        status=pl.when(unread)
+        .then(pl.lit("unavailable"))
+        .when(differs)
+        .then(pl.lit("differ"))
+        .otherwise(pl.lit("agree")),
+        explanation=pl.when(unread).then(pl.lit(UNREAD)).otherwise(pl.lit(None, pl.String)),
     ).select(list(RESULT_SCHEMA))
 
 
@@ -361,7 +424,7 @@ def verdict(results: pl.DataFrame) -> str:
 def narrowest_first(results: pl.DataFrame) -> pl.DataFrame:
     """The differences, unexplained first, narrowest scope first (a month before a year)."""
     return (
-        results.filter(pl.col("status") != "agree")
+        results.filter(~pl.col("status").is_in(["agree", "unavailable"]))
         .with_columns(
             _rank=pl.col("status").replace_strict(STATUS_ORDER, return_dtype=pl.Int8),
             _span=(pl.col("to_date") - pl.col("from_date")).dt.total_days().fill_null(1_000_000),

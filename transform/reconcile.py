@@ -11,7 +11,9 @@ freshly fetched ones), and these functions return one row per comparison:
 
 `status` is `agree` (same cents and count), or, for a difference, `explained` when the evidence
 shows the local copy is exactly what the service sent and the service changed afterwards, else
-`differ`. `difference_cents` is local minus server. The rules:
+`differ`; `unavailable` when the service's side could not be read (an answer the API document
+leaves "not shown" that centsync could not learn, or a figure it does not give): listed with
+the reason, never counted as agreeing, and no part of the verdict. `difference_cents` is local minus server. The rules:
 
 - spending (`spending.month`, `spending.category`, `spending.merchant`): each spending request
   the refresh made, over its own from..to, against the local expense rows of the same range;
@@ -38,6 +40,7 @@ from centsync.transform.compare import (
     subject_spending,
     summary_checks,
     to_narrow,
+    unavailable_checks,
     verdict,
     with_status,
 )
@@ -65,6 +68,7 @@ __all__ = [
     "subject_spending",
     "summary_checks",
     "to_narrow",
+    "unavailable_checks",
     "verdict",
     "with_status",
 ]

@@ -88,9 +88,9 @@ class ServerAggregates:
     """What the service itself computed, as landed by one refresh (or fetched live)."""
 
     refresh_id: str
-    accounts_summary: dict[str, int] | None
+    accounts_summary: dict[str, int | None] | None
     by_type: pl.DataFrame  # type, balance
-    net_worth: dict[str, int] | None
+    net_worth: dict[str, int | None] | None
     spending_requests: pl.DataFrame  # group_by, from_date, to_date
     spending_rows: pl.DataFrame  # group_by, from_date, to_date, key, label, amount, count
     summaries: pl.DataFrame  # scope, from_date, to_date, count, income, expense, transfer, net
@@ -106,6 +106,11 @@ def latest_refresh(con: duckdb.DuckDBPyConnection) -> str | None:
         [],
     )
     return None if row is None else str(row[0])
+
+
+def _int(value: Any) -> int | None:
+    """A figure of the service's answer (None: the answer does not give it)."""
+    return None if value is None else int(value)
 
 
 def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> ServerAggregates:
@@ -129,7 +134,9 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
         refresh_id=refresh_id,
         accounts_summary=None
         if acc is None
-        else dict(zip(("assets", "liabilities", "net_worth", "count"), map(int, acc), strict=True)),
+        else dict(
+            zip(("assets", "liabilities", "net_worth", "count"), map(_int, acc), strict=True)
+        ),
         by_type=_frame(
             con,
             "SELECT type, balance FROM server.accounts_summary_by_type WHERE refresh_id = ?",
@@ -137,7 +144,7 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
         ),
         net_worth=None
         if nw is None
-        else dict(zip(("assets", "liabilities", "total"), map(int, nw[:3]), strict=True)),
+        else dict(zip(("assets", "liabilities", "total"), map(_int, nw[:3]), strict=True)),
         spending_requests=_frame(
             con,
             """

@@ -5,6 +5,7 @@
     snapshots.py          accounts, connections, sync status, settings (core + history)
     server_aggregates.py  the service's aggregates (server.*)
     fingerprints.py       a range's local fingerprint, month state, the refresh's read helpers
+    contract.py           ops.contract: how each "not shown" answer is read (issue 42)
     common.py             load results, refresh counters, month keys
 
 Every name that used to live here is importable from here.
@@ -23,13 +24,14 @@ from centsync.warehouse.common import (
     month_start,
     new_refresh_id,
 )
+from centsync.warehouse.contract import ContractStore
 from centsync.warehouse.fingerprints import Fingerprints
 from centsync.warehouse.ledger import Ledger, MonthBatch, TransactionStage
 from centsync.warehouse.server_aggregates import ServerAggregateLoader
 from centsync.warehouse.snapshots import Snapshots
 
 
-class Warehouse(Ledger, Snapshots, ServerAggregateLoader, Fingerprints):
+class Warehouse(Ledger, Snapshots, ServerAggregateLoader, Fingerprints, ContractStore):
     """A read-write handle on one DuckDB warehouse file (usually a refresh's working copy)."""
 
 

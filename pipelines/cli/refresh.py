@@ -198,6 +198,7 @@ def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
         verify_days=config.verify_days,
         verify_pages=config.verify_pages,
         plan=config.plan,
+        contract_file=config.contract_file,
     )
     with embedded_api(config) as run_settings, api_client(run_settings) as client:
         plan = preview(client, config.warehouse, options)

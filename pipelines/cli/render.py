@@ -124,6 +124,7 @@ def refresh_verdict(result: RefreshResult) -> None:
         explained=recon.explained,
         differ=recon.differ,
         differences=recon.differences,
+        unavailable=recon.unavailable,
     )
 
 
@@ -148,12 +149,19 @@ def verdict(
     differ: int,
     differences: list[Difference],
     limit: int = 10,
+    unavailable: int = 0,
 ) -> None:
-    """The verdict first, in words and colour, then the differences narrowest first."""
+    """The verdict first, in words and colour, then the differences narrowest first; checks
+    whose service side could not be read are counted apart, never as agreeing."""
     head = click.style(f"Reconciliation: {verdict.upper()}", fg=VERDICT_COLOUR[verdict], bold=True)
-    click.echo(
-        f"{head}: {VERDICT_WORDS[verdict]} ({checked} checks, {explained} explained, {differ} differ)."
-    )
+    counted = f"{checked} checks, {explained} explained, {differ} differ"
+    if unavailable:
+        counted = (
+            f"{checked} numbers proved, {unavailable} could not be (the service's answers do not "
+            "give them or could not be read; recon.results, status 'unavailable', says why), "
+            f"{explained} explained, {differ} differ"
+        )
+    click.echo(f"{head}: {VERDICT_WORDS[verdict]} ({counted}).")
     if not differences:
         return
     click.echo(
@@ -174,11 +182,12 @@ def reconciliation(result: ReconcileResult, run_id: str) -> None:
     """`centsync reconcile`: the verdict, the differences, the rows behind them, the ids."""
     verdict(
         result.verdict,
-        checked=result.checked,
+        checked=result.checked - result.unavailable,
         explained=result.explained,
         differ=result.differ,
         differences=result.differences,
         limit=25,
+        unavailable=result.unavailable,
     )
     for r in result.row_differences[:10]:
         click.echo(

@@ -318,6 +318,7 @@ def refresh_assets(
             source=settings.source,
             duckdb_memory=settings.duckdb_memory,
             plan=settings.plan,
+            contract_file=settings.contract_file,
         )
         yield from _run(context, settings, options)
 
@@ -347,6 +348,7 @@ def transactions_by_month(partitions_start: str) -> dg.AssetsDefinition:
                 RefreshOptions(
                     months=(first, last),
                     duckdb_memory=settings.duckdb_memory,
+                    contract_file=settings.contract_file,
                     **verification_settings(None, None, settings),
                 ),
             )

@@ -106,6 +106,7 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
             months=(first, last) if how.months else None,
             duckdb_memory=config.duckdb_memory,
             plan=config.plan,
+            contract_file=config.contract_file,
             finished=for_the_lake,
             **verification_settings(None, None, config),
         )

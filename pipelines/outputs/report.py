@@ -109,7 +109,7 @@ def _workbench(con: Any, run: dict[str, Any]) -> dict[str, Any]:
     # months that differ: single-month scopes that do not agree, and the months of the rows
     # behind the differences (a whole-history scope names no month of its own)
     single = results.filter(
-        (pl.col("status") != "agree")
+        ~pl.col("status").is_in(["agree", "unavailable"])
         & (pl.col("from_date").dt.strftime("%Y-%m") == pl.col("to_date").dt.strftime("%Y-%m"))
     )
     row_diffs = report_reads.row_differences(con, run["recon_id"], report_data.MAX_ROW_DIFFERENCES)

@@ -14,7 +14,6 @@ import datetime as dt
 from typing import Any
 
 import duckdb
-import orjson
 import polars as pl
 
 from centsync.extract import ApiClient
@@ -58,9 +57,23 @@ def server(
     for i in range(0, len(got), FINGERPRINT_REQUESTS):
         summary, category, merchant = got[i : i + FINGERPRINT_REQUESTS]
         totals: tuple[int, ...] = (summary.count, summary.income, summary.expense, summary.transfer)
-        raw: list[dict[str, Any]] = [orjson.loads(category.raw), orjson.loads(merchant.raw)]
+        lo, hi = ranges[i // FINGERPRINT_REQUESTS]
+        raw = [landed(category, "category", lo, hi), landed(merchant, "merchant", lo, hi)]
         out.append(((totals, _rows(category), _rows(merchant)), summary, raw))
     return out
+
+
+def landed(spending: Any, group_by: str, lo: dt.date | None, hi: dt.date) -> dict[str, Any]:
+    """A spending answer as server.spending lands it (the contract's shape, whatever the
+    service's: read through the learned contract)."""
+    return {
+        "group_by": group_by,
+        "from": (lo or EPOCH).isoformat(),
+        "to": hi.isoformat(),
+        "currency": spending.currency or None,
+        "total": spending.total,
+        "data": spending.rows.to_dicts(),
+    }
 
 
 def local(con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.date) -> Fingerprint:

@@ -159,7 +159,8 @@ def _reconcile(
     counts = outcome.counts()
     summary.verdict = outcome.verdict
     summary.recon_id = outcome.recon_id
-    summary.recon_checked = outcome.results.height
+    summary.recon_checked = outcome.proved  # the numbers compared with the service's own
+    summary.recon_unavailable = counts["unavailable"]
     summary.recon_explained, summary.recon_differ = counts["explained"], counts["differ"]
     summary.recon_seconds = outcome.seconds
     summary.marts = outcome.marts
@@ -174,12 +175,14 @@ def _reconcile(
         pl.len().alias("checked"),
         (pl.col("status") == "explained").sum().alias("explained"),
         (pl.col("status") == "differ").sum().alias("differ"),
+        (pl.col("status") == "unavailable").sum().alias("unavailable"),
     )
-    for check, checked, explained, differ in tally.iter_rows():
+    for check, checked, explained, differ, unavailable in tally.iter_rows():
         summary.checks[str(check)] = {
-            "checked": checked,
+            "checked": checked - unavailable,
             "explained": explained,
             "differ": differ,
+            "unavailable": unavailable,
             "first": first.get(check, []),
         }
     return outcome.mart_frames

@@ -14,21 +14,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-from zoneinfo import ZoneInfo
 
-import orjson
 import polars as pl
 
-from centsync.extract import ApiClient, Me
-from centsync.pipelines.refresh import binding, plan
+from centsync.extract import ApiClient, Me, SurfaceUnavailable
+from centsync.pipelines.contract_book import ContractBook, load_pins
+from centsync.pipelines.refresh import binding, learn, plan
 from centsync.pipelines.refresh import fingerprints as fp
 from centsync.pipelines.refresh.plan import Range, Window
 from centsync.pipelines.refresh.read import WindowRead, WindowReader
 from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
-from centsync.transform import bisection
+from centsync.transform import bisection, shapes
 from centsync.transform.calendar import contiguous, month_key, parse_month
-from centsync.warehouse import Warehouse, connect_readonly
+from centsync.warehouse import SettingsResult, Warehouse, connect_readonly
 from centsync.warehouse import reads as warehouse_reads
+from centsync.warehouse.contract import contract_rows
 from centsync.warehouse.fingerprints import local_spending_by_month, local_totals
 
 log = logging.getLogger("centsync.refresh")
@@ -63,6 +63,14 @@ class Refresher:
         self.summaries: list[dict[str, Any]] = []
         self.history: plan.HistoryPlan | None = None  # the cost-based plan, when one was made
         self.spendings: list[dict[str, Any]] = []
+        # how each answer the API document leaves "not shown" is read (ops.contract)
+        self.book = ContractBook(
+            warehouse.contract_rows(),
+            load_pins(options.contract_file),
+            warehouse.refresh_number(),
+        )
+        client.async_client.reading = self.book.reading
+        self.started: learn.Start | None = None  # the service's clock and settings, at the start
         self.reader = WindowReader(
             client,
             warehouse,
@@ -76,16 +84,23 @@ class Refresher:
         started = time.monotonic()
         me = self.me or self.client.me()
         self._note_owner(me)
-        settings, net_worth = self.client.gather(lambda a: a.settings(), lambda a: a.net_worth())
-        settings_result = self.warehouse.snapshot_settings(orjson.loads(settings.raw))
-        self.summary.timezone = settings.timezone
-        self._bind(me.account_id, settings.currency, settings.timezone)
-        self.warehouse.load_net_worth(orjson.loads(net_worth.raw))
+        previous = {
+            "timezone": self.warehouse.get_meta("timezone"),
+            "currency": self.warehouse.get_meta("source.currency"),
+        }
+        started_with = self.started = learn.start(self.client, self.book, previous)
+        row = started_with.settings_row(self.book, None) if started_with.currency else None
+        if row is not None:
+            settings_result = self.warehouse.snapshot_settings(row)
+        else:  # a first refresh lands them with the accounts' currency, after the ledger
+            settings_result = SettingsResult(previous["timezone"], started_with.timezone)
+        self.summary.timezone = started_with.timezone
+        self._bind(me.account_id, started_with.currency or "", started_with.timezone)
         # "Today" is the service's, read off net worth's as_of, in the settings timezone.
-        now = net_worth.as_of or dt.datetime.now(dt.UTC)
+        now = started_with.now
         # every month read is recorded as verified at the service's "now"
         self.warehouse.service_now = now
-        today = now.astimezone(ZoneInfo(settings.timezone)).date()
+        today = started_with.today
         hot_start = plan.hot_window_start(today, self.options.hot_months)
         self.summary.asked = "months" if self.options.months is not None else self.options.mode
         self.summary.mode, self.summary.reason = plan.choose_mode(
@@ -124,12 +139,25 @@ class Refresher:
         """Prove the history by fingerprints (not in `hot` mode), read back what the write-back
         changed, verify the months verified longest ago, and read the hot window."""
         incremental = self.summary.mode == "incremental"
+        if incremental and not self._provable():
+            # not learned yet (a first sync stopped before the end): learned on a month read
+            # whole (4 requests); else the history is re-read instead of proven
+            learn.from_a_month(self.client, self.warehouse, self.book, hot_start)
+        if incremental and not self._provable():
+            self.summary.reason = learn.why_not_provable(self.book)
+            self._full(today, hot_start)
+            return
         if incremental:
             history = self._history_plan(hot_start, now)
             if history.everything:
                 self._read_everything(history, today, hot_start)
                 return
-            self._follow(history)
+            try:
+                self._follow(history)
+            except SurfaceUnavailable as exc:  # its shape changed since the last refresh
+                self.summary.reason = f"{exc}: the history is re-read instead of proven"
+                self._full(today, hot_start)
+                return
         for window in plan.written_windows(self.written_months, hot_start):
             self._read([window], reason="written back")
         if incremental:
@@ -184,8 +212,8 @@ class Refresher:
         before and after the read must both equal the rows landed. If the server changed while
         it was read, the per-year fingerprints find the years that moved and those are re-read.
         """
-        before = self.client.transactions_summary()
-        total = before.count
+        before = learn.summary(self.client) if self._provable() else None
+        total = before.count if before is not None else learn.list_total(self.client)
         self.warehouse.refresh_settings(single_thread=plan.single_thread(total))
         if self.options.expect is not None:
             self.options.expect(total)
@@ -196,12 +224,25 @@ class Refresher:
             self._read([(None, None)], reason=self.summary.reason, verify=False)
         else:
             self._read_packed(today)
-        after = self._whole_summary()
-        server = {
-            (before.count, before.income, before.expense, before.transfer),
-            (after.count, after.income, after.expense, after.transfer),
-        }
-        if server != {local_totals(self.warehouse.con, None, FAR_FUTURE)}:
+        local = local_totals(self.warehouse.con, None, FAR_FUTURE)
+        if before is not None:
+            after = self._whole_summary()
+            moved = after is None or {
+                (before.count, before.income, before.expense, before.transfer),
+                (after.count, after.income, after.expense, after.transfer),
+            } != {local}
+        else:  # the totals are learned from the rows just read (the same request as a proof)
+            moved, whole = learn.moved(self.client, self.book, self.warehouse, total)
+            if whole is not None:
+                self._record_summary("all", None, None, whole)
+        if moved and before is None:
+            log.info("the ledger's count moved while it was read: reading it again")
+            self.summary.reason += "; changed during the read, read again"
+            if total <= plan.WINDOW_ROWS:
+                self._read([(None, None)], reason="changed during the read", verify=False)
+            else:
+                self._read_packed(today)
+        elif moved:
             log.info("the ledger changed while it was read: checking every year's fingerprint")
             self.summary.reason += "; changed during the read, repaired by fingerprints"
             present = self.warehouse.months_present()
@@ -232,26 +273,23 @@ class Refresher:
             self.warehouse.replace_months(stale, self._empty(), reason=self.summary.reason)
 
     def _whole_summary(self) -> Any:
-        whole = self.client.transactions_summary()
-        self._record_summary("all", None, None, whole)
+        whole = learn.summary(self.client)
+        if whole is not None:
+            self._record_summary("all", None, None, whole)
         return whole
+
+    def _provable(self) -> bool:
+        """Whether the service's totals and spending can be read (learned from the data, or
+        pinned): else a range is counted with the list's total and re-read, not proven."""
+        book = self.book
+        return book.complete(shapes.TRANSACTIONS_SUMMARY) and book.complete(shapes.SPENDING)
 
     def _record_summary(
         self, scope: str, lo: dt.date | None, hi: dt.date | None, summary: Any
     ) -> None:
         """Keep a fetched summary for server.transactions_summary."""
-        self.summaries.append(
-            {
-                "scope": scope,
-                "from": lo,
-                "to": hi,
-                "count": summary.count,
-                "income": summary.income,
-                "expense": summary.expense,
-                "transfer": summary.transfer,
-                "net": summary.net,
-            }
-        )
+        sums = {k: getattr(summary, k) for k in ("count", "income", "expense", "transfer", "net")}
+        self.summaries.append({"scope": scope, "from": lo, "to": hi, **sums})
 
     def _span(self) -> tuple[dt.date, dt.date, int] | None:
         """Oldest and newest booked_at and the row count: two one-row pages."""
@@ -424,32 +462,55 @@ class Refresher:
             )
 
     def _after_ledger(self, today: dt.date) -> None:
-        """Accounts, connections, sync status and the server's own aggregates (landed for
-        reconciliation), every request made at once."""
+        """Accounts, connections, sync status and the service's own aggregates (landed for
+        reconciliation), every request made at once; each "not shown" answer learned or
+        re-checked against the rows and accounts just landed (refresh/learn.py)."""
         first, last = warehouse_reads.booked_range(self.warehouse.con)
         lo = first or today
         hi = max(last or today, today)
+        book = self.book
         whole = not any(r["scope"] == "all" for r in self.summaries)
-        groups = ("category", "merchant", "month")
-        got = self.client.gather(
-            lambda a: a.accounts(),
-            lambda a: a.connections(),
-            lambda a: a.sync_status(),
-            lambda a: a.accounts_summary(),
-            *(lambda a, g=g: a.spending(lo, hi, group_by=g) for g in groups),
-            *([lambda a: a.transactions_summary()] if whole else []),
+        accounts, connections = self.client.gather(
+            lambda a: a.accounts(), learn.or_none(lambda a: a.connections())
         )
-        accounts, connections, sync, accounts_summary = got[:4]
-        self.spendings.extend(orjson.loads(sp.raw) for sp in got[4 : 4 + len(groups)])
-        if whole:
-            self._record_summary("all", None, None, got[-1])
+        # after the connections: a sync status answer is learned from them
+        (sync,) = self.client.gather(learn.or_none(lambda a: a.sync_status()))
+        found = learn.aggregates(
+            self.client,
+            self.warehouse,
+            book,
+            accounts,
+            self.started.net_worth if self.started else ({}, "{}"),
+            (lo, hi),
+            whole,
+        )
+        self.spendings.extend(found.spendings)
+        if found.whole is not None:
+            self._record_summary("all", None, None, found.whole)
+        started = self.started
+        if started is not None and started.currency is None:  # first refresh: the accounts'
+            row = started.settings_row(book, found.currency)
+            if row is not None:
+                self.warehouse.snapshot_settings(row)
+            self.warehouse.set_metas({"source.currency": started.currency or ""})
         with self.warehouse.together():  # what the answers say lands whole, in one commit
             self.warehouse.snapshot_accounts(accounts)
-            self.warehouse.snapshot_connections(connections)
-            self.warehouse.snapshot_sync_status(sync)
-            self.warehouse.load_accounts_summary(orjson.loads(accounts_summary.raw))
+            if connections is not None:
+                self.warehouse.snapshot_connections(connections)
+            if sync is not None:
+                self.warehouse.snapshot_sync_status(sync)
+            if found.accounts_summary is not None:
+                self.warehouse.load_accounts_summary(found.accounts_summary)
+            if found.net_worth is not None:
+                self.warehouse.load_net_worth(found.net_worth)
             self.warehouse.load_transactions_summaries(self.summaries)
             self.warehouse.load_spending(self.spendings)
+            learn.land_unread(self.warehouse, book)
+        self.summary.contract = {
+            "unavailable": book.unavailable(),
+            "notes": list(book.notes),
+        }
+        self.summary.warnings.extend(book.notes)
         self.summary.transactions = warehouse_reads.transaction_count(self.warehouse.con)
 
 
@@ -482,26 +543,33 @@ def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict
     worth (the service's timezone and today), and for a full read the ledger's row count.
     Writes nothing."""
     before = sum(e.requests for e in client.stats.endpoints.values())
-    settings, net_worth = client.gather(lambda a: a.settings(), lambda a: a.net_worth())
-    now = net_worth.as_of or dt.datetime.now(dt.UTC)
-    today = now.astimezone(ZoneInfo(settings.timezone)).date()
-    hot_start = plan.hot_window_start(today, options.hot_months)
-    months: list[tuple[str, int, dt.datetime | None]] = []
     meta: dict[str, str] = {}
+    months: list[tuple[str, int, dt.datetime | None]] = []
+    stored: dict[str, dict[str, Any]] = {}
     if warehouse.exists():
         con = connect_readonly(warehouse)
         try:
             months = warehouse_reads.months_by_verification(con)
-            meta = warehouse_reads.meta_values(con, ["verify.last_at", "timezone"])
+            meta = warehouse_reads.meta_values(
+                con, ["verify.last_at", "timezone", "source.currency"]
+            )
+            stored = contract_rows(con)
         finally:
             con.close()
+    book = ContractBook(stored, load_pins(options.contract_file))
+    client.async_client.reading = book.reading
+    started_with = learn.start(
+        client, book, {"timezone": meta.get("timezone"), "currency": meta.get("source.currency")}
+    )
+    now, today = started_with.now, started_with.today
+    hot_start = plan.hot_window_start(today, options.hot_months)
     previous = meta.get("timezone")
     mode, reason = plan.choose_mode(
         forced=options.months,
         requested=options.mode,
-        timezone_changed=previous is not None and previous != settings.timezone,
+        timezone_changed=previous is not None and previous != started_with.timezone,
         previous_timezone=previous,
-        timezone=settings.timezone,
+        timezone=started_with.timezone,
         has_local_rows=bool(months),
     )
     local = sum(rows for _, rows, _ in months)
@@ -515,7 +583,8 @@ def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict
         "reread_everything": plan.full_read_requests(local),
     }
     if mode == "full":
-        out["rows"] = client.transactions_summary().count
+        counted = learn.summary(client) if book.complete(shapes.TRANSACTIONS_SUMMARY) else None
+        out["rows"] = counted.count if counted is not None else learn.list_total(client)
         out["estimate"] = plan.full_read_requests(out["rows"])
         out["reread_everything"] = out["estimate"]
     elif mode in ("hot", "months"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from centsync.pipelines.results import RefreshResult
@@ -49,6 +50,9 @@ class RefreshOptions:
     # part of the history whose pages cost no more than proving it, "fingerprints" proves every
     # part (fewest pages; edits no aggregate sees wait for rolling verification)
     plan: str = "cost"
+    # the contract file (TOML, Settings.contract_file): mappings pinned where the data cannot
+    # decide (docs/api-contract.md, "Learned from the data"); None or missing: none pinned
+    contract_file: Path | None = None
     # called with the working copy's connection once the refresh has everything (its marts and
     # reconciliation too), before it is published, and the mart frames it wrote (by table name;
     # empty without reconciliation): a shard run reads the owner's tables for the shared lake
@@ -119,6 +123,11 @@ class RefreshSummary:
     # write-back: outbox rows this refresh saw on the service, and the outbox per state after it
     outbox_confirmed: int = 0
     outbox: dict[str, int] | None = None
+    # the "not shown" answers (issue 42): each unavailable one with why and what doing without
+    # it costs, and the shapes that changed or were re-learned (ops.contract has the rest)
+    contract: dict[str, Any] = field(default_factory=dict)
+    # reconciliation's checks whose service side could not be read (never counted as agreeing)
+    recon_unavailable: int = 0
 
     def result(self, report_path: str | None = None) -> RefreshResult:
         """What this refresh returns across the Dagster boundary and prints."""
@@ -126,6 +135,7 @@ class RefreshSummary:
         status = "differ" if s.verdict == "differ" else "rejected" if s.rows_rejected else "ok"
         recon = {"recon_id": s.recon_id or None, "checked": s.recon_checked}
         recon |= {"explained": s.recon_explained, "differ": s.recon_differ}
+        recon |= {"unavailable": s.recon_unavailable}
         return RefreshResult.model_validate(
             {
                 "status": status,
@@ -149,6 +159,10 @@ class RefreshSummary:
                 "verdict": s.verdict or None,
                 "reconciliation": recon | {"differences": s.differences},
                 "outbox": {"confirmed": s.outbox_confirmed, "states": s.outbox},
+                "contract": {
+                    "unavailable": dict(s.contract.get("unavailable", {})),
+                    "notes": list(s.contract.get("notes", [])),
+                },
                 "warnings": list(s.warnings),
                 "key_expires_at": s.key_expires_at,
                 "backup": s.backup,
