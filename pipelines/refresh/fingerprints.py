@@ -153,3 +153,16 @@ def server_parts(
         _rows(got[1]) if 1 in got else None,
         _rows(got[2]) if 2 in got else None,
     )
+
+
+def span(client: ApiClient) -> tuple[dt.date, dt.date, int] | None:
+    """Oldest and newest booked_at and the row count: two one-row pages of the list (its
+    documented `total`; either sort direction, the list's default one being undocumented)."""
+    newest, envelope = client.transactions_page(1, limit=1, raw=False)
+    total = int(envelope.get("total") or 0)
+    if total == 0 or newest.height == 0:
+        return None
+    oldest, _ = client.transactions_page(total, limit=1, raw=False)
+    last = oldest.get_column("booked_at")[0] if oldest.height else newest.get_column("booked_at")[0]
+    first = newest.get_column("booked_at")[0]
+    return min(last, first), max(last, first), total

@@ -252,7 +252,7 @@ class Refresher:
 
     def _read_packed(self, today: dt.date) -> None:
         """A big ledger: windows packed from its span, then local months none covered emptied."""
-        span = self._span()
+        span = fp.span(self.client)
         if span is None:
             self._replace_everything_with_nothing()
             return
@@ -290,20 +290,6 @@ class Refresher:
         """Keep a fetched summary for server.transactions_summary."""
         sums = {k: getattr(summary, k) for k in ("count", "income", "expense", "transfer", "net")}
         self.summaries.append({"scope": scope, "from": lo, "to": hi, **sums})
-
-    def _span(self) -> tuple[dt.date, dt.date, int] | None:
-        """Oldest and newest booked_at and the row count: two one-row pages."""
-        newest, envelope = self.client.transactions_page(1, limit=1, raw=False)
-        total = int(envelope.get("total") or 0)
-        if total == 0 or newest.height == 0:
-            return None
-        oldest, _ = self.client.transactions_page(total, limit=1, raw=False)
-        last = (
-            oldest.get_column("booked_at")[0]
-            if oldest.height
-            else newest.get_column("booked_at")[0]
-        )
-        return last, newest.get_column("booked_at")[0], total
 
     def _check_history(self, present: list[str], hot_start: dt.date) -> None:
         """Fingerprints of every part of the history before the hot window (the plan's parts,
