@@ -184,7 +184,8 @@ class ContractBook:
             problem = rows.resolves(surface, doc, row["mapping"])
             if problem is None:
                 return dict(row["mapping"])
-            return self._unavailable(surface, f"the pinned mapping does not fit: {problem}", raw)
+            self._unavailable(surface, f"the pinned mapping does not fit: {problem}", raw)
+            return None
         if isinstance(got, shapes.Learned):
             before = row.get("mapping") or {}
             mapping = dict(got.mapping)
@@ -220,7 +221,8 @@ class ContractBook:
                 learned_refresh=self.number,
             )
             return dict(documented)
-        return self._unavailable(surface, got.reason, raw)
+        self._unavailable(surface, got.reason, raw)
+        return None
 
     def _unavailable(self, surface: str, why: str, raw: str) -> None:
         row = self.rows.setdefault(surface, {"surface": surface})

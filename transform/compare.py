@@ -291,9 +291,9 @@ def summary_checks(tx: pl.LazyFrame, summaries: pl.DataFrame) -> pl.DataFrame:
 
 def account_checks(
     accounts: pl.DataFrame,
-    summary: dict[str, int] | None,
+    summary: dict[str, int | None] | None,
     by_type: pl.DataFrame,
-    net_worth: dict[str, int] | None,
+    net_worth: dict[str, int | None] | None,
 ) -> pl.DataFrame:
     """Compare the accounts summary (totals and by type) and net worth with the local accounts."""
     b = accounts["balance"]

@@ -421,7 +421,7 @@ def by_type_of(body: Any, pattern: str, *, paths: bool = False) -> dict[str, Any
     """{type: cents} read through a `{type}` pattern (`by_type.{type}`,
     `t[kind={type}].v`); with `paths`, {type: the path it was read at}."""
     head, _, tail = pattern.partition("{type}")
-    out: dict[str, int] = {}
+    out: dict[str, Any] = {}
     for path, value in leaves(body):
         if path.startswith(head) and path.endswith(tail) and is_int(value):
             middle = path[len(head) : len(path) - len(tail)] if tail else path[len(head) :]
