@@ -108,10 +108,12 @@ class Pacer:
             (self._minute, allowance.minute_limit, allowance.minute_remaining),
             (self._hour, allowance.hour_limit, allowance.hour_remaining),
         ):
-            if headers and remaining is not None:
+            if remaining is not None:
+                # what /v1/me (or the headers) just reported spent of the current window: a
+                # documented count, so a blind client too starts from it, not from the worst
                 used = max(0, limit - remaining) + self._in_flight
             else:
-                # blind: assume the worst about what was spent before this client started
+                # blind and told nothing: assume the worst about what was spent before
                 used = int(bucket.max_rate)
             set_level(bucket, float(min(used, bucket.max_rate)))
         if allowance.minute_remaining is not None and allowance.minute_remaining <= 0:
