@@ -17,7 +17,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
+
+from centsync.transform.contract import Outcome
 
 if TYPE_CHECKING:
     from centsync.pipelines.settings import Settings
@@ -32,6 +34,10 @@ def _stderr(message: str) -> None:
 
 class StateInUse(Exception):
     """Another centsync command holds the embedded sandbox's state file."""
+
+    outcome: ClassVar[Outcome] = Outcome.WAREHOUSE  # exit 6, as a warehouse in use
+    headline: ClassVar[str] = "the embedded sandbox's state file is in use"
+    what_to_do: ClassVar[str] = "stop the other centsync command (a daemon?), then reset."
 
 
 def embedded_source(seed: int = SANDBOX_SEED) -> str:

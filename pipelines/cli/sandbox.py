@@ -189,10 +189,8 @@ def sandbox_reset() -> None:
     path = settings().sandbox_state_file
     try:
         deleted = embedded.reset(path)
-    except embedded.StateInUse:
-        raise click.ClickException(
-            f"another centsync command (a daemon?) is using {path}: stop it, then reset."
-        ) from None
+    except embedded.StateInUse as e:  # a known failure: exit 6, never click's 1
+        raise embedded.StateInUse(f"another centsync command (a daemon?) is using {path}") from e
     if not deleted:
         click.echo(f"No sandbox state at {path}: the next command starts afresh anyway.")
         return

@@ -97,6 +97,20 @@ def test_a_damaged_state_file_exits_6_and_is_kept(embedded: Path) -> None:
     assert (embedded / "w.sandbox").read_bytes() == b"\x80garbage"  # nothing lost
 
 
+def test_a_reset_while_another_command_holds_the_state_exits_6_and_deletes_nothing(
+    embedded: Path,
+) -> None:
+    import fcntl
+
+    state = embedded / "w.sandbox"
+    state.write_bytes(b"kept")
+    with open(embedded / "w.sandbox.lock", "a") as lock:  # another command (a daemon) holds it
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, _, err = _cli("sandbox", "reset")
+    assert code == 6 and "in use" in err and "stop the other centsync command" in err
+    assert state.read_bytes() == b"kept"  # nothing lost
+
+
 def _serve(state: Path, keys: Path, port: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(
         [
