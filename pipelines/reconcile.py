@@ -530,7 +530,8 @@ def reconcile(
     results = compare(con, aggregates, tx)
     narrowed = None
     if client is not None and source != "live":  # live compares every month already
-        narrowed = narrow(results, tx, client, NARROW_REQUESTS)
+        # spending that cannot be asked by range (not learned whole) is not narrowed
+        narrowed = _or_none(lambda: narrow(results, tx, client, NARROW_REQUESTS))
     elif source == "offline":  # no service: the months the refresh's narrowing found
         narrowed = replay_narrowing(store.narrowed_by_refresh(con, rid), results, tx)
     if narrowed is not None and narrowed.height:
