@@ -62,6 +62,13 @@ FIGURES = (
 )
 
 
+@dataclass(frozen=True)
+class Unanswered:
+    """A "not shown" surface the service refused to answer (404, 405, a 4xx): not here."""
+
+    reason: str
+
+
 def load_pins(path: Path | None) -> dict[str, dict[str, str]]:
     """The contract file (TOML): `[surfaces."GET /v1/settings"] timezone = "prefs.tz"`.
     None or a missing file: no pins. A bad file is a ConfigurationError naming the fix."""
@@ -178,6 +185,10 @@ class ContractBook:
         """Record what the data said of `surface`'s answer `doc`; returns the mapping to read
         it with, or None (unavailable: the raw answer is kept, the refresh goes on without)."""
         row = self.rows.setdefault(surface, {"surface": surface})
+        if isinstance(doc, Unanswered):
+            row["checked_refresh"] = self.number
+            self._unavailable(surface, doc.reason, raw)
+            return None
         row["shape"] = shapes.shape_of(doc)
         row["checked_refresh"] = self.number
         if row.get("state") == "pinned":

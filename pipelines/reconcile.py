@@ -22,6 +22,7 @@ import polars as pl
 
 from centsync.extract import ApiClient, SurfaceUnavailable
 from centsync.pipelines.contract_book import ContractBook
+from centsync.pipelines.refresh import learn
 from centsync.pipelines.refresh.plan import ONE_THREAD_ROWS
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
@@ -212,7 +213,7 @@ def _live_totals(
     figures it does not give stay None (their checks are listed as unavailable); None when
     the answer cannot be read at all."""
     params = {"from": lo.isoformat() if lo else None, "to": hi.isoformat() if hi else None}
-    doc, _ = client.body("/v1/transactions/summary", params)
+    doc, _ = client.gather(learn.ask("/v1/transactions/summary", params))[0]
     mapping = book.mapping(shapes.TRANSACTIONS_SUMMARY)
     if mapping is None or shapes_rows.resolves(shapes.TRANSACTIONS_SUMMARY, doc, mapping):
         return None
@@ -224,7 +225,7 @@ def _or_none(call: Any) -> Any:
     """An answer of the service, or None when it cannot be read (ops.contract)."""
     try:
         return call()
-    except SurfaceUnavailable:
+    except (SurfaceUnavailable, *learn.NOT_HERE):
         return None
 
 
