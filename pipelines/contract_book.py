@@ -23,7 +23,13 @@ from typing import Any
 
 import orjson
 
-from centsync.extract import ConfigurationError
+from centsync.extract import (
+    ConfigurationError,
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    UnknownClientError,
+)
 from centsync.transform import shapes
 from centsync.transform import shapes_rows as rows
 
@@ -60,6 +66,13 @@ FIGURES = (
     shapes.TRANSACTIONS_SUMMARY,
     shapes.SPENDING,
 )
+
+
+@dataclass(frozen=True)
+class Unanswered:
+    """A "not shown" surface the service refused to answer (404, 405, a 4xx): not here."""
+
+    reason: str
 
 
 def load_pins(path: Path | None) -> dict[str, dict[str, str]]:
@@ -178,6 +191,10 @@ class ContractBook:
         """Record what the data said of `surface`'s answer `doc`; returns the mapping to read
         it with, or None (unavailable: the raw answer is kept, the refresh goes on without)."""
         row = self.rows.setdefault(surface, {"surface": surface})
+        if isinstance(doc, Unanswered):
+            row["checked_refresh"] = self.number
+            self._unavailable(surface, doc.reason, raw)
+            return None
         row["shape"] = shapes.shape_of(doc)
         row["checked_refresh"] = self.number
         if row.get("state") == "pinned":
@@ -256,3 +273,23 @@ class ContractBook:
 def _is_documented(surface: str, mapping: Mapping[str, str]) -> bool:
     documented = shapes.DOCUMENTED[surface]
     return all(documented.get(role) == path for role, path in mapping.items())
+
+
+# What a surface the API document leaves "not shown" may answer that only means "not here":
+# done without, like an answer that cannot be read (a wait past the budget, an outage or a
+# refused key still stop the refresh: the documented surface would meet them too).
+NOT_HERE = (NotFound, MethodNotAllowed, InvalidRequest, UnknownClientError)
+
+
+def ask(path: str, params: dict[str, Any] | None = None) -> Any:
+    """A call for `client.gather`: the answer as sent (parsed JSON, text), or `Unanswered`
+    with its text when the service refuses the request for good."""
+
+    async def call(a: Any) -> tuple[Any, str]:
+        try:
+            return await a.body(path, params)
+        except NOT_HERE as exc:
+            why = f"the service refused it: {exc}"
+            return Unanswered(why), orjson.dumps({"refused": str(exc)}).decode()
+
+    return call

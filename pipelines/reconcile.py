@@ -13,6 +13,7 @@ import itertools
 import time
 import uuid
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
 
@@ -20,9 +21,9 @@ import duckdb
 import polars as pl
 
 from centsync.extract import ApiClient, SurfaceUnavailable
-from centsync.pipelines.contract_book import ContractBook
+from centsync.pipelines.contract_book import NOT_HERE, ContractBook, ask
 from centsync.pipelines.results import ReconcileResult
-from centsync.transform import bisection
+from centsync.transform import bisection, shapes, shapes_rows
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
 from centsync.transform.calendar import (
@@ -48,6 +49,7 @@ CONFIRM_MONTHS = 12
 # Requests a reconciliation may spend placing differing categories and merchants in their
 # months (one spending request per halving, shared by every differing subject of a grouping).
 NARROW_REQUESTS = 15
+SUMS = ("income", "expense", "transfer", "net")
 
 
 @dataclass
@@ -163,13 +165,13 @@ def fetch_aggregates(
     rows: list[pl.DataFrame] = []
     for group_by in ("category", "merchant", "month"):
         _add_spending(client, lo, hi, group_by, requests, rows)
-    summaries = [_summary_row("all", None, None, _or_none(client.transactions_summary))]
+    summaries = [_summary_row("all", None, None, _live_totals(client, book, None, None))]
     month = month_start(lo)
     while per_month and month <= hi:
         end = month_end(month)
         for group_by in ("category", "merchant"):
             _add_spending(client, month, end, group_by, requests, rows)
-        got = _or_none(lambda: client.transactions_summary(month, end))  # noqa: B023
+        got = _live_totals(client, book, month, end)
         summaries.append(_summary_row("month", month, end, got))
         month = add_months(month, 1)
     by_type = summary.by_type if summary is not None else {}
@@ -205,11 +207,26 @@ def fetch_aggregates(
     )
 
 
+def _live_totals(
+    client: ApiClient, book: ContractBook, lo: dt.date | None, hi: dt.date | None
+) -> Any:
+    """A range's totals as the service answers them, read through the learned contract: the
+    figures it does not give stay None (their checks are listed as unavailable); None when
+    the answer cannot be read at all."""
+    params = {"from": lo.isoformat() if lo else None, "to": hi.isoformat() if hi else None}
+    doc, _ = client.gather(ask("/v1/transactions/summary", params))[0]
+    mapping = book.mapping(shapes.TRANSACTIONS_SUMMARY)
+    if mapping is None or shapes_rows.resolves(shapes.TRANSACTIONS_SUMMARY, doc, mapping):
+        return None
+    read = shapes_rows.canonical(shapes.TRANSACTIONS_SUMMARY, doc, mapping)
+    return SimpleNamespace(**{k: read.get(k) for k in ("count", *SUMS)})
+
+
 def _or_none(call: Any) -> Any:
     """An answer of the service, or None when it cannot be read (ops.contract)."""
     try:
         return call()
-    except SurfaceUnavailable:
+    except (SurfaceUnavailable, *NOT_HERE):
         return None
 
 
@@ -522,7 +539,8 @@ def reconcile(
     results = compare(con, aggregates, tx)
     narrowed = None
     if client is not None and source != "live":  # live compares every month already
-        narrowed = narrow(results, tx, client, NARROW_REQUESTS)
+        # spending that cannot be asked by range (not learned whole) is not narrowed
+        narrowed = _or_none(lambda: narrow(results, tx, client, NARROW_REQUESTS))
     elif source == "offline":  # no service: the months the refresh's narrowing found
         narrowed = replay_narrowing(store.narrowed_by_refresh(con, rid), results, tx)
     if narrowed is not None and narrowed.height:

@@ -19,7 +19,7 @@ import orjson
 import polars as pl
 
 from centsync.extract import ApiClient, SurfaceUnavailable
-from centsync.pipelines.contract_book import ContractBook
+from centsync.pipelines.contract_book import NOT_HERE, ContractBook, Unanswered, ask
 from centsync.transform import shapes
 from centsync.transform import shapes_rows as rows
 from centsync.transform.spending import merchant_key
@@ -79,7 +79,7 @@ def start(client: ApiClient, book: ContractBook, previous: dict[str, str | None]
     (`previous`: the warehouse's last timezone and currency; a first refresh learns the
     currency once the accounts are read)."""
     (s_doc, s_raw), (n_doc, n_raw) = client.gather(
-        lambda a: a.body("/v1/settings"), lambda a: a.body("/v1/analytics/net-worth")
+        ask("/v1/settings"), ask("/v1/analytics/net-worth")
     )
     learned = shapes.learn_settings(s_doc, previous.get("currency"))
     mapping = book.settle(shapes.SETTINGS, learned, s_doc, s_raw)
@@ -124,7 +124,7 @@ def summary(client: ApiClient, lo: dt.date | None = None, hi: dt.date | None = N
     """The service's transaction totals of a range, or None when they cannot be read."""
     try:
         return client.transactions_summary(lo, hi)
-    except SurfaceUnavailable:
+    except (SurfaceUnavailable, *NOT_HERE):
         return None
 
 
@@ -136,7 +136,7 @@ def moved(
     totals' count, else the list's `total` asked again, against `total`). Rows the refresh
     rejected make the local count smaller without the service moving: reconciliation's to
     explain, not a reason to read again."""
-    found = whole(book, warehouse, client.body("/v1/transactions/summary"))
+    found = whole(book, warehouse, client.gather(ask("/v1/transactions/summary"))[0])
     if found is None or found.count is None:
         return list_total(client) != total, found
     return found.count != total, found
@@ -148,16 +148,29 @@ def list_total(client: ApiClient) -> int:
     return int(envelope.get("total") or 0)
 
 
-def or_none(call: Any) -> Any:
-    """A call whose answer the refresh can do without: None when it cannot be read."""
+def or_none(call: Any, book: ContractBook | None = None, surface: str = "") -> Any:
+    """A call whose answer the refresh can do without: None when it cannot be read (a refusal
+    is recorded in `book` as `surface` unavailable)."""
 
     async def run(a: Any) -> Any:
         try:
             return await call(a)
         except SurfaceUnavailable:
             return None
+        except NOT_HERE as exc:
+            if book is not None:
+                why = f"the service refused it: {exc}"
+                book.settle(surface, shapes.Refused(why), Unanswered(why), "{}")
+            return None
 
     return run
+
+
+def records(book: ContractBook, surface: str) -> Any:
+    """The connections or the sync status as a frame, or None when they cannot be read."""
+    if surface == shapes.CONNECTIONS:
+        return or_none(lambda a: a.connections(), book, surface)
+    return or_none(lambda a: a.sync_status(), book, surface)
 
 
 @dataclass
@@ -184,15 +197,13 @@ def aggregates(
     """Ask the aggregates as sent (at once), learn or re-check each against the rows and
     accounts landed, and read them through what was learned."""
     lo, hi = span
-    calls: list[Any] = [lambda a: a.body("/v1/accounts/summary")]
+    calls: list[Any] = [ask("/v1/accounts/summary")]
     calls += [
-        lambda a, g=g: a.body(
-            "/v1/analytics/spending", {"from": lo.isoformat(), "to": hi.isoformat(), "group_by": g}
-        )
+        ask("/v1/analytics/spending", {"from": lo.isoformat(), "to": hi.isoformat(), "group_by": g})
         for g in GROUPS
     ]
     if ask_whole:
-        calls.append(lambda a: a.body("/v1/transactions/summary"))
+        calls.append(ask("/v1/transactions/summary"))
     got = client.gather(*calls)
     balances = [(str(t), int(b)) for t, b in accounts.select("type", "balance").iter_rows()]
     currency = one_currency(accounts)
@@ -203,7 +214,7 @@ def aggregates(
     ) and not book.trusted(shapes.NET_WORTH):
         # the balances moved since the start (or it is not learnable): ask it again, beside
         # the accounts just read (1 request, only when the first answer did not agree)
-        net_worth = client.body("/v1/analytics/net-worth")
+        net_worth = client.gather(ask("/v1/analytics/net-worth"))[0]
     out.net_worth = _balances(book, shapes.NET_WORTH, net_worth, balances, currency)
     out.spendings = _spendings(book, warehouse, got[1:4], span, currency)
     if ask_whole:
@@ -293,8 +304,8 @@ def from_a_month(
     hi = (lo.replace(day=28) + dt.timedelta(days=4)).replace(day=1) - dt.timedelta(days=1)
     span = {"from": lo.isoformat(), "to": hi.isoformat()}
     got = client.gather(
-        lambda a: a.body("/v1/transactions/summary", span),
-        *(lambda a, g=g: a.body("/v1/analytics/spending", {**span, "group_by": g}) for g in GROUPS),
+        ask("/v1/transactions/summary", span),
+        *(ask("/v1/analytics/spending", {**span, "group_by": g}) for g in GROUPS),
     )
     count, income, expense, transfer = local_totals(warehouse.con, lo, hi)
     facts = {"count": count, "income": income, "expense": expense, "transfer": transfer}

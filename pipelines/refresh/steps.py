@@ -457,10 +457,10 @@ class Refresher:
         book = self.book
         whole = not any(r["scope"] == "all" for r in self.summaries)
         accounts, connections = self.client.gather(
-            lambda a: a.accounts(), learn.or_none(lambda a: a.connections())
+            lambda a: a.accounts(), learn.records(book, shapes.CONNECTIONS)
         )
         # after the connections: a sync status answer is learned from them
-        (sync,) = self.client.gather(learn.or_none(lambda a: a.sync_status()))
+        (sync,) = self.client.gather(learn.records(book, shapes.SYNC_STATUS))
         found = learn.aggregates(
             self.client,
             self.warehouse,
