@@ -293,3 +293,22 @@ def ask(path: str, params: dict[str, Any] | None = None) -> Any:
             return Unanswered(why), orjson.dumps({"refused": str(exc)}).decode()
 
     return call
+
+
+def read_as_learned(client: Any, warehouse: Path) -> ContractBook:
+    """Let `client` (an `ApiClient`) read the "not shown" answers through the contract the
+    refreshes learned and kept in `warehouse` (ops.contract), outside a refresh (the bank-sync
+    asset and sensor); a list answer is learned on the spot where no refresh has yet."""
+    from centsync.warehouse.contract import contract_rows
+    from centsync.warehouse.paths import connect_readonly
+
+    stored: dict[str, dict[str, Any]] = {}
+    if warehouse.exists():
+        con = connect_readonly(warehouse)
+        try:
+            stored = contract_rows(con)
+        finally:
+            con.close()
+    book = ContractBook(stored)
+    client.async_client.reading = book.reading
+    return book

@@ -9,6 +9,7 @@ downstream stays as it is; `resolves` re-checks a mapping on every answer.
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -107,7 +108,58 @@ def learn_records(
             return Refused(f"records without {need}")
         mapping[need] = same[0]
         words.append(f"{need} = {same[0]}: equals each connection's {need}")
+    if surface == SYNC_STATUS:
+        words += _sync_times(records, mapping)
     return Learned(mapping, "; ".join(words))
+
+
+def _instant_value(value: Any) -> float | None:
+    """An instant as seconds since the epoch: an ISO 8601 text, or a number of seconds (or
+    milliseconds) since the epoch; None for anything else."""
+    if isinstance(value, str):
+        try:
+            return dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        if 10**9 <= value < 10**11:
+            return float(value)
+        if 10**12 <= value < 10**14:
+            return value / 1000
+    return None
+
+
+def _sync_times(records: list[dict[str, Any]], mapping: dict[str, str]) -> list[str]:
+    """A sync status's last and next sync: its two instant fields (ISO text or epoch numbers),
+    the earlier of each record's pair the last sync, the later when it is next due. Any other
+    number of instant fields, or an order that is not the same for every record: not mapped."""
+    fields = [
+        n
+        for n in records[0]
+        if all(r.get(n) is None or _instant_value(r.get(n)) is not None for r in records)
+        and any(r.get(n) is not None for r in records)
+    ]
+    if len(fields) != 2:
+        return []
+    a, b = fields
+    pairs = [
+        (_instant_value(r[a]), _instant_value(r[b]))
+        for r in records
+        if r.get(a) is not None and r.get(b) is not None
+    ]
+    known = [(x, y) for x, y in pairs if x is not None and y is not None and x != y]
+    if not known or len({x < y for x, y in known}) != 1:
+        return []
+    last, due = (a, b) if known[0][0] < known[0][1] else (b, a)
+    found = {"last_synced_at": last, "next_sync_at": due}
+    # a field already named as its role and sent as ISO text needs no mapping (the contract's)
+    iso = {n for n in (a, b) if all(r.get(n) is None or isinstance(r[n], str) for r in records)}
+    found = {role: n for role, n in found.items() if n != role or n not in iso}
+    mapping |= found
+    return [
+        f"{role} = {n}: the {'earlier' if role[0] == 'l' else 'later'} instant"
+        for role, n in found.items()
+    ]
 
 
 def month_of(value: Any) -> Any:
@@ -251,6 +303,14 @@ def _records(surface: str, body: Any, mapping: Mapping[str, str]) -> list[dict[s
         for need in NEEDED:
             if need in mapping:
                 rec[need] = r.get(mapping[need])
+        for when in ("last_synced_at", "next_sync_at"):
+            if when in mapping:
+                seconds = _instant_value(r.get(mapping[when]))
+                rec[when] = (
+                    None
+                    if seconds is None
+                    else dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat(timespec="seconds")
+                )
         out.append(rec)
     return out
 

@@ -223,3 +223,36 @@ def test_paths_read_negations_selections_and_the_body_itself() -> None:
     assert s.at(body, "-n") == -3
     assert s.at(body, "a.missing") is None
     assert s.at([1], "") == [1]
+
+
+def test_a_sync_status_s_times_are_its_earlier_and_later_instant_whatever_their_names() -> None:
+    from centsync.transform.shapes import SYNC_STATUS
+    from centsync.transform.shapes_rows import canonical, learn_records
+
+    ids = ["7d3c9a8e-0f5b-4c1e-9a2d-3b4c5d6e7f80", "8e4d0b9f-1a6c-4d2f-8b3e-4c5d6e7f8091"]
+    body = {
+        "items": [
+            {
+                "conn": ids[0],
+                "provider": "p1",
+                "status": "ok",
+                "due": 1764300000,
+                "did": 1764200000,
+            },
+            {"conn": ids[1], "provider": "p2", "status": "ok", "due": 1764310000, "did": None},
+        ]
+    }
+    got = learn_records(SYNC_STATUS, body)
+    assert got.mapping["last_synced_at"] == "did" and got.mapping["next_sync_at"] == "due"
+    rows = canonical(SYNC_STATUS, body, got.mapping)["data"]
+    assert (
+        rows[0]["last_synced_at"] == "2025-11-26T23:33:20+00:00"
+        and rows[1]["last_synced_at"] is None
+    )
+    # ISO text too; and an order that is not the same for every record is not guessed at
+    iso = {"data": [{"id": ids[0], "provider": "p", "status": "s", "a": "2026-01-02T00:00:00Z",
+                     "b": "2026-01-01T00:00:00Z"}]}  # fmt: skip
+    assert learn_records(SYNC_STATUS, iso).mapping["last_synced_at"] == "b"
+    mixed = {"data": [dict(iso["data"][0]), {**iso["data"][0], "id": ids[1],
+             "a": "2025-12-31T00:00:00Z"}]}  # fmt: skip
+    assert "last_synced_at" not in learn_records(SYNC_STATUS, mixed).mapping
