@@ -382,10 +382,11 @@ def tour(
     me: dict[str, Any],
     accounts: list[dict[str, Any]],
     page: dict[str, Any],
-    net_worth: dict[str, Any],
-    spending: dict[str, Any],
+    net_worth: dict[str, Any] | None,
+    spending: Any,
 ) -> None:
-    """`centsync tour`: the sandbox as a client sees it."""
+    """`centsync tour`: the sandbox as a client sees it (the answers the API document leaves "not
+    shown" read as a refresh reads them, or said to be in a shape of their own)."""
     click.echo(
         f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}"
     )
@@ -395,20 +396,32 @@ def tour(
     click.echo("\nAccounts:")
     for a in accounts:
         click.echo(f"  {a['name']:<24} {a['type']:<11} {money(a['balance']):>14}")
-    click.echo(f"\nNewest transactions (page 1 of {page['pages']}, {page['total']} in all):")
+    click.echo(f"\nTransactions (page 1 of {page['pages']}, {page['total']} in all):")
     for t in page["data"]:
         click.echo(
             f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {money(t['amount']):>12}"
         )
     nw = net_worth
-    click.echo(
-        f"\nNet worth: {money(nw['total'])} (assets {money(nw['assets'])}, liabilities {money(nw['liabilities'])})"
-    )
-    click.echo(
-        f"\nSpending by category, {spending['from']} to {spending['to']}: {money(spending['total'])}"
-    )
-    for row in spending["data"][:8]:
-        click.echo(f"  {row['label']:<16} {row['count']:>4} tx {money(row['amount']):>12}")
+    if nw is None or nw.get("total") is None:
+        click.echo("\nNet worth: its answer does not add up to the accounts' balances here.")
+    else:
+        assets, owed = nw.get("assets"), nw.get("liabilities")
+        parts = (
+            f" (assets {money(assets)}, liabilities {money(owed)})" if assets is not None else ""
+        )
+        click.echo(f"\nNet worth: {money(nw['total'])}{parts}")
+    rows = spending.get("data") if isinstance(spending, dict) else None
+    if not isinstance(rows, list) or not all(
+        isinstance(r, dict) and {"label", "amount"} <= r.keys() for r in rows
+    ):
+        click.echo(
+            "\nSpending by category: answered in a shape of its own; `centsync refresh` learns it "
+            "from the rows (`centsync doctor` shows how)."
+        )
+        return
+    click.echo(f"\nSpending by category, {spending.get('from')} to {spending.get('to')}:")
+    for row in rows[:8]:
+        click.echo(f"  {row['label']!s:<16} {row.get('count')!s:>4} tx {money(row['amount']):>12}")
 
 
 def rules(run: RulesResult) -> None:

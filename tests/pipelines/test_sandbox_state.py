@@ -153,3 +153,16 @@ def test_sandbox_serve_state_keeps_a_served_sandbox(tmp_path: Path) -> None:
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+@pytest.mark.parametrize("dialect", ["contract", "camel", "tagged"])
+def test_the_tour_reads_each_dialect_as_a_refresh_would(
+    embedded: Path, monkeypatch: pytest.MonkeyPatch, dialect: str
+) -> None:
+    """`centsync tour` on the embedded sandbox: its net worth learned from the accounts whatever
+    the answer's names; a spending answer in a shape of its own said to be one, never a crash."""
+    monkeypatch.setenv("CENTSYNC_SANDBOX_DIALECT", dialect)
+    code, out, err = _cli("tour")
+    assert code == 0, err
+    assert "Net worth: " in out and "(assets " in out
+    assert ("Spending by category, " in out) == (dialect == "contract")
