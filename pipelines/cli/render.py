@@ -407,7 +407,9 @@ def tour(
     else:
         assets, owed = nw.get("assets"), nw.get("liabilities")
         parts = (
-            f" (assets {money(assets)}, liabilities {money(owed)})" if assets is not None else ""
+            f" (assets {money(assets)}, liabilities {money(owed)})"
+            if assets is not None and owed is not None
+            else ""
         )
         click.echo(f"\nNet worth: {money(nw['total'])}{parts}")
     rows = spending.get("data") if isinstance(spending, dict) else None
