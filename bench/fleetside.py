@@ -121,6 +121,13 @@ class Fleetside:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, *cmd: str) -> None:
+        if not self.procs:
+            # the instance's tables made once, here, before any process: a daemon creating
+            # them while another process (a poll of the runs) does too fails on PostgreSQL
+            # ("type run_tags already exists")
+            self.run(
+                sys.executable, "-c", "from dagster import DagsterInstance; DagsterInstance.get()"
+            )
         log = open(self.home / f"{Path(cmd[0]).name}.log", "ab")  # noqa: SIM115 (kept by the child)
         self.procs.append(
             subprocess.Popen(
