@@ -4,7 +4,8 @@ A use case, not a command: `embedded_api(settings)` gives the settings a run wor
 given when they name a service, else with an in-process sandbox's URL, key and source name in
 them, the sandbox running until the block ends. Its state (ledger, write-backs, clock) is kept in
 one file between commands (`settings.sandbox_state_file`), under a lock: a second command that
-finds the lock held starts from the file but does not overwrite it. `reset` deletes the file.
+finds the lock held starts from the file but does not overwrite it. `reset` deletes the file;
+`advance` moves its clock on (the scheduled bank syncs bring new transactions).
 
 What it says (started, stopped, starts afresh) goes to `say`, stderr by default. The commands
 that open it are in `cli/` (`centsync tour`, `refresh`, `reconcile`, ...).
@@ -16,6 +17,7 @@ import dataclasses
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import date, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar
 
@@ -106,6 +108,44 @@ def reset(path: Path) -> bool:
             raise StateInUse(path)
         path.unlink()
     return True
+
+
+@dataclasses.dataclass(frozen=True)
+class Advanced:
+    """What advancing the embedded sandbox's clock did: its new day (the household's date), the
+    bank syncs that fell due, and the transactions they brought."""
+
+    day: date
+    syncs: int
+    new_transactions: int
+
+
+def advance(
+    path: Path, days: int, seed: int = SANDBOX_SEED, say: Callable[[str], None] = _stderr
+) -> Advanced:
+    """Move the embedded sandbox's simulated clock `days` forward, as its admin surface does
+    (`POST /_sandbox/clock/advance`: the scheduled bank syncs run), and keep it in its state file
+    (made afresh when there is none). Raises `StateInUse` when another command holds it."""
+    from zoneinfo import ZoneInfo
+
+    from centsync.sandbox import SandboxConfig
+    from centsync.sandbox.service import Service
+    from centsync.sandbox.state import load, save
+
+    with _state_lock(path) as owned:
+        if not owned:
+            raise StateInUse(path)
+        config = SandboxConfig(seed=seed)
+        service = load(path, config)
+        if service is None:
+            say(f"The embedded sandbox starts afresh; its state is kept in {path}.")
+            service = Service(config)
+        before = {t.id for t in service.ledger.rows}
+        syncs = service.advance(days * 86_400_000)
+        new = sum(t.id not in before for t in service.ledger.rows)
+        save(service, path)
+    now = datetime.fromtimestamp(service.now_ms / 1000, ZoneInfo(service.timezone))
+    return Advanced(now.date(), syncs, new)
 
 
 def _remembered(

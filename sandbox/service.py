@@ -292,9 +292,11 @@ class Service(Access, Aggregates):
         return e.budget + sum(t.amount for t in self.ledger.rows if t.expense_goal_id == e.id)
 
     # ---- clock and syncs -------------------------------------------------------------------
-    def advance(self, ms: int) -> None:
-        """Move the simulated clock forward, running every scheduled sync that falls due."""
+    def advance(self, ms: int) -> int:
+        """Move the simulated clock forward, running every scheduled sync that falls due; how
+        many bank syncs ran."""
         target = self.now_ms + ms
+        syncs = 0
         while True:
             due = [c for c in self.connections if c.next_sync_ms <= target]
             if not due:
@@ -302,8 +304,10 @@ class Service(Access, Aggregates):
             c = min(due, key=lambda c: (c.next_sync_ms, c.id))
             self.now_ms = max(self.now_ms, c.next_sync_ms)
             self.sync_connection(c)
+            syncs += 1
             c.next_sync_ms = max(c.next_sync_ms + SYNC_EVERY_MS, self.now_ms + 1)
         self.now_ms = target
+        return syncs
 
     def manual_sync(self, providers: list[str]) -> list[str]:
         """POST /v1/sync: quota per provider per rolling 24 hours, then sync now."""

@@ -1,4 +1,5 @@
-"""The sandbox commands: `centsync sandbox serve`, `sandbox reset` and `centsync tour`.
+"""The sandbox commands: `centsync sandbox serve`, `sandbox reset`, `sandbox advance` and
+`centsync tour`.
 
 The embedded sandbox every other command uses when no service is configured is a use case of
 its own, `pipelines/embedded.py`."""
@@ -195,6 +196,33 @@ def sandbox_reset() -> None:
         click.echo(f"No sandbox state at {path}: the next command starts afresh anyway.")
         return
     click.echo(f"Deleted {path}: the next command starts the embedded sandbox afresh.")
+
+
+@sandbox.command("advance")
+@click.option(
+    "--days",
+    required=True,
+    type=click.IntRange(1),
+    help="Move the embedded sandbox's clock this many days on (a positive whole number).",
+)
+def sandbox_advance(days: int) -> None:
+    """Move the embedded sandbox's clock on: the bank syncs that fall due bring new transactions.
+
+    Kept in its state file (made afresh when there is none); the next refresh brings them in.
+    """
+    from centsync.pipelines import embedded
+
+    path = settings().sandbox_state_file
+    try:
+        done = embedded.advance(path, days)
+    except embedded.StateInUse as e:  # a known failure: exit 6, never click's 1
+        raise embedded.StateInUse(f"another centsync command (a daemon?) is using {path}") from e
+    syncs = f"{done.syncs} bank sync{'s' if done.syncs != 1 else ''}"
+    rows = f"{done.new_transactions} new transaction{'s' if done.new_transactions != 1 else ''}"
+    click.echo(
+        f"The embedded sandbox is now at {done.day.isoformat()}: {syncs} brought {rows}; "
+        "`centsync refresh` brings them in."
+    )
 
 
 @click.command()
