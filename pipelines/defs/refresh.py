@@ -280,11 +280,11 @@ def _run(
             f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
             f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
         )
-    report_path = None
-    if options.report:
-        from centsync.pipelines.outputs import report
+    from centsync.pipelines.outputs import report
 
-        report_path = report.write(Path(settings.warehouse))
+    # written when asked, rewritten when one is already there: a report never shows an older refresh
+    report_path = report.keep_current(Path(settings.warehouse), options.report)
+    if report_path:
         context.log.info(f"reconciliation report: {report_path}")
     result = summary.result(str(report_path) if report_path else None)
     for key in ENDPOINT_ASSETS:
