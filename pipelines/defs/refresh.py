@@ -125,7 +125,9 @@ class RefreshConfig(dg.Config):
     months: str = ""  # "2024-01..2024-06": force-read these months
     hot_months: int = 2
     rebind: bool = False  # a warehouse bound to another source is kept as a backup, not refused
-    report: bool = False  # write the HTML reconciliation report next to the warehouse
+    report: bool = (
+        False  # write the HTML report next to the warehouse (one there is always rewritten)
+    )
     # rolling verification (docs/refresh.md): unset = the settings' (CENTSYNC_VERIFY_DAYS / _PAGES)
     verify_days: float | None = None
     verify_pages: int | None = None
