@@ -285,7 +285,11 @@ def _run(
     from centsync.pipelines.outputs import report
 
     # written when asked, rewritten when one is already there: a report never shows an older refresh
-    report_path = report.keep_current(Path(settings.warehouse), options.report)
+    def report_warning(text: str) -> None:
+        summary.warnings.append(text)
+        context.log.warning(text)
+
+    report_path = report.keep_current(Path(settings.warehouse), options.report, report_warning)
     if report_path:
         context.log.info(f"reconciliation report: {report_path}")
     result = summary.result(str(report_path) if report_path else None)

@@ -126,7 +126,10 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
         )
         from centsync.pipelines.outputs import report
 
-        report.keep_current(config.warehouse, how.report)  # asked, or one is already there
+        # asked, or one is already there (a rewrite that fails is the owner's warning)
+        report.keep_current(
+            config.warehouse, how.report, lambda w: log.warning("owner %s: %s", owner, w)
+        )
         for error in lake_failed:
             _failed(result, error, failures.WAREHOUSE)
     except Exception as exc:  # one owner's failure is its result, never the shard's

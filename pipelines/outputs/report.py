@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -36,13 +37,26 @@ def default_path(warehouse: Path) -> Path:
     return report_path(warehouse)
 
 
-def keep_current(warehouse: Path, asked: bool) -> Path | None:
+def keep_current(
+    warehouse: Path, asked: bool, warn: Callable[[str], None] | None = None
+) -> Path | None:
     """After a refresh: write the report next to the warehouse when asked (`--report`) or when
     one is already there (the person has one: it must show this refresh, never an older one).
-    None when neither."""
-    if asked or default_path(warehouse).exists():
+    None when neither. A rewrite nobody asked for that cannot be written is a warning (`warn`),
+    not a failed refresh: the data is published, and `centsync status` says the page is old."""
+    if asked:
         return write(warehouse)
-    return None
+    if not default_path(warehouse).exists():
+        return None
+    try:
+        return write(warehouse)
+    except OSError as exc:
+        if warn:
+            warn(
+                f"the report {default_path(warehouse)} could not be rewritten ({exc.strerror or exc}): "
+                "it shows an older refresh; `centsync report` rewrites it"
+            )
+        return None
 
 
 def as_of(refresh_id: str, finished_at: dt.datetime | None) -> str:

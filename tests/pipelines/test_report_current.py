@@ -33,8 +33,8 @@ def test_a_refresh_rewrites_the_report_and_status_warns_about_an_older_copy(
     old_copy = http_env.tmp / "old-report.html"
     shutil.copy2(page, old_copy)
 
-    # no --report: the report is there, so the refresh rewrites it
-    second = http_env.refresh()
+    # no --report (the hourly schedule's --hot): the report is there, so the refresh rewrites it
+    second = http_env.refresh("--hot")
     assert second["refresh_id"] != first["refresh_id"]
     assert second["report_path"] == str(page)
     assert second["refresh_id"] in _as_of(page.read_text())
@@ -63,3 +63,19 @@ def test_without_a_report_a_refresh_writes_none(http_env: HttpEnv) -> None:
     result = http_env.refresh()
     assert result["report_path"] is None
     assert not report_path(http_env.warehouse).exists()
+
+
+def test_a_rewrite_that_cannot_be_written_is_a_warning_and_status_says_so(
+    http_env: HttpEnv,
+) -> None:
+    first = http_env.refresh("--report")
+    page = report_path(http_env.warehouse)
+    # the rewrite's temporary file cannot be created: a directory is in its place
+    page.with_name(page.name + ".tmp").mkdir()
+    second = http_env.refresh()  # exit 0: the data is published, the page is not
+    assert second["report_path"] is None
+    assert any("could not be rewritten" in w for w in second["warnings"]), second["warnings"]
+    assert first["refresh_id"] in _as_of(page.read_text())
+    # the failed write left the page as it was: older than the refresh that just finished
+    code, out = http_env.cli("status")
+    assert code == 0 and "older than the last refresh" in out, out
