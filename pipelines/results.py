@@ -310,7 +310,7 @@ class RefreshResult(Result):
     warnings: list[str]
     key_expires_at: str | None
     backup: str | None  # where --rebind kept the old warehouse
-    report_path: str | None = None  # the HTML report, when `--report` wrote one
+    report_path: str | None = None  # the HTML report: `--report` wrote it, or one was there
     writeback: WritebackResult | None = None  # its write-back step (the CLI adds it)
     # an owner of the owners file: its publish into the shared lake (`--owner`, not `--no-lake`)
     lake: dict[str, Any] | None = None

@@ -229,6 +229,14 @@ def refresh_outcome(con: duckdb.DuckDBPyConnection, refresh_id: str) -> tuple[st
     return (rows[0][0], rows[0][1]) if rows else None
 
 
+def refresh_finished_at(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Any:
+    """When a refresh finished (a timezone-aware datetime; None: unknown or still running)."""
+    rows = con.execute(
+        "SELECT finished_at FROM ops.refreshes WHERE refresh_id = ?", [refresh_id]
+    ).fetchall()
+    return rows[0][0] if rows else None
+
+
 def synced_range(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
     """The ledger's extent: `transactions`, `first` and `last` booked day, distinct `months`."""
     return _as_dicts(

@@ -125,7 +125,9 @@ class RefreshConfig(dg.Config):
     months: str = ""  # "2024-01..2024-06": force-read these months
     hot_months: int = 2
     rebind: bool = False  # a warehouse bound to another source is kept as a backup, not refused
-    report: bool = False  # write the HTML reconciliation report next to the warehouse
+    report: bool = (
+        False  # write the HTML report next to the warehouse (one there is always rewritten)
+    )
     # rolling verification (docs/refresh.md): unset = the settings' (CENTSYNC_VERIFY_DAYS / _PAGES)
     verify_days: float | None = None
     verify_pages: int | None = None
@@ -280,11 +282,15 @@ def _run(
             f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
             f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
         )
-    report_path = None
-    if options.report:
-        from centsync.pipelines.outputs import report
+    from centsync.pipelines.outputs import report
 
-        report_path = report.write(Path(settings.warehouse))
+    # written when asked, rewritten when one is already there: a report never shows an older refresh
+    def report_warning(text: str) -> None:
+        summary.warnings.append(text)
+        context.log.warning(text)
+
+    report_path = report.keep_current(Path(settings.warehouse), options.report, report_warning)
+    if report_path:
         context.log.info(f"reconciliation report: {report_path}")
     result = summary.result(str(report_path) if report_path else None)
     for key in ENDPOINT_ASSETS:

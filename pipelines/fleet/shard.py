@@ -124,10 +124,12 @@ def _refresh(base: Settings, owner: str, how: HowToRefresh) -> OwnerResult:
             if summary.rows_rejected
             else failures.OK
         )
-        if how.report:
-            from centsync.pipelines.outputs import report
+        from centsync.pipelines.outputs import report
 
-            report.write(config.warehouse)
+        # asked, or one is already there (a rewrite that fails is the owner's warning)
+        report.keep_current(
+            config.warehouse, how.report, lambda w: log.warning("owner %s: %s", owner, w)
+        )
         for error in lake_failed:
             _failed(result, error, failures.WAREHOUSE)
     except Exception as exc:  # one owner's failure is its result, never the shard's

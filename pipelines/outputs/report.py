@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -21,20 +22,50 @@ import altair as alt
 import jinja2
 import polars as pl
 
-from centsync.pipelines.outputs import report_data
+from centsync.pipelines.outputs import report_data, report_path
 from centsync.pipelines.outputs.report_charts import charts
 from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
 from centsync.transform.money import cents_text
 from centsync.warehouse import connect_readonly, reads, report_reads
 
-REPORT_NAME = "centsync-report.html"
 _SCRIPT_END = re.compile("</(script)", re.I)
 MAX_DIFFERENCES = 200
 
 
 def default_path(warehouse: Path) -> Path:
     """The report's default place: next to the warehouse."""
-    return warehouse.absolute().with_name(REPORT_NAME)
+    return report_path(warehouse)
+
+
+def keep_current(
+    warehouse: Path, asked: bool, warn: Callable[[str], None] | None = None
+) -> Path | None:
+    """After a refresh: write the report next to the warehouse when asked (`--report`) or when
+    one is already there (the person has one: it must show this refresh, never an older one).
+    None when neither. A rewrite nobody asked for that cannot be written is a warning (`warn`),
+    not a failed refresh: the data is published, and `centsync status` says the page is old."""
+    if asked:
+        return write(warehouse)
+    if not default_path(warehouse).exists():
+        return None
+    try:
+        return write(warehouse)
+    except OSError as exc:
+        if warn:
+            warn(
+                f"the report {default_path(warehouse)} could not be rewritten ({exc.strerror or exc}): "
+                "it shows an older refresh; `centsync report` rewrites it"
+            )
+        return None
+
+
+def as_of(refresh_id: str, finished_at: dt.datetime | None) -> str:
+    """Which refresh the page shows, in a person's words: "As of the refresh of 27 Nov 2026,
+    10:32 UTC (id …)"."""
+    if finished_at is None:
+        return f"As of refresh {refresh_id} (its finish time is not recorded)"
+    at = finished_at.astimezone(dt.UTC)
+    return f"As of the refresh of {at.day} {at:%b %Y, %H:%M} UTC (refresh {refresh_id})"
 
 
 # Bundled with the Vega runtime: hands vegaEmbed to the page's own script (report_page.js.j2),
@@ -90,6 +121,7 @@ def gather(warehouse: Path) -> dict[str, Any]:
             "run": run,
             "meta": reads.meta_values(con),
             "refresh": reads.refresh_outcome(con, run["refresh_id"]) or ("unknown", "unknown"),
+            "finished_at": reads.refresh_finished_at(con, run["refresh_id"]),
             "span": reads.synced_range(con),
             "results": reads.reconciliation_results(con, run["recon_id"]),
             "categories": reads.spending_by_category_last_year(con),
@@ -210,6 +242,7 @@ def render(warehouse: Path) -> str:
         explained=run["explained"],
         differ=run["differ"],
         refresh_id=run["refresh_id"],
+        as_of=as_of(run["refresh_id"], data["finished_at"]),
         refresh_status=data["refresh"][0],
         refresh_mode=data["refresh"][1],
         ran_at=f"{run['ran_at']:%Y-%m-%d %H:%M:%S %Z}",

@@ -6,6 +6,7 @@ import datetime as dt
 from pathlib import Path
 from typing import Any
 
+from centsync.pipelines.outputs import report_path
 from centsync.transform.contract import key_expires_soon
 from centsync.warehouse import connect_readonly, reads
 from centsync.warehouse.errors import NoWarehouseError
@@ -51,6 +52,7 @@ def read_status(
     finally:
         con.close()
     expires = meta.get("key.expires_at")
+    stale = _stale_report(warehouse, succeeded)
     last, succeeded, verification, recon = (
         _whole_seconds(x) for x in (last, succeeded, verification, recon)
     )
@@ -68,7 +70,7 @@ def read_status(
             outbox or outbox_path(warehouse), inbox or warehouse.absolute().parent / "inbox"
         ),
         "key_expires_at": expires,
-        "warnings": _warnings(expires, last, now or dt.datetime.now(dt.UTC)),
+        "warnings": _warnings(expires, last, now or dt.datetime.now(dt.UTC)) + stale,
     }
 
 
@@ -104,6 +106,22 @@ def _warnings(expires: str | None, last: dict[str, Any] | None, now: dt.datetime
     if last and last["status"] not in ("succeeded", "running"):
         warnings.append(f"the last refresh {last['status']}: run `centsync refresh`")
     return warnings
+
+
+def _stale_report(warehouse: Path, succeeded: dict[str, Any] | None) -> list[str]:
+    """A report next to the warehouse older than the last successful refresh (a failed write,
+    an older copy put back): it shows numbers the warehouse no longer holds."""
+    path = report_path(warehouse)
+    if succeeded is None or succeeded["finished_at"] is None or not path.exists():
+        return []
+    written = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+    finished = succeeded["finished_at"].astimezone(dt.UTC)
+    if written >= finished:
+        return []
+    return [
+        f"the report {path} is older than the last refresh ({succeeded['refresh_id']}, "
+        f"{finished:%Y-%m-%d %H:%M} UTC): run `centsync report` to rewrite it"
+    ]
 
 
 def _outbox(outbox: Path, inbox: Path) -> dict[str, Any]:

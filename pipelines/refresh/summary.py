@@ -37,7 +37,7 @@ class RefreshOptions:
     # URL changes (the embedded sandbox); empty: the client's base URL
     source: str = ""
     rebind: bool = False  # a warehouse bound elsewhere is set aside (backup) instead of refused
-    report: bool = False  # the Dagster op writes the HTML report once the refresh is published
+    report: bool = False  # write the HTML report once published (rewritten anyway when one exists)
     # rolling verification (docs/refresh.md): an incremental refresh re-reads the months verified
     # longest ago, so every month is re-read at least once per `verify_days` of the service's
     # clock; `verify_pages` page requests per refresh at least, more when the ledger needs them

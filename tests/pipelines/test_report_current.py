@@ -1,0 +1,81 @@
+"""The report next to the warehouse is never stale (issue 44): a refresh rewrites it when one is
+there, the page says which refresh it shows and when, and `status` warns about an older copy."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+
+from centsync.pipelines.outputs import report_path
+
+from .conftest import HttpEnv
+
+
+def _as_of(html: str) -> str:
+    """The page's "As of the refresh of …" line, as a person reads it."""
+    found = re.search(r'<p id="as-of" data-refresh-id="([^"]+)">([^<]+)</p>', html)
+    assert found, "the page says which refresh it shows"
+    assert found.group(1) in found.group(2)
+    return found.group(2)
+
+
+def test_a_refresh_rewrites_the_report_and_status_warns_about_an_older_copy(
+    http_env: HttpEnv,
+) -> None:
+    first = http_env.refresh("--report")
+    page = report_path(http_env.warehouse)
+    assert first["report_path"] == str(page)
+    first_as_of = _as_of(page.read_text())
+    assert first["refresh_id"] in first_as_of
+    assert re.match(r"As of the refresh of \d{1,2} \w{3} \d{4}, \d\d:\d\d UTC", first_as_of)
+    old_copy = http_env.tmp / "old-report.html"
+    shutil.copy2(page, old_copy)
+
+    # no --report (the hourly schedule's --hot): the report is there, so the refresh rewrites it
+    second = http_env.refresh("--hot")
+    assert second["refresh_id"] != first["refresh_id"]
+    assert second["report_path"] == str(page)
+    assert second["refresh_id"] in _as_of(page.read_text())
+    code, out = http_env.cli("status")
+    assert code == 0 and "centsync report" not in out, out
+
+    # an older copy put back (its mtime too): status says so, and the one command that fixes it
+    shutil.copy2(old_copy, page)
+    back = page.stat().st_mtime - 3600
+    os.utime(page, (back, back))
+    code, out = http_env.cli("status")
+    assert code == 0, out
+    assert "older than the last refresh" in out and "`centsync report`" in out
+    assert second["refresh_id"] in out
+    code, out = http_env.cli("status", "--json")
+    assert any("centsync report" in w for w in json.loads(out)["warnings"])
+
+    code, out = http_env.cli("report")
+    assert code == 0, out
+    assert second["refresh_id"] in _as_of(page.read_text())
+    code, out = http_env.cli("status")
+    assert code == 0 and "older than the last refresh" not in out, out
+
+
+def test_without_a_report_a_refresh_writes_none(http_env: HttpEnv) -> None:
+    result = http_env.refresh()
+    assert result["report_path"] is None
+    assert not report_path(http_env.warehouse).exists()
+
+
+def test_a_rewrite_that_cannot_be_written_is_a_warning_and_status_says_so(
+    http_env: HttpEnv,
+) -> None:
+    first = http_env.refresh("--report")
+    page = report_path(http_env.warehouse)
+    # the rewrite's temporary file cannot be created: a directory is in its place
+    page.with_name(page.name + ".tmp").mkdir()
+    second = http_env.refresh()  # exit 0: the data is published, the page is not
+    assert second["report_path"] is None
+    assert any("could not be rewritten" in w for w in second["warnings"]), second["warnings"]
+    assert first["refresh_id"] in _as_of(page.read_text())
+    # the failed write left the page as it was: older than the refresh that just finished
+    code, out = http_env.cli("status")
+    assert code == 0 and "older than the last refresh" in out, out
