@@ -76,12 +76,29 @@ window.vegaEmbed = vegaEmbed;
 
 
 @cache
-def _runtime() -> str:
+def _runtime(folder: Path) -> str:
+    """The charts' runtime (Vega-Lite and vega-embed, bundled by vl-convert): about 1.4 s to
+    build, so kept in `folder` (beside the warehouse) under a name of the versions it was built
+    from, and rebuilt only when one of them changes."""
+    from importlib.metadata import version
+
     import vl_convert
 
-    return vl_convert.javascript_bundle(
-        RENDER_SNIPPET, vl_version=alt.SCHEMA_VERSION.lstrip("v")[:3]
-    )
+    vl_version = alt.SCHEMA_VERSION.lstrip("v")[:3]
+    name = f".centsync-report-runtime-{version('vl-convert-python')}-vl{vl_version}.js"
+    kept = folder / name
+    try:
+        return kept.read_text("utf-8")
+    except (OSError, UnicodeDecodeError):
+        pass
+    bundle = vl_convert.javascript_bundle(RENDER_SNIPPET, vl_version=vl_version)
+    try:
+        tmp = kept.with_name(kept.name + ".tmp")
+        tmp.write_text(bundle, "utf-8")
+        tmp.replace(kept)
+    except OSError:
+        pass  # a folder that cannot take it: built again next time, nothing else changes
+    return bundle
 
 
 def _asset(name: str) -> str:
@@ -258,7 +275,7 @@ def render(warehouse: Path) -> str:
         generated_at=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S UTC}",
         specs_json=_script_text(json.dumps(charts(data), default=str)),
         drill_json=_script_text(json.dumps(data["drill"], default=str, separators=(",", ":"))),
-        runtime=_script_text(_runtime()),
+        runtime=_script_text(_runtime(warehouse.absolute().parent)),
         tables_js=_script_text(dt_js),
         tables_css=re.sub("</(style)", r"<\\/\1", dt_css, flags=re.I),
         style=_asset("report_style.css.j2"),
