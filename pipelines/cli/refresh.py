@@ -44,8 +44,8 @@ def run_refresh_job(
     """Run the refresh as a Dagster run recorded in the instance; what its assets recorded."""
     from centsync.pipelines.results import RefreshResult, WritebackResult
 
-    # a refresh the CLI starts shows its progress, on a terminal or not
-    config = dataclasses.replace(config, progress=True)
+    # progress: on a terminal (stderr), or wherever CENTSYNC_PROGRESS asks (`defs/refresh._run`);
+    # never by default in a cron log
     ops = {
         "refresh": {"config": {"mode": mode, "months": months, "rebind": rebind, "report": report}}
     }
