@@ -136,6 +136,9 @@ def resolved(config: Settings) -> list[dict[str, str]]:
             shown = "set (not shown)" if value else "not set"
         elif value in ("", None):
             shown = f"not set: {entry['default']}"
+        elif f.name in ("data_home", "config_home"):
+            # the variable's own value (the setting is `<it>/centsync`), and centsync's folder
+            shown = f"{Path(value).parent} (centsync's folder: {value})"
         else:
             shown = str(value)
         out.append({"env": entry["env"], "value": shown})
@@ -260,11 +263,19 @@ def _key_facts(me: Me) -> list[Check]:
         checks.append(_check("key_expiry", "warn", at.isoformat(timespec="seconds"), detail))
     else:
         checks.append(_check("key_expiry", "ok", at.isoformat(timespec="seconds"), ""))
-    left = f"{me.minute_remaining}/{me.minute_limit} a minute, {me.hour_remaining}/{me.hour_limit} an hour"
+    left = (
+        f"{_count(me.minute_remaining)} of {_count(me.minute_limit)} left this minute, "
+        f"{_count(me.hour_remaining)} of {_count(me.hour_limit)} this hour"
+    )
     low = me.hour_remaining is not None and me.hour_remaining < MIN_HOUR_ALLOWANCE
     detail = "little left this hour: a refresh may wait for the next" if low else ""
     checks.append(_check("allowance", "warn" if low else "ok", left, detail))
     return checks
+
+
+def _count(n: int | None) -> str:
+    """A count of requests for a person (9,980), or "?" when the service did not say."""
+    return "?" if n is None else f"{n:,}"
 
 
 def _dagster(config: Settings) -> list[Check]:

@@ -14,15 +14,17 @@ if TYPE_CHECKING:
     from centsync.pipelines.settings import Settings
 
 
-def refresh_all(config: Settings, how: HowToRefresh, concurrency: int) -> None:
+def refresh_all(config: Settings, how: HowToRefresh, concurrency: int, as_json: bool) -> None:
     """`refresh --all`: every owner of the owners file through the fleet's engine
-    (`fleet/run_all.py`), `concurrency` at a time; one JSON object, the highest exit code."""
+    (`fleet/run_all.py`), `concurrency` at a time; a table of the owners (one JSON object with
+    `--json`), the highest exit code."""
+    from centsync.pipelines.cli import render
     from centsync.pipelines.fleet.run_all import refresh_all
 
     imports_done()  # the console script started `refresh` with the collector off
     with runner.interruptible():
         result = refresh_all(config, concurrency, how)
-    finish(result, True, lambda: None, exit_code=result.exit_code)
+    finish(result, as_json, lambda: render.fleet(result), exit_code=result.exit_code)
 
 
 @click.command("lake")

@@ -44,8 +44,8 @@ def run_refresh_job(
     """Run the refresh as a Dagster run recorded in the instance; what its assets recorded."""
     from centsync.pipelines.results import RefreshResult, WritebackResult
 
-    # a refresh the CLI starts shows its progress, on a terminal or not
-    config = dataclasses.replace(config, progress=True)
+    # progress: on a terminal (stderr), or wherever CENTSYNC_PROGRESS asks (`defs/refresh._run`);
+    # never by default in a cron log
     ops = {
         "refresh": {"config": {"mode": mode, "months": months, "rebind": rebind, "report": report}}
     }
@@ -90,7 +90,8 @@ def run_refresh_job(
 )
 @json_option("Print the summary as one JSON object.")
 @all_owners_option(
-    "Refresh every owner of the owners file (a few at a time, in shards); one JSON object."
+    "Refresh every owner of the owners file (a few at a time, in shards); a table of the "
+    "owners (one JSON object with --json)."
 )
 @click.option(
     "--concurrency",
@@ -125,7 +126,7 @@ def refresh(
     JSON_OUTPUT.set(as_json)
     mode, months = _mode(full, hot, months)
     if all_owners:
-        _refresh_all(mode, months, with_report, dry_run, rebind, concurrency)
+        _refresh_all(mode, months, with_report, dry_run, rebind, concurrency, as_json)
         return
     config = settings()
     if dry_run:
@@ -160,9 +161,16 @@ def _show(run: RefreshRun, warehouse: Path) -> None:
 
 
 def _refresh_all(
-    mode: str, months: str, with_report: bool, dry_run: bool, rebind: bool, concurrency: int
+    mode: str,
+    months: str,
+    with_report: bool,
+    dry_run: bool,
+    rebind: bool,
+    concurrency: int,
+    as_json: bool,
 ) -> None:
-    """`refresh --all`: every owner of the owners file, `concurrency` at a time; one object."""
+    """`refresh --all`: every owner of the owners file, `concurrency` at a time; a table of the
+    owners (one object with `--json`)."""
     from centsync.pipelines.cli.group import OWNER_META
     from centsync.pipelines.cli.owners import refresh_all
     from centsync.pipelines.fleet.shard import HowToRefresh
@@ -176,7 +184,7 @@ def _refresh_all(
         raise click.UsageError("--all refreshes every owner: unset CENTSYNC_OWNER.")
     # each owner as `centsync --owner NAME refresh` would: its write-back outbox first
     how = HowToRefresh(mode, months, with_report, writeback=True)  # type: ignore[arg-type]
-    refresh_all(config, how, concurrency)
+    refresh_all(config, how, concurrency, as_json)
 
 
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from centsync.pipelines.cli.refresh import RefreshRun
     from centsync.pipelines.results import (
         Difference,
+        FleetResult,
         ImportResult,
         PlanEntry,
         ReconcileResult,
@@ -89,6 +90,33 @@ def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = Tr
         warn(warning)
     if with_verdict and result.verdict:
         refresh_verdict(result)
+
+
+def fleet(result: FleetResult) -> None:
+    """`refresh --all` for a person: one row per owner (its verdict, rows, requests, seconds and
+    the error that stopped it), then the count of owners that agree and failed."""
+    from tabulate import tabulate  # Dagster's own table printer
+
+    rows = [
+        [
+            r.owner,
+            r.verdict or f"failed (exit {r.exit_code})",
+            f"{r.rows:,}",
+            f"{r.requests:,}",
+            f"{r.seconds:.1f}",
+            r.error,
+        ]
+        for r in result.owners.values()
+    ]
+    headers = ["owner", "verdict", "rows", "requests", "seconds", "error"]
+    if not any(r.error for r in result.owners.values()):
+        headers, rows = headers[:-1], [r[:-1] for r in rows]
+    align = ("left", "left", "right", "right", "right", "left")
+    click.echo(tabulate(rows, headers, colalign=align, disable_numparse=True))
+    click.echo(
+        f"\n{len(result.owners)} owners: {result.agree} agree, {result.failed} failed "
+        f"({result.seconds:.1f} s)."
+    )
 
 
 def refresh_plan(plan: dict[str, Any]) -> None:

@@ -10,6 +10,28 @@ from centsync.pipelines.cli import render
 from centsync.pipelines.cli.group import FILE, JSON_OUTPUT, finish, json_option, settings
 
 
+def _many_owners(warehouse: Path, owner: str | None, owners_file: Path) -> None:
+    """No warehouse here, no `--owner`, and an owners file: name its owners and how to see each
+    (a NoWarehouseError of its own words, with its exit code)."""
+    if warehouse.exists() or owner or not owners_file.exists():
+        return
+    from centsync.pipelines import owners
+    from centsync.warehouse.errors import NoWarehouseError  # lazily: it brings DuckDB
+
+    names = list(owners.load(owners_file).owners)
+
+    class ManyOwnersError(NoWarehouseError):
+        """Each owner has its own warehouse, and there is none outside them."""
+
+        headline = "this is a many-owner setup: each owner has its own warehouse"
+        what_to_do = (
+            f"see one owner's with `centsync --owner NAME status` (e.g. `centsync --owner "
+            f"{names[0]} status`); refresh them all with `centsync refresh --all`."
+        )
+
+    raise ManyOwnersError(f"the owners file {owners_file} names {', '.join(names)}")
+
+
 @click.command()
 @json_option("Print the status as one JSON object.")
 def status(as_json: bool) -> None:
@@ -23,7 +45,9 @@ def status(as_json: bool) -> None:
     from centsync.pipelines.results import StatusResult
 
     JSON_OUTPUT.set(as_json)
-    info = StatusResult.from_json(read_status(settings().warehouse, inbox=settings().inbox))
+    config = settings()
+    _many_owners(config.warehouse, config.owner, config.owners_file)
+    info = StatusResult.from_json(read_status(config.warehouse, inbox=config.inbox))
     finish(info, as_json, lambda: render.status(info))
 
 

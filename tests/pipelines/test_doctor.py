@@ -4,6 +4,8 @@ with that problem's exit code; the key is never shown."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -44,6 +46,15 @@ def test_a_working_set_up_is_all_well(http_env: HttpEnv) -> None:
     settings = {s["env"]: s["value"] for s in info["settings"]}
     assert settings["CENTSYNC_WAREHOUSE"] == str(http_env.warehouse)
     assert settings["CENTSYNC_API_KEY"] == "set (not shown)"
+    # the variable's own value, and centsync's folder named for what it is
+    shown = re.fullmatch(r"(.+) \(centsync's folder: (.+)\)", settings["XDG_DATA_HOME"])
+    assert shown is not None, settings["XDG_DATA_HOME"]
+    assert Path(shown[2]) == Path(shown[1]) / "centsync" and Path(shown[1]).name != "centsync"
+    # the allowance says what is left, of what, in which window
+    assert re.fullmatch(
+        r"[\d,]+ of [\d,]+ left this minute, [\d,]+ of [\d,]+ this hour",
+        checks["allowance"]["value"],
+    ), checks["allowance"]["value"]
     assert http_env.sb.keys["read_only"] not in json.dumps(info)
     code, text = http_env.cli("doctor")
     assert code == 0 and "All is well." in text and http_env.sb.keys["read_only"] not in text

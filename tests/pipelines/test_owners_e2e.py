@@ -95,7 +95,7 @@ def household(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Household]:
         # a real process, as a scheduler runs it (the fleet's engine: owners in its threads)
         clean = {k: v for k, v in os.environ.items() if not k.startswith(_OURS)}
         done = subprocess.run(
-            [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--all"],
+            [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--all", "--json"],
             capture_output=True,
             text=True,
             env=clean | env,
@@ -220,3 +220,29 @@ def test_one_owner_by_name_and_a_bad_owners_file(household: Household) -> None:
     )
     assert refused.exit_code == 2 and "keys never go in this file" in refused.stderr
     assert key not in refused.stderr + refused.stdout
+
+
+def test_status_without_an_owner_names_the_owners_and_how_to_see_each(
+    household: Household,
+) -> None:
+    done = household.cli("status")
+    assert done.exit_code == 6, done.output
+    assert "many-owner setup" in done.stderr and "there is no warehouse yet" not in done.stderr
+    assert "names owner-001, owner-002" in done.stderr
+    assert "centsync --owner owner-001 status" in done.stderr
+
+
+def test_refresh_all_prints_a_table_of_the_owners_for_a_person(household: Household) -> None:
+    """Last in this module: owner-001 is refreshed (and published) again, owner-002 fails."""
+    env = {k: v for k, v in household.env.items() if k != key_variable("owner-002")}
+    done = household.cli("refresh", "--all", env=env)
+    assert done.exit_code == 2, done.output
+    lines = done.stdout.splitlines()
+    assert lines[0].split() == ["owner", "verdict", "rows", "requests", "seconds", "error"]
+    [one] = [line for line in lines if line.startswith("owner-001")]
+    rows = len(household.fleet.owners["owner-001"].service.ledger.rows)
+    assert one.split()[:3] == ["owner-001", "agree", f"{rows:,}"]
+    [two] = [line for line in lines if line.startswith("owner-002")]
+    assert "failed (exit 2)" in two and "export CENTSYNC_KEY_OWNER_002=" in two
+    assert lines[-1].startswith("2 owners: 1 agree, 1 failed")
+    assert not done.stdout.lstrip().startswith("{")
