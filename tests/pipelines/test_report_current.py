@@ -8,9 +8,13 @@ import os
 import re
 import shutil
 
+import pytest
+
 from centsync.pipelines.outputs import report_path
 
 from .conftest import HttpEnv
+
+pytestmark = pytest.mark.e2e
 
 
 def _as_of(html: str) -> str:
