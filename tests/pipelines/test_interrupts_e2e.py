@@ -159,7 +159,8 @@ def test_sigkill_at_several_points_never_loses_published_data(
         for delay in (0.2, 0.8, 1.6):
             proc = subprocess.Popen(
                 [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--full"],
-                env={**os.environ, **env.env},
+                # its progress lines tell when it reads (stderr is a pipe: asked for)
+                env={**os.environ, **env.env, "CENTSYNC_PROGRESS": "1"},
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 text=True,
