@@ -69,40 +69,51 @@ class HttpEnv:
             return r.json()
 
     def assert_exact(self) -> None:
-        """Every core table equals the server's dumped state, row for row."""
-        state = self.sb.state()
+        """Every core table equals the server's dumped state, row for row (raw too)."""
+        rows = assert_exact(self.sb, self.warehouse)
         con = duckdb.connect(str(self.warehouse), read_only=True)
         try:
-            rows = con.execute(
-                "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), type, "
-                "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
-            ).fetchall()
-            accounts = con.execute(
-                "SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts ORDER BY id"
-            ).fetchall()
             raw_n = con.execute("SELECT count(*) FROM raw.transactions").fetchone()
         finally:
             con.close()
-        want = sorted(
-            (
-                t["id"],
-                t["account_id"],
-                t["concept"],
-                t["amount"],
-                t["booked_at"],
-                t["type"],
-                t["category_id"],
-                t["expense_goal_id"],
-            )
-            for t in state["transactions"]
+        assert raw_n == (rows,)
+
+
+def assert_exact(sb: Sandbox, warehouse: Path) -> int:
+    """core.transactions and core.accounts equal the sandbox's dumped state, row for row; the
+    number of transactions."""
+    state = sb.state()
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, strftime(booked_at, '%Y-%m-%d'), type, "
+            "category_id::VARCHAR, expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
+        ).fetchall()
+        accounts = con.execute(
+            "SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts ORDER BY id"
+        ).fetchall()
+    finally:
+        con.close()
+    want = sorted(
+        (
+            t["id"],
+            t["account_id"],
+            t["concept"],
+            t["amount"],
+            t["booked_at"],
+            t["type"],
+            t["category_id"],
+            t["expense_goal_id"],
         )
-        assert len(rows) == len(want)
-        assert rows == want
-        assert raw_n == (len(want),)
-        assert accounts == sorted(
-            (a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"])
-            for a in state["accounts"]
-        )
+        for t in state["transactions"]
+    )
+    assert len(rows) == len(want)
+    assert rows == want
+    assert accounts == sorted(
+        (a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"])
+        for a in state["accounts"]
+    )
+    return len(want)
 
 
 @contextmanager

@@ -29,7 +29,7 @@ from centsync.sandbox.server import run_in_thread
 from centsync.transform.compare import UNREAD
 from helpers import make_sandbox
 
-from .conftest import HttpEnv
+from .conftest import HttpEnv, assert_exact
 
 pytestmark = pytest.mark.e2e
 
@@ -64,40 +64,6 @@ def _refresh(sb: Sandbox, warehouse: Path) -> Any:
         return run_refresh(client, warehouse, RefreshOptions(source="sandbox"))
 
 
-def _exact(sb: Sandbox, warehouse: Path) -> None:
-    state = sb.state()
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT id::VARCHAR, account_id::VARCHAR, concept, amount, "
-            "strftime(booked_at, '%Y-%m-%d'), type, category_id::VARCHAR, "
-            "expense_goal_id::VARCHAR FROM core.transactions ORDER BY id"
-        ).fetchall()
-        accounts = con.execute(
-            "SELECT id::VARCHAR, name, type, subtype, currency, balance FROM core.accounts "
-            "ORDER BY id"
-        ).fetchall()
-    finally:
-        con.close()
-    assert rows == sorted(
-        (
-            t["id"],
-            t["account_id"],
-            t["concept"],
-            t["amount"],
-            t["booked_at"],
-            t["type"],
-            t["category_id"],
-            t["expense_goal_id"],
-        )
-        for t in state["transactions"]
-    )
-    assert accounts == sorted(
-        (a["id"], a["name"], a["type"], a["subtype"], a["currency"], a["balance"])
-        for a in state["accounts"]
-    )
-
-
 def _contract(warehouse: Path) -> dict[str, tuple[str, str | None]]:
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
@@ -128,7 +94,7 @@ def test_every_dialect_syncs_exactly_learns_its_contract_and_proves_its_numbers(
     sb = make_sandbox(dialect=dialect, rate_limit=False)
     warehouse = tmp_path / "centsync.duckdb"
     first = _refresh(sb, warehouse)
-    _exact(sb, warehouse)
+    assert_exact(sb, warehouse)
     contract = _contract(warehouse)
     # every surface this household's answers can support is read: learned or documented
     assert {s: v for s, v in contract.items() if v[0] not in ("documented", "learned")} == {}
@@ -158,7 +124,7 @@ def test_every_dialect_syncs_exactly_learns_its_contract_and_proves_its_numbers(
     second = _refresh(sb, warehouse)
     assert second.mode == "incremental"
     assert second.rows_changed >= 1
-    _exact(sb, warehouse)
+    assert_exact(sb, warehouse)
     assert second.verdict == "agree", second.differences
     _proves_what_the_answers_support(second, warehouse)
     # learning costs nothing after the first refresh: the shapes are only re-checked
@@ -173,7 +139,7 @@ def test_a_service_that_changes_its_shape_is_noticed_named_and_re_learned(tmp_pa
     # the same service, the same data, another way of answering (a new release of the API)
     sb.app = SandboxApp(sb.service, "camel")
     changed = _refresh(sb, warehouse)
-    _exact(sb, warehouse)
+    assert_exact(sb, warehouse)
     notes = " ".join(changed.contract["notes"])
     assert "GET /v1/transactions/summary" in notes and "changed its shape" in notes
     assert changed.verdict == "agree", changed.differences
@@ -184,7 +150,7 @@ def test_a_service_that_changes_its_shape_is_noticed_named_and_re_learned(tmp_pa
     again = _refresh(sb, warehouse)
     assert again.contract["notes"] == []
     assert again.requests_total <= changed.requests_total
-    _exact(sb, warehouse)
+    assert_exact(sb, warehouse)
 
 
 @pytest.mark.parametrize("dialect", ["tagged", "result"])
@@ -235,7 +201,7 @@ def test_years_are_proven_through_a_learned_contract(dialect: str, tmp_path: Pat
     assert second.months_checked > 0
     assert any("differs" in r["reason"] for r in second.months_reread)
     assert second.rows_changed >= 1
-    _exact(sb, warehouse)
+    assert_exact(sb, warehouse)
     assert second.verdict == "agree", second.differences
 
 
@@ -314,7 +280,7 @@ def test_a_service_without_the_aggregate_endpoints_still_lands_everything(tmp_pa
     for _ in range(2):  # a first sync, then an incremental refresh after an edit
         with ApiClient(BASE, sb.keys["read_only"], transport=httpx.ASGITransport(app=app)) as c:
             summary = run_refresh(c, warehouse, RefreshOptions(source="sandbox"))
-        _exact(sb, warehouse)
+        assert_exact(sb, warehouse)
         assert summary.verdict == "agree"
         assert summary.recon_checked == 0 and summary.recon_unavailable > 0
         assert set(_contract(warehouse)) == {f"GET {p}" for p in missing}

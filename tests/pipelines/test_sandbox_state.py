@@ -1,13 +1,15 @@
 """A sandbox that remembers: the embedded sandbox's write-backs survive the next command, a
-second demo posts nothing and leaves one copy of each receipt, `sandbox reset` starts over,
+second demo posts nothing and leaves one copy of each receipt, `sandbox reset` starts over, `sandbox advance` lets days pass,
 and `sandbox serve --state` keeps a served one's."""
 
 from __future__ import annotations
 
 import csv
+import fcntl
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -100,7 +102,6 @@ def test_a_damaged_state_file_exits_6_and_is_kept(embedded: Path) -> None:
 def test_a_reset_while_another_command_holds_the_state_exits_6_and_deletes_nothing(
     embedded: Path,
 ) -> None:
-    import fcntl
 
     state = embedded / "w.sandbox"
     state.write_bytes(b"kept")
@@ -166,3 +167,45 @@ def test_the_tour_reads_each_dialect_as_a_refresh_would(
     assert code == 0, err
     assert "Net worth: " in out and "(assets " in out
     assert ("Spending by category, " in out) == (dialect == "contract")
+
+
+# ---- `sandbox advance --days N`: a day passes on the default target ----
+def test_a_day_passes_and_the_next_refresh_lands_its_transactions(embedded: Path) -> None:
+    first = _refresh()
+    assert first["verdict"] == "agree"
+    assert _refresh()["rows"]["changed"] == 0  # the clock stands still between commands
+    state = embedded / "w.sandbox"
+    before = load(state, SandboxConfig(seed=1))
+    assert before is not None
+    code, out, err = _cli("sandbox", "advance", "--days", "2")
+    assert code == 0, err
+    said = re.fullmatch(
+        r"The embedded sandbox is now at (\d{4}-\d\d-\d\d): (\d+) bank syncs? brought (\d+) new "
+        r"transactions?; `centsync refresh` brings them in\.\n",
+        out,
+    )
+    assert said, out
+    after = load(state, SandboxConfig(seed=1))
+    assert after is not None
+    assert after.now_ms == before.now_ms + 2 * 86_400_000  # kept in the state file
+    new = {t.id for t in after.ledger.rows} - {t.id for t in before.ledger.rows}
+    assert int(said.group(2)) > 0 and int(said.group(3)) == len(new) > 0
+    second = _refresh()
+    assert second["rows"]["changed"] > 0 and second["verdict"] == "agree"
+    assert second["rows"]["total"] == len(after.ledger.rows)
+
+
+def test_advance_starts_afresh_without_state_and_refuses_a_held_one(embedded: Path) -> None:
+    state = embedded / "w.sandbox"
+    code, out, err = _cli("sandbox", "advance", "--days", "1")
+    assert "now at" in out
+    assert code == 0 and "starts afresh" in err and state.exists(), err
+    kept = state.read_bytes()
+    with open(embedded / "w.sandbox.lock", "a") as lock:  # another command (a daemon) holds it
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        code, _, err = _cli("sandbox", "advance", "--days", "1")
+    assert code == 6 and "in use" in err and "stop the other centsync command" in err
+    assert state.read_bytes() == kept  # nothing moved
+    for bad in ("0", "-1", "1.5"):
+        code, _, err = _cli("sandbox", "advance", "--days", bad)
+        assert code == 2 and "--days" in err
