@@ -206,9 +206,12 @@ class ImportFileResult(Result):
     rows: Count
     new: list[dict[str, Any]] = Field(default_factory=list)
     already_imported: list[dict[str, Any]] = Field(default_factory=list)
-    held: list[dict[str, Any]] = Field(default_factory=list)
+    held: list[dict[str, Any]] = Field(default_factory=list)  # each with its "candidate"
+    pending: list[dict[str, Any]] = Field(default_factory=list)  # not booked yet: held
+    superseded: list[dict[str, Any]] = Field(default_factory=list)  # pending, "by" its booking
     inbox_file: str | None = None
     held_file: str | None = None
+    pending_file: str | None = None
     dry_run: bool = False
 
 

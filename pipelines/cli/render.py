@@ -484,32 +484,51 @@ def rules(run: RulesResult) -> None:
 
 
 def bank_import(result: ImportResult) -> None:
-    """Bank files imported: per file, its rows new, already imported and held."""
-    dry = result.dry_run
+    """Bank files imported: per file, its rows new, already imported, held (with the row each
+    may duplicate), pending (held) and superseded."""
     for f in result.files:
         click.echo(
             f"{f.file} ({f.format}): {f.rows} transaction(s): {len(f.new)} new, "
             f"{len(f.already_imported)} already imported, {len(f.held)} held as likely "
-            "duplicates of bank-feed rows"
+            f"duplicates, {len(f.pending)} pending (held), {len(f.superseded)} superseded"
         )
         for c in f.new[:200]:
-            click.echo(
-                f"  new   {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
-            )
+            click.echo(f"  new   {_bank_row(c)}")
         for c in f.held:
+            click.echo(f"  held  {_bank_row(c)}\n        {_candidate(c['candidate'])}")
+        for c in f.pending:
+            more = f"\n        {_candidate(c['candidate'])}" if c.get("candidate") else ""
+            click.echo(f"  pending {_bank_row(c)}{more}")
+        for c in f.superseded:
+            by = c["by"]
             click.echo(
-                f"  held  {c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
+                f"  superseded {_bank_row(c)}\n        booked as {by['id']} on {by['booked_at']} "
+                f"{by['concept'][:40]!r}: the pending row is not posted"
             )
         if f.inbox_file:
             click.echo(f"  into the inbox: {f.inbox_file}")
         if f.held_file:
             click.echo(
-                f"  held: {f.held_file} (the service has a row of that account, day and "
-                "amount already; move the file into the inbox to post them anyway)"
+                f"  held: {f.held_file} (each row is the same account and amount as the row "
+                "named, within a few days: move the file into the inbox to post them anyway)"
+            )
+        if f.pending_file:
+            click.echo(
+                f"  pending: {f.pending_file} (not booked yet: never posted; a later statement's "
+                "booked entry replaces each)"
             )
     tail = (
         "dry run: nothing written"
-        if dry
+        if result.dry_run
         else "`centsync writeback` (or the next refresh) posts them"
     )
     click.echo(f"Inbox: {result.inbox} ({tail})")
+
+
+def _bank_row(c: dict[str, Any]) -> str:
+    return f"{c['booked_at']} {c['amount']:>10} {c['concept'][:40]}  ({c['event_id']})"
+
+
+def _candidate(c: dict[str, Any]) -> str:
+    """The row a statement row may duplicate: what it is, its day, payee and id."""
+    return f"likely the {c['kind']} row {c['booked_at']} {c['concept'][:40]!r} ({c['id']})"

@@ -1,13 +1,17 @@
-"""Bank files into the inbox: an OFX/QFX statement (parsed by ofxtools) or a CAMT.053 statement
-(parsed by defusedxml's ElementTree) becomes an inbox CSV of `create` rows.
+"""Bank files into the inbox: an OFX/QFX or CAMT.053 statement (read, streamed, by bank_read)
+becomes an inbox CSV of `create` rows.
 
 Each row's event id is the bank's own transaction id (`bank:<file account id>:<FITID or
 AcctSvcrRef>`), so the same statement imported twice, or two overlapping statements, give the
 same keys: each transaction is posted once. The account is chosen by a mapping from the file's
-account id (the `[accounts]` table of a TOML file, or `--account ID=NAME`). A row the service
-already has from its bank feed (the same account, day and amount, not created by this outbox) is
-held as a likely duplicate in `inbox/held/`, never posted: move that file into the inbox to post
-its rows anyway.
+account id (the `[accounts]` table of a TOML file, or `--account ID=NAME`).
+
+Likely duplicates are held in `inbox/held/`, never posted (move a held file into the inbox to
+post its rows anyway): a row of the same account and exact amount, within
+`transform.writeback.DUPLICATE_WINDOW_DAYS` days, as a ledger row this outbox did not create
+(the bank feed's) or as a row of another statement (posted, or waiting in the inbox); the
+candidate is shown. A pending entry is only ever held (`<file>.pending.csv`), and when its booked
+entry arrives under a new reference that entry replaces it: the held row is removed.
 """
 
 from __future__ import annotations
@@ -15,146 +19,28 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
-import re
-import warnings
-from collections import Counter
-from collections.abc import Mapping
-from dataclasses import dataclass
-from decimal import Decimal
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-import defusedxml.ElementTree as DET
-
-from centsync.pipelines.results import BankFormat, ImportFileResult
+from centsync.pipelines.results import ImportFileResult
 from centsync.pipelines.writeback import inbox_csv, intake
+from centsync.pipelines.writeback.bank_read import (
+    BankFileError,
+    BankRow,
+    read_bank_file,
+    read_statement,
+)
 from centsync.transform import writeback as wb
 from centsync.warehouse.errors import NoWarehouseError
 from centsync.warehouse.outbox import Outbox, outbox_path
 from centsync.warehouse.paths import reading
 from centsync.warehouse.reads import ledger_rows_between
 
+__all__ = ["BankFileError", "BankRow", "event_id", "import_bank_file", "read_bank_file"]
+
 CSV_COLUMNS = ("event_id", "account", "booked_at", "amount", "concept", "notes")
-
-
-class BankFileError(ValueError):
-    """A bank file that cannot be imported: what is wrong and what to do."""
-
-
-@dataclass(frozen=True)
-class BankRow:
-    """One transaction of a statement, as the bank wrote it."""
-
-    account_ref: str  # the file's account id (OFX ACCTID, CAMT IBAN or other id)
-    txid: str  # the bank's transaction id (FITID, AcctSvcrRef); "" when it gave none
-    booked_at: dt.date
-    amount: Decimal  # negative is money out
-    currency: str
-    concept: str
-    notes: str = ""
-
-
-# ---------------------------------------------------------------------------------- reading
-
-
-def read_bank_file(data: bytes, name: str) -> tuple[BankFormat, list[BankRow]]:
-    """(format, rows) of a statement's bytes: CAMT.053 XML or OFX/QFX (1.x SGML or 2.x XML)."""
-    head = data[:4096].lstrip(b"\xef\xbb\xbf \t\r\n")
-    if b"BkToCstmrStmt" in data[:65536] or b"camt.053" in head:
-        return "camt053", _camt(data, name)
-    if b"OFXHEADER" in head or b"<OFX>" in data[:65536].upper():
-        return "ofx", _ofx(data, name)
-    raise BankFileError(
-        f"{name} is neither an OFX/QFX statement (no OFXHEADER) nor a CAMT.053 one (no "
-        "BkToCstmrStmt): export the statement from your bank as OFX, QFX or CAMT.053"
-    )
-
-
-def _ofx(data: bytes, name: str) -> list[BankRow]:
-    """An OFX/QFX statement's transactions, through ofxtools."""
-    from ofxtools.Parser import OFXTree
-
-    tree = OFXTree()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # ofxtools warns on over-long ids; they are kept
-            tree.parse(io.BytesIO(data))
-            ofx = tree.convert()
-    except Exception as e:  # ofxtools raises many kinds for a malformed file
-        raise BankFileError(f"{name} is not a readable OFX statement ({e})") from None
-    rows = []
-    for st in ofx.statements:
-        acct = str(st.account.acctid)
-        for t in st.banktranlist or []:
-            concept = str(t.name or t.memo or t.trntype or "bank transaction")
-            memo = str(t.memo or "")
-            rows.append(
-                BankRow(
-                    acct, str(t.fitid or ""), t.dtposted.date(), Decimal(t.trnamt),
-                    str(getattr(getattr(t, "currency", None), "cursym", None) or st.curdef), concept,
-                    memo if memo != concept else "",
-                )
-            )  # fmt: skip
-    return rows
-
-
-def _local(tag: str) -> str:
-    return tag.rsplit("}", 1)[-1]
-
-
-def _find(el: Any, path: str) -> Any:
-    """The first descendant along `a/b/c` by local names (CAMT's namespace varies by version)."""
-    for part in path.split("/"):
-        if el is None:
-            return None
-        el = next((c for c in el if _local(c.tag) == part), None)
-    return el
-
-
-def _text(el: Any, path: str) -> str:
-    found = _find(el, path)
-    return (found.text or "").strip() if found is not None else ""
-
-
-def _camt(data: bytes, name: str) -> list[BankRow]:
-    """A CAMT.053 statement's booked entries (defusedxml: no entity expansion, no DTDs)."""
-    try:
-        root = DET.fromstring(data)
-    except Exception as e:  # ParseError, or defusedxml's refusal of entities and DTDs
-        raise BankFileError(f"{name} is not a readable CAMT.053 XML file ({e})") from None
-    statement = _find(root, "BkToCstmrStmt")
-    if statement is None:
-        raise BankFileError(f"{name}: no BkToCstmrStmt element: not a CAMT.053 statement")
-    rows = []
-    for st in (c for c in statement if _local(c.tag) == "Stmt"):
-        acct = _text(st, "Acct/Id/IBAN") or _text(st, "Acct/Id/Othr/Id")
-        for n, entry in enumerate((c for c in st if _local(c.tag) == "Ntry"), 1):
-            rows.append(_camt_entry(entry, acct, _text(st, "Acct/Ccy"), f"{name}, entry {n}"))
-    return rows
-
-
-def _camt_entry(e: Any, acct: str, currency: str, where: str) -> BankRow:
-    """One CAMT entry: amount signed by CdtDbtInd, booking date, the bank's reference."""
-    amt = _find(e, "Amt")
-    try:
-        amount = Decimal((amt.text or "").strip()) if amt is not None else None
-    except ArithmeticError:
-        amount = None
-    day = _text(e, "BookgDt/Dt") or _text(e, "BookgDt/DtTm")[:10]
-    if amount is None or not re.match(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$", day):
-        raise BankFileError(f"{where}: no amount (Amt) or booking date (BookgDt)")
-    if _text(e, "CdtDbtInd") == "DBIT":
-        amount = -amount
-    details = "NtryDtls/TxDtls"
-    txid = _text(e, "AcctSvcrRef") or _text(e, f"{details}/Refs/AcctSvcrRef") or _text(e, "NtryRef")
-    party = _text(e, f"{details}/RltdPties/{'Cdtr' if amount < 0 else 'Dbtr'}/Nm")
-    info = _text(e, f"{details}/RmtInf/Ustrd") or _text(e, "AddtlNtryInf")
-    concept = party or info or "bank transaction"
-    return BankRow(
-        acct, txid, dt.date.fromisoformat(day), amount,
-        (amt.get("Ccy") if amt is not None else None) or currency or "EUR", concept,
-        info if info != concept else "",
-    )  # fmt: skip
+PENDING_SUFFIX = ".pending.csv"  # a held file of pending entries (inbox/held/)
 
 
 # ---------------------------------------------------------------------------------- importing
@@ -197,9 +83,10 @@ def import_bank_file(
     *,
     dry_run: bool,
 ) -> ImportFileResult:
-    """One bank file into the inbox: new rows in an inbox CSV, likely duplicates held."""
+    """One bank file into the inbox: new rows in an inbox CSV, likely duplicates and pending
+    entries held, held pending entries replaced by their booked ones."""
     path = Path(path)
-    fmt, rows = read_bank_file(path.read_bytes(), path.name)
+    fmt, rows = read_statement(path)
     run = ImportFileResult(file=path.name, format=fmt, rows=len(rows), dry_run=dry_run)
     if not rows:
         return run
@@ -213,29 +100,81 @@ def import_bank_file(
     outbox = Outbox(outbox_path(Path(warehouse)))
     known = {r["idempotency_key"] for r in outbox.rows("state <> 'rejected'")}
     known |= _waiting(inbox)
-    feed = _bank_feed(warehouse, rows, ids, outbox, ref)
-    new_rows, held_rows = [], []
-    for r, c in zip(rows, cells, strict=True):
-        key = _key(c)
-        mark = (ids[c["account"]], r.booked_at, _cents(r, ref, ids[c["account"]]))
-        if key and key in known:
-            run.already_imported.append(c)
-        elif feed[mark] > 0:
-            feed[mark] -= 1
-            held_rows.append(c)
-        else:
-            new_rows.append(c)
-    run.new, run.held = new_rows, held_rows
+    mine = {c["event_id"] for c in cells if c["event_id"]}
+    held_cells: dict[str, dict[str, str]] = {}
+    dups = wb.LikelyDuplicates(
+        _candidates(warehouse, inbox, rows, ids, outbox, ref, mine, held_cells)
+    )
+    replaced = _sort(run, rows, cells, ids, ref, known, dups, held_cells)
     if not dry_run:
-        stem = f"{path.stem}.{fmt}"
-        if new_rows:
-            run.inbox_file = str(_write(inbox, f"{stem}.csv", new_rows))
-        # a row held by an earlier import of the same statement is not held twice over
-        held_before = _waiting(inbox / "held")
-        fresh = [c for c in held_rows if _key(c) not in held_before]
-        if fresh:
-            run.held_file = str(_write(inbox / "held", f"{stem}.held.csv", fresh))
+        _write_all(run, inbox, f"{path.stem}.{fmt}", replaced)
     return run
+
+
+def _shown(c: wb.Candidate) -> dict[str, str]:
+    """A candidate as the result shows it: what it is, its id, day and payee."""
+    return {"kind": c.kind, "id": c.id, "booked_at": c.booked_at.isoformat(), "concept": c.concept}
+
+
+def _sort(
+    run: ImportFileResult,
+    rows: list[BankRow],
+    cells: list[dict[str, str]],
+    ids: Mapping[str, str],
+    ref: wb.Reference,
+    known: set[str],
+    dups: wb.LikelyDuplicates,
+    held_cells: Mapping[str, dict[str, str]],
+) -> list[wb.Candidate]:
+    """Each row new, already imported, held (with its candidate), pending (held) or superseded
+    (a pending row whose booked entry is known); the held pending rows replaced are returned."""
+    replaced = []
+    for r, c in zip(rows, cells, strict=True):
+        account = ids[c["account"]]
+        cents = _cents(r, ref, account)
+        if (key := _key(c)) and key in known:
+            run.already_imported.append(c)
+        elif r.pending:
+            booked = dups.claim(account, r.booked_at, cents, ["statement"])
+            if booked is not None:
+                run.superseded.append({**c, "by": _shown(booked)})
+            else:
+                feed = dups.claim(account, r.booked_at, cents, ["bank feed"])
+                run.pending.append({**c, "candidate": _shown(feed) if feed else None})
+        else:
+            pending = dups.claim(account, r.booked_at, cents, ["pending"])
+            if pending is not None:
+                replaced.append(pending)
+                by = {"kind": "statement", "id": c["event_id"], "booked_at": c["booked_at"]}
+                run.superseded.append(
+                    {**held_cells[pending.id], "by": {**by, "concept": c["concept"]}}
+                )
+            dup = dups.claim(account, r.booked_at, cents, ["bank feed", "statement"])
+            if dup is not None:
+                run.held.append({**c, "candidate": _shown(dup)})
+            else:
+                run.new.append(c)
+    return replaced
+
+
+def _write_all(run: ImportFileResult, inbox: Path, stem: str, replaced: list[wb.Candidate]) -> None:
+    """The new rows into the inbox, the fresh held and pending rows into inbox/held/, the
+    replaced pending rows out of their held files."""
+    if run.new:
+        run.inbox_file = str(_write(inbox, f"{stem}.csv", run.new))
+    # a row held by an earlier import of the same statement is not held twice over
+    held_before = _waiting(inbox / "held")
+    fresh = [c for c in run.held if _key(c) not in held_before]
+    if fresh:
+        run.held_file = str(_write(inbox / "held", f"{stem}.held.csv", fresh))
+    fresh = [c for c in run.pending if not _key(c) or _key(c) not in held_before]
+    if fresh:
+        run.pending_file = str(_write(inbox / "held", f"{stem}{PENDING_SUFFIX}", fresh))
+    by_file: dict[str, set[str]] = {}
+    for c in replaced:
+        by_file.setdefault(c.where, set()).add(c.id)
+    for where, gone in by_file.items():
+        _drop(Path(where), gone)
 
 
 def _key(cells: Mapping[str, str]) -> str:
@@ -302,36 +241,109 @@ def _cents(row: BankRow, ref: wb.Reference, account_id: str) -> int | None:
         return None
 
 
-def _bank_feed(
+def _candidates(
     warehouse: Path,
+    inbox: Path,
     rows: list[BankRow],
     ids: Mapping[str, str],
     outbox: Outbox,
     ref: wb.Reference,
-) -> Counter[tuple[str, dt.date, int | None]]:
-    """(account, day, amount) of the ledger's rows in the file's days that this outbox did not
-    create: what the service already has from its bank feed."""
+    mine: set[str],
+    held_cells: dict[str, dict[str, str]],
+) -> list[wb.Candidate]:
+    """What a row of the file may duplicate, within the window around the file's days: the
+    ledger's rows this outbox did not create (the bank feed's), the rows of other statements in
+    the outbox or the inbox, and the pending rows held in inbox/held/ (their cells kept)."""
+    window = dt.timedelta(days=wb.DUPLICATE_WINDOW_DAYS)
+    first = min(r.booked_at for r in rows) - window
+    last = max(r.booked_at for r in rows) + window
     ours = outbox.server_ids()
-    days = min(r.booked_at for r in rows), max(r.booked_at for r in rows)
     with reading(warehouse) as con:
-        ledger = ledger_rows_between(con, sorted(set(ids.values())), *days)
-    return Counter(
-        (t["account_id"], t["booked_at"], t["amount"])
+        ledger = ledger_rows_between(con, sorted(set(ids.values())), first, last)
+    out = [
+        wb.Candidate(
+            "bank feed", t["id"], t["account_id"], t["booked_at"], t["amount"], t["concept"]
+        )
         for t in ledger.iter_rows(named=True)
         if t["id"] not in ours
+    ]
+    seen = set(mine)
+    for o in outbox.rows("state <> 'rejected' AND event_ref LIKE 'event:bank:%'"):
+        eid = o["event_ref"].removeprefix("event:")
+        if eid not in seen and o["booked_at"] is not None and o["amount"] is not None:
+            seen.add(eid)
+            out.append(
+                wb.Candidate(
+                    "statement", eid, str(o["account_id"]), o["booked_at"], o["amount"],
+                    o["concept"] or "",
+                )
+            )  # fmt: skip
+    out += [cand for _, cand in _csv_rows(intake.inbox_files(inbox), "statement", ref, seen)]
+    held = [f for f in intake.inbox_files(inbox / "held") if f.name.endswith(PENDING_SUFFIX)]
+    for c, cand in _csv_rows(held, "pending", ref, seen):
+        held_cells[cand.id] = c
+        out.append(cand)
+    return out
+
+
+def _csv_rows(
+    files: Iterable[Path], kind: str, ref: wb.Reference, seen: set[str]
+) -> list[tuple[dict[str, str], wb.Candidate]]:
+    """The rows of imported statements in these inbox files, as candidates (each event once;
+    a row that does not read as one, hand-edited, is left out)."""
+    account_ids = {
+        key: str(i)
+        for i, name in zip(
+            ref.accounts["id"].to_list(), ref.accounts["name"].to_list(), strict=True
+        )
+        for key in (str(i), name)
+    }
+    currency = dict(
+        zip(ref.accounts["id"].to_list(), ref.accounts["currency"].to_list(), strict=True)
     )
+    out = []
+    for f in files:
+        for r in inbox_csv.read_csv(f.read_bytes()).rows:
+            c = r.cells
+            eid = c.get("event_id", "").strip()
+            account = account_ids.get(c.get("account", "").strip())
+            if not eid.startswith("bank:") or eid in seen or account is None:
+                continue
+            try:
+                cents = wb.parse_amount(c.get("amount", ""), str(currency[account] or "EUR"))
+                day = dt.date.fromisoformat(c.get("booked_at", "").strip())
+            except (wb.RowError, ValueError):
+                continue
+            seen.add(eid)
+            cand = wb.Candidate(kind, eid, account, day, cents, c.get("concept", ""), str(f))
+            out.append((dict(c), cand))
+    return out
 
 
-def _write(folder: Path, name: str, rows: list[dict[str, str]]) -> Path:
-    """An inbox CSV of rows (a new name when one is there already)."""
+def _drop(path: Path, event_ids: set[str]) -> None:
+    """A held file without these rows (removed when none is left)."""
+    if not path.exists():
+        return
+    with path.open(encoding="utf-8", newline="") as f:
+        kept = [r for r in csv.DictReader(f) if r.get("event_id", "") not in event_ids]
+    if kept:
+        _write(path.parent, path.name, kept, replace=True)
+    else:
+        path.unlink()
+
+
+def _write(
+    folder: Path, name: str, rows: Iterable[Mapping[str, Any]], *, replace: bool = False
+) -> Path:
+    """An inbox CSV of rows (a new name when one is there already, unless `replace`)."""
     folder.mkdir(parents=True, exist_ok=True)
     target = folder / name
     n = 1
-    while target.exists():
+    while target.exists() and not replace:
         target = folder / name.replace(".csv", f".{n}.csv")
         n += 1
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n")
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, lineterminator="\n", extrasaction="ignore")
     w.writeheader()
     w.writerows(rows)
     tmp = target.with_name(f".{target.name}.part")  # the inbox never sees half a file

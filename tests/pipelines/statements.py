@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 from decimal import Decimal
 
 from ofxtools.header import make_header
@@ -32,8 +33,11 @@ def _at(day: dt.date) -> dt.datetime:
     return dt.datetime(day.year, day.month, day.day, 12, tzinfo=UTC)
 
 
-def ofx_statement(acctid: str, rows: list[Row], currency: str = "EUR") -> bytes:
-    """An OFX 2.2 bank statement of these rows."""
+def ofx_statement(
+    acctid: str, rows: list[Row], currency: str = "EUR", posted: Mapping[str, str] | None = None
+) -> bytes:
+    """An OFX 2.2 bank statement of these rows; `posted` writes a transaction's DTPOSTED as
+    given (by FITID: `20261119003000[+1:CET]`), as a bank in another timezone writes it."""
     days = [r[1] for r in rows]
     trns = [
         STMTTRN(
@@ -61,11 +65,25 @@ def ofx_statement(acctid: str, rows: list[Row], currency: str = "EUR") -> bytes:
         ),
         bankmsgsrsv1=BANKMSGSRSV1(STMTTRNRS(trnuid="1", status=status, stmtrs=stmtrs)),
     )
-    return (str(make_header(version=220)) + ET.tostring(ofx.to_etree()).decode()).encode()
+    tree = ofx.to_etree()
+    for trn in tree.iter("STMTTRN"):
+        written = (posted or {}).get(trn.findtext("FITID") or "")
+        if written:
+            trn.find("DTPOSTED").text = written  # type: ignore[union-attr]
+    return (str(make_header(version=220)) + ET.tostring(tree, encoding="unicode")).encode()
 
 
-def camt_statement(iban: str, rows: list[Row], currency: str = "EUR") -> bytes:
-    """A CAMT.053.001.02 statement of these rows (booked entries)."""
+def camt_statement(
+    iban: str,
+    rows: list[Row],
+    currency: str = "EUR",
+    *,
+    stamps: Mapping[str, str] | None = None,
+    pending: frozenset[str] = frozenset(),
+) -> bytes:
+    """A CAMT.053.001.02 statement of these rows: booked entries (`BookgDt/Dt`, or `DtTm` as
+    `stamps` gives it by reference), or pending ones (their references in `pending`: `Sts`
+    PDNG and a value date only)."""
     ns = "urn:iso:std:iso:20022:tech:xsd:camt.053.001.02"
     doc = ET.Element("Document", xmlns=ns)
     stmt = ET.SubElement(ET.SubElement(doc, "BkToCstmrStmt"), "Stmt")
@@ -78,8 +96,10 @@ def camt_statement(iban: str, rows: list[Row], currency: str = "EUR") -> bytes:
         value = Decimal(amount)
         ET.SubElement(e, "Amt", Ccy=currency).text = format(abs(value), "f")
         ET.SubElement(e, "CdtDbtInd").text = "DBIT" if value < 0 else "CRDT"
-        ET.SubElement(e, "Sts").text = "BOOK"
-        ET.SubElement(ET.SubElement(e, "BookgDt"), "Dt").text = day.isoformat()
+        ET.SubElement(e, "Sts").text = "PDNG" if ref in pending else "BOOK"
+        stamp = (stamps or {}).get(ref)
+        when = ET.SubElement(e, "ValDt" if ref in pending else "BookgDt")
+        ET.SubElement(when, "DtTm" if stamp else "Dt").text = stamp or day.isoformat()
         ET.SubElement(e, "AcctSvcrRef").text = ref
         tx = ET.SubElement(ET.SubElement(e, "NtryDtls"), "TxDtls")
         party = "Cdtr" if value < 0 else "Dbtr"
