@@ -208,3 +208,92 @@ def test_an_unmapped_account_or_an_unreadable_file_exits_2_and_writes_nothing(
     code, _ = http_env.cli("import", str(path), "--account", "999=Cash Wallet")
     assert code == 2
     assert not (http_env.warehouse.parent / "inbox").exists()
+
+
+@pytest.mark.slow  # CI runs it (make test-slow); about 20-30 s on 2 cores (two refreshes)
+def test_statements_on_the_banks_calendar_pending_then_booked_and_a_feed_row_a_day_off_post_once(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CENTSYNC_API_KEY", http_env.sb.keys["read_write"])
+    http_env.refresh()
+    (http_env.tmp / "map.toml").write_text(RULES[RULES.index("[accounts]") :], "utf-8")
+    # the bank feed's latest row on checking; the statement dates it a day earlier (it settled
+    # the day after), at 00:30 CET: 22:30 or 23:30 UTC two days before the feed's day
+    (fid, fday, famount, fconcept) = http_env.sql(
+        "SELECT t.id::VARCHAR, t.booked_at, t.amount, t.concept FROM core.transactions t JOIN "
+        "core.accounts a ON a.id = t.account_id WHERE a.name = 'Everyday Checking' "
+        "ORDER BY t.booked_at DESC, t.id LIMIT 1"
+    )[0]
+    night, first = fday - dt.timedelta(days=5), fday.replace(day=1)
+    rows = [
+        ("S-FEED", fday - dt.timedelta(days=1), f"{famount / 100:.2f}", fconcept),
+        ("S-NIGHT", night, "-13.71", "BK Midnight Kiosk"),
+        ("S-MONTH", first, "-27.43", "BK Month Start"),
+    ]
+    cet = {fitid: f"{day:%Y%m%d}003000[+1:CET]" for fitid, day, _, _ in rows}
+    ofx = http_env.tmp / "cet.ofx"
+    ofx.write_bytes(ofx_statement("000123456789", rows, posted=cet))
+    run = _import(http_env, ofx)
+    assert [(c["event_id"], c["booked_at"]) for c in run["new"]] == [
+        ("bank:000123456789:S-NIGHT", night.isoformat()),  # the bank's day, not UTC's day before
+        ("bank:000123456789:S-MONTH", first.isoformat()),  # not the month before
+    ]
+    assert [(c["event_id"], c["candidate"]) for c in run["held"]] == [
+        (
+            "bank:000123456789:S-FEED",
+            {"kind": "bank feed", "id": fid, "booked_at": fday.isoformat(), "concept": fconcept},
+        )
+    ]
+    code, out = http_env.cli("import", str(ofx), "--account-map", str(http_env.tmp / "map.toml"))
+    assert code == 0 and f"likely the bank feed row {fday.isoformat()}" in out and fid in out, out
+
+    # a pending CAMT entry is held, never posted; its booking, under a new reference a day
+    # later, replaces it; the first statement imported again adds nothing
+    iban, pday = "ES9121000418450200051332", fday - dt.timedelta(days=4)
+    pending = http_env.tmp / "pending.xml"
+    pending.write_bytes(
+        camt_statement(
+            iban, [("P-1", pday, "-8.88", "BK Pending Shop")], pending=frozenset({"P-1"})
+        )
+    )
+    run = _import(http_env, pending)
+    assert (run["new"], [c["event_id"] for c in run["pending"]]) == ([], [f"bank:{iban}:P-1"])
+    held_pending = Path(run["pending_file"])
+    assert held_pending.parent.name == "held" and "P-1" in held_pending.read_text()
+    code, out = http_env.cli("writeback", "--json")
+    assert code == 0 and last(out)["sent"] == 2, out  # S-NIGHT and S-MONTH only
+    booked = http_env.tmp / "booked.xml"
+    booked.write_bytes(
+        camt_statement(iban, [("B-1", pday + dt.timedelta(days=1), "-8.88", "BK Pending Shop")])
+    )
+    run = _import(http_env, booked)
+    assert [c["event_id"] for c in run["new"]] == [f"bank:{iban}:B-1"]
+    assert [(c["event_id"], c["by"]["id"]) for c in run["superseded"]] == [
+        (f"bank:{iban}:P-1", f"bank:{iban}:B-1")
+    ]
+    assert not held_pending.exists()  # its only row was replaced
+    again = _import(http_env, pending)
+    assert (again["pending"], again["pending_file"], again["new"]) == ([], None, [])
+    assert [c["by"]["id"] for c in again["superseded"]] == [f"bank:{iban}:B-1"]
+    code, out = http_env.cli("writeback", "--json")
+    assert code == 0 and last(out)["sent"] == 1, out
+
+    report = http_env.refresh()
+    assert report["verdict"] == "agree"
+    assert sorted(
+        http_env.sql(
+            "SELECT concept, booked_at, amount FROM core.transactions WHERE concept LIKE 'BK %'"
+        )
+    ) == [
+        ("BK Midnight Kiosk", night, -1371),
+        ("BK Month Start", first, -2743),
+        ("BK Pending Shop", pday + dt.timedelta(days=1), -888),
+    ]
+    assert http_env.sql(
+        "SELECT count(*) FROM core.transactions WHERE amount = ? AND concept = ?",
+        [famount, fconcept],
+    ) == [(1,)]  # the feed's row, not posted beside it
+    # after the refresh every statement again: nothing new, nothing pending again
+    for path in (ofx, pending, booked):
+        run = _import(http_env, path)
+        assert (run["new"], run["pending"], run["inbox_file"]) == ([], [], None), run
