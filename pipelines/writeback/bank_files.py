@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
+import hashlib
 import io
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -47,8 +48,14 @@ PENDING_SUFFIX = ".pending.csv"  # a held file of pending entries (inbox/held/)
 
 
 def event_id(row: BankRow) -> str:
-    """The row's event id: the bank's own transaction id under the file's account id."""
-    return f"bank:{row.account_ref}:{row.txid}" if row.txid else ""
+    """The row's event id: the bank's own transaction id under the file's account id (a pending
+    row without one: its day, amount and payee, so importing it again holds it once)."""
+    if row.txid:
+        return f"bank:{row.account_ref}:{row.txid}"
+    if row.pending:
+        what = f"{row.booked_at}|{row.amount}|{row.concept}".encode()
+        return f"bank:{row.account_ref}:pending-{hashlib.sha256(what).hexdigest()[:16]}"
+    return ""
 
 
 def _cells(row: BankRow, account: str) -> dict[str, str]:

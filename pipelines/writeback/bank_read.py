@@ -200,7 +200,7 @@ class _Builder:
             def end(self, tag: str) -> Any:
                 el = super().end(tag)
                 outer.stack.pop()
-                if tag == "STMTTRN" and outer.stack:
+                if tag in ("STMTTRN", "STMTTRNP") and outer.stack:
                     outer.stack[-1].remove(el)  # the tree keeps no transaction
                     stmt = next(
                         (s for s in reversed(outer.stack) if s.tag in ("STMTRS", "CCSTMTRS")), None
@@ -256,11 +256,13 @@ def _last_open_tag(text: str) -> int:
 
 
 def _ofx_row(stmt: Any, el: Any) -> BankRow:
-    """One STMTTRN element: ofxtools' model of it, on the day DTPOSTED was written."""
+    """One STMTTRN element: ofxtools' model of it, on the day DTPOSTED was written. A STMTTRNP
+    (OFX 2.1's pending list, which ofxtools does not model) is a pending row."""
     from ofxtools.models.base import Aggregate
 
-    written = (el.findtext("DTPOSTED") or "").strip()
-    t = Aggregate.from_etree(el)  # validates DTPOSTED whole (it converts it to UTC)
+    pending = el.tag == "STMTTRNP"
+    written = (el.findtext("DTTRAN" if pending else "DTPOSTED") or "").strip()
+    t = _pending(el) if pending else Aggregate.from_etree(el)  # validates the stamp whole
     day = dt.date(int(written[:4]), int(written[4:6]), int(written[6:8]))
     acct = stmt.find("BANKACCTFROM") if stmt is not None else None
     if acct is None and stmt is not None:
@@ -272,8 +274,35 @@ def _ofx_row(stmt: Any, el: Any) -> BankRow:
     currency = getattr(getattr(t, "currency", None), "cursym", None) or curdef or "EUR"
     return BankRow(
         account, str(t.fitid or ""), day, Decimal(t.trnamt), str(currency), concept,
-        memo if memo != concept else "",
+        memo if memo != concept else "", pending,
     )  # fmt: skip
+
+
+@dataclass
+class _PendingTrn:
+    trntype: str
+    dttran: dt.datetime
+    trnamt: Decimal
+    fitid: str
+    name: str
+    memo: str
+
+
+def _pending(el: Any) -> _PendingTrn:
+    """A STMTTRNP's fields, each checked by ofxtools' own types (its REFNUM as the id)."""
+    from ofxtools import Types
+
+    def leaf(tag: str) -> str:
+        return (el.findtext(tag) or "").strip()
+
+    return _PendingTrn(
+        leaf("TRNTYPE"),
+        Types.DateTime(required=True).convert(leaf("DTTRAN")),
+        Types.Decimal(required=True).convert(leaf("TRNAMT")),
+        leaf("REFNUM"),
+        leaf("NAME") or leaf("PAYEE/NAME"),
+        leaf("MEMO"),
+    )
 
 
 # ---------------------------------------------------------------------------------- CAMT.053

@@ -203,3 +203,24 @@ def test_a_file_in_an_encoding_centsync_cannot_read_is_refused_saying_what_it_is
     with pytest.raises(BankFileError) as e:
         read_bank_file(data, "f")
     assert words in str(e.value) and "export the statement from your bank again" in str(e.value)
+
+
+def test_an_ofx_pending_list_is_read_as_pending_rows_on_the_banks_day() -> None:
+    pending = (
+        "<BANKTRANLISTP><DTASOF>20261120</DTASOF><STMTTRNP><TRNTYPE>POS</TRNTYPE>"
+        "<DTTRAN>20261120003000[+1:CET]</DTTRAN><TRNAMT>-4.20</TRNAMT><REFNUM>H-1</REFNUM>"
+        "<NAME>Pending shop</NAME></STMTTRNP><STMTTRNP><TRNTYPE>POS</TRNTYPE>"
+        "<DTTRAN>20261119</DTTRAN><TRNAMT>-1.10</TRNAMT><NAME>No id shop</NAME></STMTTRNP>"
+        "</BANKTRANLISTP>"
+    )
+    data = ofx_statement("42", ROWS[:1]).replace(
+        b"</BANKTRANLIST>", f"</BANKTRANLIST>{pending}".encode()
+    )
+    _, rows = read_bank_file(data, "p.ofx")
+    assert [(r.txid, r.booked_at, r.amount, r.concept, r.pending) for r in rows] == [
+        ("T-1", DAY, Decimal("-13.37"), "Ferreteria Sol", False),
+        ("H-1", DAY, Decimal("-4.20"), "Pending shop", True),
+        ("", NOV19, Decimal("-1.10"), "No id shop", True),
+    ]
+    assert event_id(rows[2]).startswith("bank:42:pending-")
+    assert event_id(rows[2]) == event_id(read_bank_file(data, "again.ofx")[1][2])
