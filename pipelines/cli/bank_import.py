@@ -61,8 +61,9 @@ def import_command(
     """Import bank statements (OFX/QFX, CAMT.053) into the inbox as new transactions.
 
     Each transaction's event id is the bank's own (FITID, AcctSvcrRef): the same statement
-    twice, or two overlapping ones, post each transaction once. Rows the service already has
-    from its bank feed (same account, day and amount) are held in inbox/held/, not posted.
+    twice, or two overlapping ones, post each transaction once. Rows are booked on the bank's
+    own calendar day. Likely duplicates (same account and amount within 3 days as a bank-feed
+    row or another statement's row) and pending entries are held in inbox/held/, not posted.
     `centsync writeback` (or the next refresh) posts the inbox. Exit 2 for a file that cannot be
     read or whose account is not mapped.
 
