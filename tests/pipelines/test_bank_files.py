@@ -33,6 +33,19 @@ def test_a_statement_reads_back_exactly(fmt: str, data: bytes) -> None:
     assert event_id(rows[0]) == f"bank:{rows[0].account_ref}:T-1"
 
 
+SGML = (
+    "OFXHEADER:100\nDATA:OFXSGML\nVERSION:102\nSECURITY:NONE\nENCODING:USASCII\nCHARSET:1252\n"
+    "COMPRESSION:NONE\nOLDFILEUID:NONE\nNEWFILEUID:NONE\n\n<OFX><SIGNONMSGSRSV1><SONRS><STATUS>"
+    "<CODE>0<SEVERITY>INFO</STATUS><DTSERVER>20261120<LANGUAGE>ENG</SONRS></SIGNONMSGSRSV1>"
+    "<BANKMSGSRSV1><STMTTRNRS><TRNUID>1<STATUS><CODE>0<SEVERITY>INFO</STATUS><STMTRS>"
+    "<CURDEF>EUR<BANKACCTFROM><BANKID>1<ACCTID>42<ACCTTYPE>CHECKING</BANKACCTFROM>"
+    "<BANKTRANLIST><DTSTART>20261101<DTEND>20261120<STMTTRN><TRNTYPE>DEBIT<DTPOSTED>20261110"
+    "<TRNAMT>-5.50<FITID>X-9<NAME>Kiosk</STMTTRN><STMTTRN><TRNTYPE>DEBIT<DTPOSTED>20261111"
+    "<TRNAMT>-6.50<FITID>X-10<NAME>Bakery<MEMO>bread</STMTTRN></BANKTRANLIST><LEDGERBAL>"
+    "<BALAMT>1.00<DTASOF>20261120</LEDGERBAL></STMTRS></STMTTRNRS></BANKMSGSRSV1></OFX>\n"
+)
+
+
 def test_an_ofx_1_sgml_statement_reads_too() -> None:
     sgml = (
         "OFXHEADER:100\nDATA:OFXSGML\nVERSION:102\nSECURITY:NONE\nENCODING:USASCII\nCHARSET:1252\n"
@@ -140,6 +153,9 @@ def test_a_statement_read_in_tiny_chunks_reads_every_row_exactly(
         whole[fmt] = [
             (r.txid, r.booked_at, r.amount, r.concept) for r in read_bank_file(data, "s")[1]
         ]
+    sgml = read_bank_file(SGML.encode("ascii"), "old.qfx")[1]
+    monkeypatch.setattr(bank_read, "CHUNK", 7)
+    assert read_bank_file(SGML.encode("ascii"), "old.qfx")[1] == sgml  # unclosed leaves too
     monkeypatch.setattr(bank_read, "CHUNK", 97)  # every tag and text cut somewhere
     for fmt, data in [
         ("ofx", ofx_statement("42", many)),

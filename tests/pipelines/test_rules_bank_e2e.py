@@ -207,7 +207,20 @@ def test_an_unmapped_account_or_an_unreadable_file_exits_2_and_writes_nothing(
     path.write_bytes(b"<html>not a statement</html>")
     code, _ = http_env.cli("import", str(path), "--account", "999=Cash Wallet")
     assert code == 2
+    text = ofx_statement("999", [("F-9", dt.date.today(), "-1.00", "Café")]).decode()
+    for data, words in [
+        (b"%PDF-1.7\n1 0 obj", "x.ofx is a PDF document, not a bank statement"),
+        (text.encode("utf-16-le"), "UTF-16 or UTF-32 text without a byte-order mark"),
+    ]:
+        path.write_bytes(data)
+        result = CliRunner().invoke(main, ["import", str(path), "--account", "999=Cash Wallet"])
+        assert result.exit_code == 2 and words in result.stderr, result.stderr
     assert not (http_env.warehouse.parent / "inbox").exists()
+    path.write_bytes(b"\xff\xfe" + text.encode("utf-16-le"))  # with its byte-order mark: read
+    code, out = http_env.cli(
+        "import", str(path), "--account", "999=Cash Wallet", "--dry-run", "--json"
+    )
+    assert code == 0 and [c["concept"] for c in last(out)["files"][0]["new"]] == ["Café"], out
 
 
 @pytest.mark.slow  # CI runs it (make test-slow); about 20-30 s on 2 cores (two refreshes)
