@@ -5,8 +5,9 @@
 Writes one statement of about `--mb` MB (OFX 2 XML, or CAMT.053) of card payments to a
 temporary folder, then reads it in a fresh child process (so each figure is that read's alone)
 through `centsync.pipelines.writeback.bank_read.read_statement`, the reader `centsync import`
-uses, and prints the rows read (kept in a list, as the import keeps them), the seconds and the
-child's peak RSS (ru_maxrss).
+uses, and prints the rows read (kept in a list, as the import keeps them), the seconds, the
+child's CPU seconds (steadier than the wall clock on a shared machine) and its peak RSS
+(ru_maxrss).
 No statement is kept; nothing is asserted (the tests hold behaviour, not memory).
 """
 
@@ -81,8 +82,10 @@ from centsync.pipelines.writeback.bank_read import read_statement
 t = time.perf_counter()
 fmt, rows = read_statement(Path(sys.argv[1]))
 n = len(rows)  # the rows are kept, as `centsync import` keeps them
+used = resource.getrusage(resource.RUSAGE_SELF)
 print(json.dumps({"format": fmt, "rows": n, "seconds": round(time.perf_counter() - t, 2),
-                  "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)}))
+                  "cpu_seconds": round(used.ru_utime + used.ru_stime, 2),
+                  "peak_rss_mb": round(used.ru_maxrss / 1024)}))
 """
 
 
@@ -103,7 +106,8 @@ def main() -> None:
             size = path.stat().st_size / 1_000_000
             print(
                 f"{fmt}: {size:.1f} MB, {written} rows written, {figures['rows']} read in "
-                f"{figures['seconds']} s, peak RSS {figures['peak_rss_mb']} MB"
+                f"{figures['seconds']} s ({figures['cpu_seconds']} CPU-s, the child's whole life), "
+                f"peak RSS {figures['peak_rss_mb']} MB"
             )
 
 

@@ -191,7 +191,7 @@ class _Builder:
 
         outer = self
 
-        class Builder(TreeBuilder):  # type: ignore[misc]
+        class Builder(TreeBuilder):
             def start(self, tag: str, attrs: dict[str, str]) -> Any:
                 el = super().start(tag, attrs)
                 outer.stack.append(el)
