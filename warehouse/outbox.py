@@ -437,6 +437,17 @@ class Outbox:
                 )
         return {s: int(found.get(s, 0)) for s in STATES}
 
+    def unresolved(self) -> list[dict[str, Any]]:
+        """The rows rejected (by the checks or the service) or needing attention that no later
+        row of the same event superseded (as `counts` counts them), oldest first."""
+        if not self.exists():
+            return []
+        return self.rows(
+            "state = 'needs_attention' OR (state = 'rejected' AND NOT EXISTS (SELECT 1 FROM "
+            "ops.outbox n WHERE n.idempotency_key = ops.outbox.idempotency_key AND "
+            "n.id > ops.outbox.id AND n.state <> 'rejected'))"
+        )
+
     def request_records(self) -> list[dict[str, Any]]:
         """Rows analysts inserted into ops.outbox_requests, in insertion order."""
         if not self.exists():

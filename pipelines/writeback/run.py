@@ -18,6 +18,7 @@ import orjson
 
 from centsync.extract import ApiClient
 from centsync.pipelines.results import PlanEntry, WritebackResult
+from centsync.pipelines.writeback import inbox_csv
 from centsync.pipelines.writeback.drain import DrainStopped, WriteScopeMissing, drain
 from centsync.pipelines.writeback.intake import intake
 from centsync.pipelines.writeback.summary import WritebackOptions, plan_entry
@@ -54,8 +55,23 @@ def run_writeback(
                     summary.counts = outbox.counts()
                     raise
                 summary.warnings.append(str(e))
+        refusals_to_errors(inbox, summary)
     summary.counts = outbox.counts()
     return summary
+
+
+def refusals_to_errors(inbox: Path, summary: WritebackResult) -> None:
+    """Each inbox file's rows the service refused, into its errors file (as the checks'
+    rejections are: line, reason, row), beside the rejected files; the file named in each."""
+    folder = inbox / "rejected"
+    for refused in summary.refused:
+        if refused["source"] != "inbox":
+            continue  # ops.outbox_requests' rows: `centsync writeback --rejected` lists them
+        path = folder / f"{refused['source_name']}.errors.csv"
+        folder.mkdir(parents=True, exist_ok=True)
+        row = [refused["line"], f"refused by the service: {refused['reason']}", refused["row"]]
+        inbox_csv.append_errors(path, row)
+        refused["errors_file"] = str(path)
 
 
 def _intake(
