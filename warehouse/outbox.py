@@ -438,14 +438,16 @@ class Outbox:
         return {s: int(found.get(s, 0)) for s in STATES}
 
     def unresolved(self) -> list[dict[str, Any]]:
-        """The rows rejected (by the checks or the service) or needing attention that no later
-        row of the same event superseded (as `counts` counts them), oldest first."""
-        if not self.exists():
-            return []
+        """The rows rejected (by the checks or the service) or needing attention that nothing
+        later superseded, oldest first: not a later row of the same event that was not
+        rejected (as `counts` has it), nor a later drop of an inbox file of the same name (the
+        rows fixed and dropped again: that drop's own rejections are listed instead)."""
         return self.rows(
-            "state = 'needs_attention' OR (state = 'rejected' AND NOT EXISTS (SELECT 1 FROM "
-            "ops.outbox n WHERE n.idempotency_key = ops.outbox.idempotency_key AND "
-            "n.id > ops.outbox.id AND n.state <> 'rejected'))"
+            "state IN ('rejected', 'needs_attention') AND NOT EXISTS (SELECT 1 FROM ops.outbox n "
+            "WHERE n.id > ops.outbox.id AND ((n.idempotency_key = ops.outbox.idempotency_key "
+            "AND n.state <> 'rejected') OR (ops.outbox.source = 'inbox' AND n.source = 'inbox' "
+            "AND n.source_name = ops.outbox.source_name "
+            "AND n.created_at > ops.outbox.created_at)))"
         )
 
     def request_records(self) -> list[dict[str, Any]]:
