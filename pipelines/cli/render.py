@@ -253,8 +253,8 @@ def writeback(result: WritebackResult) -> None:
         warn(w)
     if result.counts.get("needs_attention"):
         echo(
-            "Rows that need attention: SELECT id, reason FROM ops.outbox WHERE state = 'needs_attention' "
-            "(in the outbox file, or the warehouse after the next refresh)."
+            "Rows that need attention: `centsync writeback --rejected` lists each with its file, "
+            "line and reason (ops.outbox holds them too)."
         )
 
 
