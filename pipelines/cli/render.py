@@ -339,7 +339,8 @@ def rejected_rows(rows: list[RejectedRow], limit: int | None = None) -> None:
         f"refresh rejected them), {len(rows) - by_refresh} of the write-back not posted"
     )
     for r in rows[:limit]:
-        label = {"needs_attention": "attention"}.get(r.state, r.state)
+        refused = r.origin == "writeback" and not r.reason.startswith("not sent")
+        label = "attention" if r.state == "needs_attention" else "refused" if refused else r.state
         echo(f"  {click.style(f'{label:<9}', fg='red')} {r.source}: {r.reason}")
         echo(f"  {'':<9} whose: {r.whose}")
     if limit is not None and len(rows) > limit:

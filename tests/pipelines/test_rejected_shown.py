@@ -127,7 +127,7 @@ def test_a_refused_write_back_is_warned_of_shown_with_its_reason_and_cleared_whe
     code, listed = _json(http_env, "writeback", "--rejected")
     assert code == errors.REJECTED and listed["rows"] == status["rejected"]
     code, text = http_env.cli("writeback", "--rejected")
-    assert "rejected  edits.csv:2: " in text and "bank-feed transaction" in text
+    assert "refused   edits.csv:2: invalid_request: amount of a bank-feed" in text
     # fixed (the concept only) and dropped again: the stale errors file goes, nothing listed
     _drop(http_env, "edits.csv", f"operation,transaction_id,concept\nedit,{tid},Corner shop\n")
     code, text = http_env.cli("writeback")
