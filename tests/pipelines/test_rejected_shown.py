@@ -119,6 +119,9 @@ def test_a_refused_write_back_is_warned_of_shown_with_its_reason_and_cleared_whe
     header, (line, reason, row_text) = list(csv.reader(io.StringIO(errors_file.read_text())))
     assert header == ["line", "reason", "row"] and line == "2" and row_text == f"edit,{tid},-1.00"
     assert reason.startswith("refused by the service: ") and "bank-feed transaction" in reason
+    # and, as the checks' rejections are, under its file's header in rejected/, to fix there
+    kept = inbox / "rejected" / "edits.csv"
+    assert kept.read_text() == f"operation,transaction_id,amount\nedit,{tid},-1.00\n"
     # status and `writeback --rejected` list it with its source and reason
     status = _json(http_env, "status")[1]
     (row,) = status["rejected"]
@@ -128,10 +131,11 @@ def test_a_refused_write_back_is_warned_of_shown_with_its_reason_and_cleared_whe
     assert code == errors.REJECTED and listed["rows"] == status["rejected"]
     code, text = http_env.cli("writeback", "--rejected")
     assert "refused   edits.csv:2: invalid_request: amount of a bank-feed" in text
-    # fixed (the concept only) and dropped again: the stale errors file goes, nothing listed
-    _drop(http_env, "edits.csv", f"operation,transaction_id,concept\nedit,{tid},Corner shop\n")
+    # fixed there (the concept only) and moved back: the stale errors file goes, nothing listed
+    kept.write_text(f"operation,transaction_id,concept\nedit,{tid},Corner shop\n")
+    kept.rename(inbox / "edits.csv")
     code, text = http_env.cli("writeback")
     assert code == 0, text
-    assert not errors_file.exists()
+    assert not errors_file.exists() and not kept.exists()
     assert _json(http_env, "status")[1]["rejected"] == []
     assert http_env.cli("writeback", "--rejected")[0] == 0
