@@ -36,6 +36,13 @@ def prefix() -> str:
     return shlex.quote(shown)
 
 
+def standing() -> str:
+    """Where the printed commands run as printed: "this folder", named when the program is
+    named by a path relative to it."""
+    p = prefix()
+    return "this folder" if p == NAME or p.startswith(("/", "'/")) else str(Path.cwd())
+
+
 def command(args: str = "") -> str:
     """A command line for a person: the prefix, then `args`."""
     return f"{prefix()} {args}".rstrip()

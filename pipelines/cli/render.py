@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from centsync.pipelines import failures as errors
-from centsync.pipelines.cli.invocation import command, runnable
+from centsync.pipelines.cli.invocation import command, runnable, standing
 from centsync.transform.money import cents_text
 
 if TYPE_CHECKING:
@@ -457,7 +457,7 @@ def demo_outro(report_path: Any) -> None:
         echo(
             f"\nThe reconciliation report (open it in a browser, no network needed): {report_path}"
         )
-    echo("Next, from this folder:")
+    echo(f"Next, from {standing()}:")
     _commands(DEMO_NEXT)
 
 
