@@ -35,10 +35,17 @@ class Alert:
         return {"kind": self.kind, "title": self.title, "body": self.body}
 
 
-def from_result(result: dict[str, Any], run_id: str, now: dt.datetime | None = None) -> list[Alert]:
-    """The alerts a run's recorded result (`centsync/result`) calls for; none when all is well."""
+def from_result(
+    result: dict[str, Any],
+    run_id: str,
+    now: dt.datetime | None = None,
+    *,
+    warehouse: str | None = None,
+) -> list[Alert]:
+    """The alerts a run's recorded result (`centsync/result`) calls for; none when all is well.
+    `warehouse`: the run's warehouse (the settings'), named in each alert with the run."""
     report = result  # a refresh's, a reconciliation's or a write-back's `to_json()`
-    where = f"(Dagster run {run_id}; warehouse {report.get('warehouse', '?')})"
+    where = _where(run_id, warehouse or report.get("warehouse"))
     alerts: list[Alert] = []
     if report.get("verdict") == "differ":
         n = report.get("reconciliation", report).get("differ", "some")
@@ -51,16 +58,7 @@ def from_result(result: dict[str, Any], run_id: str, now: dt.datetime | None = N
                 f"to see which {where}.",
             )
         )
-    rejected = _rejected(report)
-    if rejected:
-        alerts.append(
-            Alert(
-                "rejected",
-                f"centsync: {rejected} rows rejected",
-                f"{rejected} rows were rejected (raw.rejected_rows, or the write-back outbox): "
-                f"`centsync status` lists them with their reasons {where}.",
-            )
-        )
+    alerts += _rejected_alerts(report, where)
     expires = report.get("key_expires_at")
     if expires:
         at = dt.datetime.fromisoformat(str(expires))
@@ -78,15 +76,50 @@ def from_result(result: dict[str, Any], run_id: str, now: dt.datetime | None = N
     return alerts
 
 
-def _rejected(report: dict[str, Any]) -> int:
-    """Rows rejected: by validation (a refresh) or by the checks or the service (a write-back)."""
+def _where(run_id: str, warehouse: Any) -> str:
+    """Where an alert's run is: the Dagster run, and the warehouse when known."""
+    return (
+        f"(Dagster run {run_id}; warehouse {warehouse})" if warehouse else f"(Dagster run {run_id})"
+    )
+
+
+def _rejected_alerts(report: dict[str, Any], where: str) -> list[Alert]:
+    """Rows set aside: by the refresh's validation (the service's data: the service's to fix)
+    or by the write-back's checks or the service (the person's file: theirs to fix)."""
     rows = report.get("rows")
     if isinstance(rows, dict):
-        return int(rows.get("rejected") or 0)
-    if "queued" in report:  # a write-back's result
-        keys = ("rejected", "rejected_by_service", "needs_attention")
-        return sum(int(report.get(k) or 0) for k in keys)
-    return 0
+        n = int(rows.get("rejected") or 0)
+        if not n:
+            return []
+        verdict = str(report.get("verdict") or "").upper()
+        return [
+            Alert(
+                "rejected",
+                f"centsync: the service sent {n} broken row(s); they were set aside",
+                f"The refresh set aside {n} row(s) the service sent that break the API's "
+                "documented rules (raw.rejected_rows); every other row landed"
+                + (f" and the reconciliation says {verdict}" if verdict else "")
+                + ". This is the service's data, not a bug in centsync: report the rows to the "
+                "service; the next refresh lands them once they are fixed. `centsync status` "
+                f"lists each row with its reason {where}.",
+            )
+        ]
+    if "queued" not in report:
+        return []
+    keys = ("rejected", "rejected_by_service", "needs_attention")
+    n = sum(int(report.get(k) or 0) for k in keys)
+    if not n:
+        return []
+    return [
+        Alert(
+            "rejected",
+            f"centsync: {n} write-back row(s) not posted",
+            f"{n} write-back row(s) were not posted: rejected by centsync's checks or refused "
+            "by the service, or they need attention. They are yours to fix: "
+            "`centsync writeback --rejected` lists each row with its file, line and reason "
+            f"(and each file's errors.csv names them too) {where}.",
+        )
+    ]
 
 
 def failed(job: str, failure: Failure) -> Alert:
@@ -132,7 +165,7 @@ def send(url: str, alerts: list[Alert], secrets: tuple[str, ...] = ()) -> int:
     for alert in alerts:
         clean = scrubbed(alert, secrets)
         kind = apprise.NotifyType.SUCCESS if alert.kind == "ok" else apprise.NotifyType.FAILURE
-        if alert.kind == "key_expiring":
+        if alert.kind in ("key_expiring", "rejected"):
             kind = apprise.NotifyType.WARNING
         if sender.notify(body=clean.body, title=clean.title, notify_type=kind):
             delivered += 1

@@ -71,16 +71,32 @@ def failure(events: Iterable[DagsterEvent], run_id: str) -> failures.Failure:
     return failures.classify(getattr(data, "error", None), run_id)
 
 
+# a blocking asset check that failed (rejected rows, a mart that differs): the run's findings
+# say what it found; the run itself did its work
+CHECKS_FAILED = "DagsterAssetCheckFailedError"
+
+
 def alerts(
-    job: str, run_id: str, events: Iterable[DagsterEvent], *, failed: bool
+    job: str,
+    run_id: str,
+    events: Iterable[DagsterEvent],
+    *,
+    failed: bool,
+    warehouse: str | None = None,
 ) -> list[alerting.Alert]:
-    """The alerts a finished run calls for: its failure (unless it was stopped on purpose),
-    then the findings of each result it recorded."""
+    """The alerts a finished run calls for: its failure (unless it was stopped on purpose, or
+    only its blocking checks failed over findings it recorded: those findings are the alerts),
+    then the findings of each result it recorded (`warehouse`: named in each)."""
     events = list(events)
     found: list[alerting.Alert] = []
+    recorded = results(events)
+    findings = [
+        a for _, r in recorded for a in alerting.from_result(r, run_id, warehouse=warehouse)
+    ]
     if failed:
         f = failure(events, run_id)
         if f.code in failures.STOPS:
             return []  # a stop asked for is not a problem to report
-        found.append(alerting.failed(job, f))
-    return found + [a for _, r in results(events) for a in alerting.from_result(r, run_id)]
+        if not (f.cls == CHECKS_FAILED and findings):
+            found.append(alerting.failed(job, f))
+    return found + findings

@@ -142,7 +142,7 @@ class PlanEntry(TypedDict):
     source: str
     line: int
     operation: str
-    action: str  # send, duplicate, rejected, conflict (a plan entry stays a mutable dict)
+    action: str  # send, warn, duplicate, rejected, conflict (a plan entry stays a mutable dict)
     request: str
     body: dict[str, Any] | None
     reason: str | None
@@ -173,6 +173,7 @@ class WritebackResult(Result):
     outbox: str = ""
     inbox: str = ""
     dry_run: bool = False
+    refused: list[dict[str, Any]] = Field(default_factory=list)  # by the service, with reasons
 
     @property
     def bad(self) -> int:
@@ -485,6 +486,22 @@ class StatusOutbox(Open):
     inbox_files: Count = 0  # CSV files waiting in the inbox
 
 
+class RejectedRow(Result):
+    """One row set aside (`status`, `writeback --rejected`); `source`: entity and id, or line."""
+
+    origin: Literal["refresh", "writeback"]
+    state: str  # rejected, needs_attention
+    source: str
+    reason: str
+    at: str
+    whose: str
+    row: str
+
+
+class RejectedList(Result):
+    rows: list[RejectedRow]  # `centsync writeback --rejected`
+
+
 class StatusResult(Result):
     """`centsync status`: what the warehouse holds (`outputs.status.read_status`)."""
 
@@ -500,6 +517,7 @@ class StatusResult(Result):
     outbox: StatusOutbox | None
     key_expires_at: str | None = None
     warnings: list[str]
+    rejected: list[RejectedRow] = Field(default_factory=list)  # `outputs.status.rejected`
 
 
 class Schedule(Result):
@@ -555,12 +573,13 @@ COMMANDS: dict[str, type[Result]] = {
     "refresh-all": FleetResult,
     "refresh-plan": PlanResult,
     "lake": LakeResult,
+    "writeback-rejected": RejectedList,
 }
 TITLES = {
     "schedule": "centsync schedule list --json",
     "failure": "a failing command's --json",
-    "refresh-all": "centsync refresh --all --json",
-    "refresh-plan": "centsync refresh --plan --json",
+    **{f"refresh-{o}": f"centsync refresh --{o} --json" for o in ("all", "plan")},
+    "writeback-rejected": "centsync writeback --rejected --json",
 }
 
 

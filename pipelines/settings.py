@@ -447,3 +447,14 @@ def configuration_markdown() -> str:
     for s in reference():
         lines.append(f"| `{s['env']}` | `{s['field']}` | {s['default']} | {s['doc']} |")
     return "\n".join(lines) + "\n"
+
+
+def persons_path(program_dir: str) -> str:
+    """The PATH of the shell the person runs centsync from, as far as this process can tell:
+    its own PATH, less the first `program_dir` entry when `uv run` put it there for this
+    process only (uv says so in UV_RUN_RECURSION_DEPTH). Not a setting: how printed commands
+    are spelled (`cli/invocation.py`)."""
+    entries = os.environ.get("PATH", "").split(os.pathsep)
+    if os.environ.get("UV_RUN_RECURSION_DEPTH") and program_dir in entries:
+        entries.remove(program_dir)
+    return os.pathsep.join(entries)

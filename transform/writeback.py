@@ -207,6 +207,9 @@ class Reference:
     currency: str = "EUR"  # the settings' currency (an edited amount's decimals)
     today: dt.date | None = None  # the service's today: a later booked_at is refused ...
     allow_future: bool = False  # ... unless this is set (`--allow-future`)
+    # the named transactions on an account a bank connection feeds: the service takes amount,
+    # booked_at and type edits of manual transactions only (400 for a bank-feed one)
+    bank_fed: frozenset[str] = frozenset()
 
     @classmethod
     def from_frames(
@@ -236,6 +239,11 @@ class Reference:
             currency=currency or "EUR",
             today=today,
             allow_future=allow_future,
+            bank_fed=frozenset(
+                transactions.filter(pl.col("bank_fed")).get_column("id").cast(pl.String).to_list()
+                if "bank_fed" in transactions.columns
+                else ()
+            ),
         )
 
 
@@ -265,6 +273,7 @@ class Planned:
     path: str = ""
     body: dict[str, Any] = field(default_factory=dict)
     reason: str | None = None  # set: rejected, nothing is sent
+    warning: str | None = None  # set: sent, but the service will likely refuse it (the plan says)
     account_id: str | None = None
     booked_at: dt.date | None = None
     amount: int | None = None
@@ -526,6 +535,18 @@ def _plan_edit(
     if not body:
         raise RowError("row", f"an edit needs at least one of {', '.join(EDITABLE)}")
     p.method, p.path, p.body = "PATCH", f"/v1/transactions/{tid}", body
+    manual_only = [f for f in MANUAL_ONLY if f in body]
+    if manual_only and tid in ref.bank_fed:
+        p.warning = (
+            f"{', '.join(manual_only)}: this transaction is on a bank-fed account, and the "
+            "service takes amount, booked_at and type edits of manual transactions only: it "
+            "will refuse this edit (400) unless the row was entered by hand; change only "
+            "concept, category or notes"
+        )
+
+
+# the fields of an edit the service takes for manual transactions only (docs/api-contract.md)
+MANUAL_ONLY = ("amount", "booked_at", "type")
 
 
 def request_rows(records: Iterable[Mapping[str, Any]]) -> list[SourceRow]:

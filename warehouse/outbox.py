@@ -437,6 +437,19 @@ class Outbox:
                 )
         return {s: int(found.get(s, 0)) for s in STATES}
 
+    def unresolved(self) -> list[dict[str, Any]]:
+        """The rows rejected (by the checks or the service) or needing attention that nothing
+        later superseded, oldest first: not a later row of the same event that was not
+        rejected (as `counts` has it), nor a later drop of an inbox file of the same name (the
+        rows fixed and dropped again: that drop's own rejections are listed instead)."""
+        return self.rows(
+            "state IN ('rejected', 'needs_attention') AND NOT EXISTS (SELECT 1 FROM ops.outbox n "
+            "WHERE n.id > ops.outbox.id AND ((n.idempotency_key = ops.outbox.idempotency_key "
+            "AND n.state <> 'rejected') OR (ops.outbox.source = 'inbox' AND n.source = 'inbox' "
+            "AND n.source_name = ops.outbox.source_name "
+            "AND n.created_at > ops.outbox.created_at)))"
+        )
+
     def request_records(self) -> list[dict[str, Any]]:
         """Rows analysts inserted into ops.outbox_requests, in insertion order."""
         if not self.exists():

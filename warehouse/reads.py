@@ -95,8 +95,9 @@ def writeback_reference(
     ]
     transactions = _writeback_frame(
         con,
-        "SELECT id::VARCHAR AS id, type FROM core.transactions "
-        "WHERE id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
+        "SELECT t.id::VARCHAR AS id, t.type, a.connection_id IS NOT NULL AS bank_fed "
+        "FROM core.transactions t LEFT JOIN core.accounts a ON a.id = t.account_id "
+        "WHERE t.id::VARCHAR IN (SELECT unnest(?::VARCHAR[]))",
         [list(transaction_ids)],
     )
     currency = con.execute("SELECT any_value(currency) FROM core.settings").fetchall()[0][0]
@@ -413,6 +414,23 @@ def rejected_in_latest_refresh(con: duckdb.DuckDBPyConnection) -> tuple[int, str
     ).fetchone()
     n, reason = row or (0, None)
     return int(n), None if reason is None else str(reason)
+
+
+def rejected_by_latest_refresh(con: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Each row the latest succeeded refresh rejected (raw.rejected_rows): its entity, the id
+    the service gave it (when it had one), its reason and the refresh; a row rejected by an
+    earlier refresh and landed since is no longer listed."""
+    cur = con.execute(
+        """
+        SELECT entity, record->>'id' AS record_id, reason, refresh_id, rejected_at,
+               left(record::VARCHAR, 300) AS record
+        FROM raw.rejected_rows
+        WHERE refresh_id = (SELECT refresh_id FROM ops.refreshes WHERE status = 'succeeded' ORDER BY started_at DESC LIMIT 1)
+        ORDER BY rejected_at, entity, record_id
+        """
+    )
+    names = [d[0] for d in cur.description]
+    return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 # --- planner ---------------------------------------------------------------------------------

@@ -293,16 +293,18 @@ class Session:
         return v.Split(split.valid.filter(~is_bad), rejected)
 
     def _land_rejected(self, entity: str, rejected: pl.DataFrame) -> None:
-        """Store rejected rows with their reasons (inside the caller's transaction)."""
+        """Store rejected rows with their reasons (inside the caller's transaction): once per
+        refresh, however often the refresh read the row (a window re-read reads it again)."""
         if rejected.height == 0:
             return
-        with self._registered(rejected) as name:
+        with self._registered(rejected.unique(subset=["record"], keep="first")) as name:
             self.con.execute(
                 f"""
-                INSERT INTO raw.rejected_rows
-                SELECT ?, ?, CASE WHEN json_valid(record) THEN record::JSON ELSE to_json(record) END,
-                       reason, now()
-                FROM {name}
+                INSERT INTO raw.rejected_rows SELECT ?1, ?2, r.record, r.reason, now()
+                FROM (SELECT CASE WHEN json_valid(record) THEN record::JSON ELSE to_json(record) END
+                             AS record, reason FROM {name}) r
+                WHERE NOT EXISTS (SELECT 1 FROM raw.rejected_rows x WHERE x.refresh_id = ?1
+                    AND x.entity = ?2 AND x.record::VARCHAR = r.record::VARCHAR)
                 """,
                 [self._rid(), entity],
             )

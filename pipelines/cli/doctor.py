@@ -14,6 +14,7 @@ import click
 
 from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.group import JSON_OUTPUT, finish, json_option
+from centsync.pipelines.cli.render import echo
 
 if TYPE_CHECKING:
     from centsync.extract import Me
@@ -339,7 +340,7 @@ def _render(
     """The checks, one a line, then every setting, the contract, then the verdict."""
     for c in checks:
         tail = f"  {c.detail}" if c.detail else ""
-        click.echo(f"{MARKS[c.status]}  {c.name:<13} {c.value}{tail}")
+        echo(f"{MARKS[c.status]}  {c.name:<13} {c.value}{tail}")  # hints as the person runs them
     if config is not None:
         click.echo("\nSettings:")
         for s in resolved(config):
@@ -352,4 +353,4 @@ def _render(
         warned = sum(c.status == "warn" for c in checks)
         click.echo(f"\nAll is well{f' ({warned} warnings above)' if warned else ''}.")
     else:
-        click.echo(f"\nProblem: {first.name}: {first.detail} (exit {code})")
+        echo(f"\nProblem: {first.name}: {first.detail} (exit {code})")

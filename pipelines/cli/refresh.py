@@ -265,7 +265,7 @@ def demo() -> None:
         # the README's example inbox file is posted too (write-back, with a read-write key)
         example = _seed_inbox_example(config.inbox)
         if example is None:
-            click.echo(
+            render.echo(
                 "The example inbox file was posted by an earlier demo (inbox/done/): nothing to "
                 "post this time, and the sandbox still holds its rows (`centsync sandbox reset` "
                 "starts it over).",

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from centsync.pipelines import failures as errors
+from centsync.pipelines.cli.invocation import command, runnable, standing
 from centsync.transform.money import cents_text
 
 if TYPE_CHECKING:
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
         ReconcileResult,
         RefreshOutbox,
         RefreshResult,
+        RejectedRow,
         RulesResult,
         StatusOutbox,
         StatusResult,
@@ -31,9 +33,15 @@ from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
 VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
 
 
+def echo(message: Any = None, *, err: bool = False) -> None:
+    """click.echo, with every `centsync ...` in the text as the person runs it from where they
+    stand (`invocation.runnable`: `.venv/bin/centsync ...` when `centsync` is not on the PATH)."""
+    click.echo(runnable(message) if isinstance(message, str) else message, err=err)
+
+
 def warn(text: str) -> None:
     """A warning line, in yellow."""
-    click.echo(click.style(f"Warning: {text}", fg="yellow"))
+    echo(click.style(f"Warning: {text}", fg="yellow"))
 
 
 def money(cents: int) -> str:
@@ -54,14 +62,14 @@ def failure(f: errors.Failure, log: Path | None, *, debug: bool) -> None:
         lines.append(where)
     if debug:
         lines.append(f.detail)
-    click.echo("\n".join(lines), err=True)
+    echo("\n".join(lines), err=True)
 
 
 def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = True) -> None:
     """A refresh's summary: rows, requests, verification, rejections, write-back, verdict."""
     result = run.refresh
     rows, requests = result.rows, result.requests
-    click.echo(
+    echo(
         f"Refresh done in {run.seconds} s ({result.mode} ({result.reason})): {rows.total:,} transactions in the warehouse, "
         f"{rows.changed:,} rows changed, {rows.rejected} rejected.\n"
         f"Requests: {requests.total} (ceil(rows read / 200) = {requests.floor}); "
@@ -70,21 +78,21 @@ def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = Tr
     )
     verification = result.verification
     if verification.months or verification.oldest_verified:
-        click.echo(
+        echo(
             f"Verification: {verification.months} month(s) re-read because they were "
             f"verified longest ago; the oldest verification is now {verification.oldest_verified or 'none'}."
         )
     if result.rejected:
-        click.echo(
+        echo(
             click.style(
                 f"Rejected: {result.rejected} row(s) the service sent broke the API's documented types or "
-                "rules and were not landed; each is in raw.rejected_rows with its reason "
-                "(SELECT entity, reason, record FROM raw.rejected_rows).",
+                "rules and were not landed (the service's data to fix, not a bug in centsync): "
+                "`centsync status` lists each with its reason (raw.rejected_rows keeps them).",
                 fg="yellow",
             )
         )
     if result.backup:
-        click.echo(f"Rebound: the previous warehouse is kept as {result.backup}")
+        echo(f"Rebound: the previous warehouse is kept as {result.backup}")
     _writeback_line(result.writeback, result.outbox)
     for warning in result.warnings:
         warn(warning)
@@ -112,8 +120,8 @@ def fleet(result: FleetResult) -> None:
     if not any(r.error for r in result.owners.values()):
         headers, rows = headers[:-1], [r[:-1] for r in rows]
     align = ("left", "left", "right", "right", "right", "left")
-    click.echo(tabulate(rows, headers, colalign=align, disable_numparse=True))
-    click.echo(
+    echo(tabulate(rows, headers, colalign=align, disable_numparse=True))
+    echo(
         f"\n{len(result.owners)} owners: {result.agree} agree, {result.failed} failed "
         f"({result.seconds:.1f} s)."
     )
@@ -121,23 +129,21 @@ def fleet(result: FleetResult) -> None:
 
 def refresh_plan(plan: dict[str, Any]) -> None:
     """`refresh --plan`: what the refresh would read and prove, and its request estimate."""
-    click.echo(
+    echo(
         f"Refresh plan ({plan['mode']}: {plan['reason']}); the service's today is "
         f"{plan['today']}, the hot window starts {plan['hot_window_from']}.\n"
         f"Nothing was read or written: {plan['requests_spent']} request(s) spent to learn that."
     )
     if plan["parts"]:
-        click.echo(
-            f"  {'part':<12} {'from':<10} {'to':<10} {'rows':>9} {'read':>6} {'prove':>7}  choice"
-        )
+        echo(f"  {'part':<12} {'from':<10} {'to':<10} {'rows':>9} {'read':>6} {'prove':>7}  choice")
         for p in plan["parts"]:
             read = "-" if p["read_cost"] is None else f"{p['read_cost']:.0f}"
-            click.echo(
+            echo(
                 f"  {p['part']:<12} {p['from'] or 'open':<10} {p['to']:<10} {p['rows']:>9,} "
                 f"{read:>6} {p['prove_cost']:>7.1f}  {p['choice']}"
             )
-        click.echo(f"  hot window: {plan['hot_rows']:,} rows, always re-read")
-    click.echo(
+        echo(f"  hot window: {plan['hot_rows']:,} rows, always re-read")
+    echo(
         f"Estimate: about {plan['estimate']} requests if nothing differs "
         f"(re-reading everything: {plan['reread_everything']})."
     )
@@ -162,7 +168,7 @@ def _writeback_line(wb: WritebackResult | None, outbox: RefreshOutbox) -> None:
     if (wb is not None and wb.plan) or any(states.values()):
         sent = wb.sent if wb else 0
         rejected = wb.rejected + wb.rejected_by_service if wb else 0
-        click.echo(
+        echo(
             f"Write-back: {sent} sent, {rejected} "
             f"rejected, {outbox.confirmed} confirmed by this refresh; outbox "
             + ", ".join(f"{k} {v}" for k, v in states.items() if v)
@@ -189,21 +195,21 @@ def verdict(
             "give them or could not be read; recon.results, status 'unavailable', says why), "
             f"{explained} explained, {differ} differ"
         )
-    click.echo(f"{head}: {VERDICT_WORDS[verdict]} ({counted}).")
+    echo(f"{head}: {VERDICT_WORDS[verdict]} ({counted}).")
     if not differences:
         return
-    click.echo(
+    echo(
         f"  {'status':<9} {'check':<22} {'scope':<28} {'local':>14} {'server':>14} {'difference':>12}"
     )
     for d in differences[:limit]:
-        click.echo(
+        echo(
             f"  {d.status:<9} {d.check:<22} {str(d.scope)[:28]:<28} "
             f"{cents_text(d.local_cents):>14} {cents_text(d.server_cents):>14} {cents_text(d.difference_cents):>12}"
         )
         if d.explanation:
-            click.echo(f"            {d.explanation}")
+            echo(f"            {d.explanation}")
     if len(differences) > limit:
-        click.echo(f"  ... and {len(differences) - limit} more (recon.results)")
+        echo(f"  ... and {len(differences) - limit} more (recon.results)")
 
 
 def reconciliation(result: ReconcileResult, run_id: str) -> None:
@@ -218,13 +224,11 @@ def reconciliation(result: ReconcileResult, run_id: str) -> None:
         unavailable=result.unavailable,
     )
     for r in result.row_differences[:10]:
-        click.echo(
+        echo(
             f"  row {r.kind:<11} {r.entity:<12} {r.id}  month {r.month or '-'}"
             + (f"  fields {r.fields}" if r.fields else "")
         )
-    click.echo(
-        f"Reconciliation {result.recon_id} of refresh {result.refresh_id}; Dagster run {run_id}"
-    )
+    echo(f"Reconciliation {result.recon_id} of refresh {result.refresh_id}; Dagster run {run_id}")
 
 
 def writeback(result: WritebackResult) -> None:
@@ -232,15 +236,15 @@ def writeback(result: WritebackResult) -> None:
     _writeback_plan(result)
     for f in result.files:
         if f.get("fate"):
-            click.echo(f"File {f['file']}: {f['fate']}")
+            echo(f"File {f['file']}: {f['fate']}")
         elif f.get("moved_to"):
             extra = f"; reasons in {f['errors_file']}" if f.get("errors_file") else ""
-            click.echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
+            echo(f"File {f['file']}: moved to {f['moved_to']}{extra}")
     if result.inbox:
-        click.echo(f"Inbox: {result.inbox}")
+        echo(f"Inbox: {result.inbox}")
     if not result.dry_run:
         _writeback_counts(result)
-    click.echo(
+    echo(
         "Outbox: "
         + ", ".join(f"{k} {v}" for k, v in result.counts.items())
         + f"  ({result.outbox})"
@@ -248,39 +252,48 @@ def writeback(result: WritebackResult) -> None:
     for w in result.warnings:
         warn(w)
     if result.counts.get("needs_attention"):
-        click.echo(
-            "Rows that need attention: SELECT id, reason FROM ops.outbox WHERE state = 'needs_attention' "
-            "(in the outbox file, or the warehouse after the next refresh)."
+        echo(
+            "Rows that need attention: `centsync writeback --rejected` lists each with its file, "
+            "line and reason (ops.outbox holds them too)."
         )
 
 
 def _writeback_plan(result: WritebackResult) -> None:
     """One line per planned row (duplicates shown only in a dry run), at most 200."""
     if result.dry_run:
-        click.echo("Write-back plan (dry run: nothing is written to the outbox, moved or sent):")
+        echo("Write-back plan (dry run: nothing is written to the outbox, moved or sent):")
     shown = [p for p in result.plan if result.dry_run or p["action"] != "duplicate"]
     for p in shown[:200]:
         where = f"{p['source']}:{p['line']}"
-        colour = {"send": "green", "rejected": "red", "conflict": "yellow"}.get(p["action"])
-        action = click.style(f"{p['action']:<9}", fg=colour)
+        colour = {"send": "green", "rejected": "red", "conflict": "yellow", "warn": "yellow"}
+        action = click.style(f"{p['action']:<9}", fg=colour.get(p["action"]))
         what = p["reason"] if p["action"] in ("rejected", "conflict") else _request_text(p)
-        click.echo(f"  {where:<28} {p['operation'] or '-':<6} {action} {what}")
+        if p["action"] == "warn":
+            what += f"\n  {'':<28} {'':<6} {'':<9} {p['reason']}"
+        echo(f"  {where:<28} {p['operation'] or '-':<6} {action} {what}")
     if len(shown) > 200:
-        click.echo(f"  ... and {len(shown) - 200} more (--json lists them all)")
+        echo(f"  ... and {len(shown) - 200} more (--json lists them all)")
 
 
 def _writeback_counts(result: WritebackResult) -> None:
     """What was read, queued and sent."""
-    click.echo(
+    echo(
         f"Read: {result.queued} new request(s) queued, {result.duplicates} already in the outbox "
         f"(not sent again), {result.rejected} rejected before sending."
     )
-    click.echo(
+    echo(
         f"Sent: {result.sent} accepted by the service ({result.replayed} were replays of an earlier attempt), "
         f"{result.found_by_lookup} found on the service instead of resent, "
         f"{result.rejected_by_service} refused by the service, "
         f"{result.needs_attention + result.conflicts} need attention."
     )
+    for r in result.refused:
+        label = "refused" if r["state"] == "rejected" else "attention"
+        echo(
+            f"  {click.style(f'{label:<9}', fg='red')} {r['source_name']}:{r['line']} "
+            f"{r['request']}: {r['reason']}"
+            + (f" (in {r['errors_file']})" if r.get("errors_file") else "")
+        )
 
 
 def _request_text(p: PlanEntry) -> str:
@@ -296,8 +309,8 @@ def _request_text(p: PlanEntry) -> str:
 def status(info: StatusResult) -> None:
     """`centsync status`: the warehouse, its source, the last refresh, counts, the verdict."""
     src = info.source
-    click.echo(f"Warehouse: {info.warehouse} ({info.size_mb} MB)")
-    click.echo(
+    echo(f"Warehouse: {info.warehouse} ({info.size_mb} MB)")
+    echo(
         f"Source:    {src.base_url if src else 'not bound yet'}"
         + (
             f"  owner {src.account_id}, {src.currency}, {src.timezone}"
@@ -307,9 +320,31 @@ def status(info: StatusResult) -> None:
     )
     _status_history(info)
     _status_outbox(info.outbox)
+    rejected_rows(info.rejected, limit=20)
     for warning in info.warnings:
         warn(warning)
-    click.echo("Rows: " + ", ".join(f"{t} {n:,}" for t, n in info.tables.items()))
+    echo("Rows: " + ", ".join(f"{t} {n:,}" for t, n in info.tables.items()))
+
+
+def rejected_rows(rows: list[RejectedRow], limit: int | None = None) -> None:
+    """Each row set aside that still is, with its source and reason and whose it is to fix
+    (`status`: the first `limit`; `writeback --rejected`: all)."""
+    if not rows:
+        if limit is None:
+            echo("Set aside: nothing (no row is rejected, refused or waiting for you).")
+        return
+    by_refresh = sum(1 for r in rows if r.origin == "refresh")
+    echo(
+        f"Set aside: {len(rows)} row(s): {by_refresh} the service sent broken (the latest "
+        f"refresh rejected them), {len(rows) - by_refresh} of the write-back not posted"
+    )
+    for r in rows[:limit]:
+        refused = r.origin == "writeback" and not r.reason.startswith("not sent")
+        label = "attention" if r.state == "needs_attention" else "refused" if refused else r.state
+        echo(f"  {click.style(f'{label:<9}', fg='red')} {r.source}: {r.reason}")
+        echo(f"  {'':<9} whose: {r.whose}")
+    if limit is not None and len(rows) > limit:
+        echo(f"  ... and {len(rows) - limit} more: `centsync writeback --rejected` lists all")
 
 
 def _status_history(info: StatusResult) -> None:
@@ -324,19 +359,19 @@ def _status_history(info: StatusResult) -> None:
         ]
         if last.rows_changed is not None:
             counts.append(f"{last.rows_changed} rows changed")
-        click.echo(
+        echo(
             f"Last refresh: {last.status} {last.mode} at {last.started_at}"
             + (f" ({', '.join(counts)})" if counts else "")
             + (f"; error: {last.error}" if last.error else "")
         )
     rng = info.synced_range
     if rng:
-        click.echo(
+        echo(
             f"Transactions: {rng.transactions:,} booked {rng.first} .. {rng.last} ({rng.months} months)"
         )
     ver = info.verification
     if ver and ver.oldest_verified_at:
-        click.echo(
+        echo(
             f"Verification: oldest month re-read {ver.oldest_month} at "
             f"{ver.oldest_verified_at[:16]} (service clock); every month is re-read "
             "within the verification period (docs/refresh.md)"
@@ -344,7 +379,7 @@ def _status_history(info: StatusResult) -> None:
     recon = info.reconciliation
     if recon:
         colour = VERDICT_COLOUR.get(recon.verdict, "white")
-        click.echo(
+        echo(
             "Reconciliation: "
             + click.style(recon.verdict.upper(), fg=colour, bold=True)
             + f" at {recon.ran_at} ({recon.checked} checks, {recon.differ} differ)"
@@ -352,7 +387,7 @@ def _status_history(info: StatusResult) -> None:
 
 
 def _status_outbox(outbox: StatusOutbox | None) -> None:
-    click.echo(
+    echo(
         "Outbox: "
         + (
             "empty (drop CSV files into the inbox, then `centsync writeback`)"
@@ -366,44 +401,64 @@ def _status_outbox(outbox: StatusOutbox | None) -> None:
         )
     )
     if outbox and outbox.inbox:
-        click.echo(f"Inbox: {outbox.inbox}")
+        echo(f"Inbox: {outbox.inbox}")
 
 
 def query(title: str, sql: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
-    """One of the demo's example queries, as the `centsync sql` command that runs it, and what
-    it returned."""
-    click.echo(f'\n-- {title}\ncentsync sql "{" ".join(sql.split())}"')
-    click.echo("  " + " | ".join(columns))
+    """One of the demo's example queries, as the `centsync sql` command that runs it (as the
+    person runs it from where they stand), and what it returned."""
+    echo(f"\n-- {title}\n{command('sql ' + _shell_quoted(' '.join(sql.split())))}")
+    echo("  " + " | ".join(columns))
     for r in rows:
-        click.echo("  " + " | ".join(str(v) for v in r))
+        echo("  " + " | ".join(str(v) for v in r))
+
+
+def _shell_quoted(text: str) -> str:
+    """`text` as one shell word: in double quotes when nothing in it is special there (SQL
+    reads best so), else as `shlex.quote` has it."""
+    import shlex
+
+    return f'"{text}"' if not set(text) & set('"$`\\!') else shlex.quote(text)
+
+
+# the demo's commands for a person, each runnable as printed (`invocation.command`)
+DEMO_COMMANDS = (
+    ("sql", "a SQL workbench on it: tables, comments, autocomplete"),
+    (
+        'sql "SELECT count(*) AS transactions FROM core.transactions"',
+        "one query's result (--format csv|json|markdown|parquet)",
+    ),
+    ("export", "Parquet files and a manifest beside it (--format beancount: a ledger)"),
+)
+DEMO_NEXT = (
+    ("notebook spending", "an analyst notebook on it (also net_worth, reconciliation, writeback)"),
+    ("status", "what it holds, and every row set aside with its reason"),
+    ("refresh", "bring it in step with the service again"),
+)
+
+
+def _commands(lines: tuple[tuple[str, str], ...]) -> None:
+    """Commands, one a line, as the person runs them, each with what it does."""
+    shown = [command(args) for args, _ in lines]
+    width = max(len(c) for c in shown) + 3
+    for c, (_, what) in zip(shown, lines, strict=True):
+        echo(f"  {c:<{width}}{what}")
 
 
 def demo_intro(path: Path) -> None:
     """Where the demo's warehouse is and how to open it."""
-    click.echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
-    click.echo(
-        "  centsync sql                  a SQL workbench on it: tables, comments, autocomplete"
-    )
-    click.echo(
-        '  centsync sql "SELECT ..."     one query\'s result (--format csv|json|markdown|parquet)'
-    )
-    click.echo(
-        "  centsync export               Parquet files and a manifest (--format beancount: a ledger)"
-    )
+    echo(f"\nThe warehouse is {path}. Open it read-only (even while a refresh runs):")
+    _commands(DEMO_COMMANDS)
 
 
 def demo_outro(report_path: Any) -> None:
-    """Where the demo's report is, and the notebooks."""
+    """Where the demo's report is, and what to run next (each command runs as printed)."""
     if report_path:
-        click.echo(
+        echo(
             f"\nThe reconciliation report (open it in a browser, no network needed): {report_path}"
         )
-    click.echo(
-        "Notebooks on this warehouse: centsync notebook spending (net_worth, reconciliation, writeback)"
-    )
-    click.echo(
-        "SQL on this warehouse: centsync sql (a workbench, read only); files: centsync export"
-    )
+    echo(f"Next, from {standing()}:")
+    _commands(DEMO_NEXT)
 
 
 def tour(
@@ -415,23 +470,21 @@ def tour(
 ) -> None:
     """`centsync tour`: the sandbox as a client sees it (the answers the API document leaves "not
     shown" read as a refresh reads them, or said to be in a shape of their own)."""
-    click.echo(
+    echo(
         f"\nIdentity: owner {me['account_id']}, scopes {', '.join(me['scopes'])}, key expires {me['key']['expires_at']}"
     )
-    click.echo(
+    echo(
         f"Rate limit: {me['rate_limit']['minute_limit']}/minute, {me['rate_limit']['hour_limit']}/hour"
     )
-    click.echo("\nAccounts:")
+    echo("\nAccounts:")
     for a in accounts:
-        click.echo(f"  {a['name']:<24} {a['type']:<11} {money(a['balance']):>14}")
-    click.echo(f"\nTransactions (page 1 of {page['pages']}, {page['total']} in all):")
+        echo(f"  {a['name']:<24} {a['type']:<11} {money(a['balance']):>14}")
+    echo(f"\nTransactions (page 1 of {page['pages']}, {page['total']} in all):")
     for t in page["data"]:
-        click.echo(
-            f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {money(t['amount']):>12}"
-        )
+        echo(f"  {t['booked_at']}  {t['concept'][:30]:<30} {t['type']:<9} {money(t['amount']):>12}")
     nw = net_worth
     if nw is None or nw.get("total") is None:
-        click.echo("\nNet worth: its answer does not add up to the accounts' balances here.")
+        echo("\nNet worth: its answer does not add up to the accounts' balances here.")
     else:
         assets, owed = nw.get("assets"), nw.get("liabilities")
         parts = (
@@ -439,44 +492,42 @@ def tour(
             if assets is not None and owed is not None
             else ""
         )
-        click.echo(f"\nNet worth: {money(nw['total'])}{parts}")
+        echo(f"\nNet worth: {money(nw['total'])}{parts}")
     rows = spending.get("data") if isinstance(spending, dict) else None
     if not isinstance(rows, list) or not all(
         isinstance(r, dict) and {"label", "amount"} <= r.keys() for r in rows
     ):
-        click.echo(
+        echo(
             "\nSpending by category: answered in a shape of its own; `centsync refresh` learns it "
             "from the rows (`centsync doctor` shows how)."
         )
         return
-    click.echo(f"\nSpending by category, {spending.get('from')} to {spending.get('to')}:")
+    echo(f"\nSpending by category, {spending.get('from')} to {spending.get('to')}:")
     for row in rows[:8]:
-        click.echo(f"  {row['label']!s:<16} {row.get('count')!s:>4} tx {money(row['amount']):>12}")
+        echo(f"  {row['label']!s:<16} {row.get('count')!s:>4} tx {money(row['amount']):>12}")
 
 
 def rules(run: RulesResult) -> None:
     """A rules run: each change, before and after, then what was queued."""
     dry = run.dry_run
     head = "Rules preview (dry run: nothing is written)" if dry else "Rules"
-    click.echo(
+    echo(
         f"{head}: {run.rules_file}, {run.rules} rule(s) against "
         f"{run.transactions} transaction(s): {len(run.changes)} change(s)"
     )
     for c in run.changes[:200]:
         before = "(none)" if c["before"] is None else repr(c["before"])
-        click.echo(
+        echo(
             f"  {c['rule']:<18} {c['booked_at']} {money(c['amount']):>11}  {c['concept'][:32]:<32} "
             f"{c['field']}: {before} -> {c['after']!r}"
         )
     if len(run.changes) > 200:
-        click.echo(f"  ... and {len(run.changes) - 200} more (--json lists them all)")
+        echo(f"  ... and {len(run.changes) - 200} more (--json lists them all)")
     for p in run.plan:
         if p["action"] == "rejected":
-            click.echo(
-                f"  {click.style('rejected', fg='red')} {p['source']}:{p['line']} {p['reason']}"
-            )
+            echo(f"  {click.style('rejected', fg='red')} {p['source']}:{p['line']} {p['reason']}")
     verb = "would queue" if dry else "queued"
-    click.echo(
+    echo(
         f"{verb} {run.queued} request(s), {run.duplicates} already in the outbox, "
         f"{run.rejected} rejected"
         + ("" if dry or not run.queued else "; `centsync writeback` sends them")
@@ -487,33 +538,33 @@ def bank_import(result: ImportResult) -> None:
     """Bank files imported: per file, its rows new, already imported, held (with the row each
     may duplicate), pending (held) and superseded."""
     for f in result.files:
-        click.echo(
+        echo(
             f"{f.file} ({f.format}): {f.rows} transaction(s): {len(f.new)} new, "
             f"{len(f.already_imported)} already imported, {len(f.held)} held as likely "
             f"duplicates, {len(f.pending)} pending (held), {len(f.superseded)} superseded"
         )
         for c in f.new[:200]:
-            click.echo(f"  new   {_bank_row(c)}")
+            echo(f"  new   {_bank_row(c)}")
         for c in f.held:
-            click.echo(f"  held  {_bank_row(c)}\n        {_candidate(c['candidate'])}")
+            echo(f"  held  {_bank_row(c)}\n        {_candidate(c['candidate'])}")
         for c in f.pending:
             more = f"\n        {_candidate(c['candidate'])}" if c.get("candidate") else ""
-            click.echo(f"  pending {_bank_row(c)}{more}")
+            echo(f"  pending {_bank_row(c)}{more}")
         for c in f.superseded:
             by = c["by"]
-            click.echo(
+            echo(
                 f"  superseded {_bank_row(c)}\n        booked as {by['id']} on {by['booked_at']} "
                 f"{by['concept'][:40]!r}: the pending row is not posted"
             )
         if f.inbox_file:
-            click.echo(f"  into the inbox: {f.inbox_file}")
+            echo(f"  into the inbox: {f.inbox_file}")
         if f.held_file:
-            click.echo(
+            echo(
                 f"  held: {f.held_file} (each row is the same account and amount as the row "
                 "named, within a few days: move the file into the inbox to post them anyway)"
             )
         if f.pending_file:
-            click.echo(
+            echo(
                 f"  pending: {f.pending_file} (not booked yet: never posted; a later statement's "
                 "booked entry replaces each)"
             )
@@ -522,7 +573,7 @@ def bank_import(result: ImportResult) -> None:
         if result.dry_run
         else "`centsync writeback` (or the next refresh) posts them"
     )
-    click.echo(f"Inbox: {result.inbox} ({tail})")
+    echo(f"Inbox: {result.inbox} ({tail})")
 
 
 def _bank_row(c: dict[str, Any]) -> str:

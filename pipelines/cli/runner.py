@@ -97,7 +97,9 @@ def alert(settings: Settings, job: str, run: ExecuteInProcessResult) -> int:
     """
     from centsync.pipelines import alerts, recorded
 
-    found = recorded.alerts(job, run.run_id, run.all_events, failed=not run.success)
+    found = recorded.alerts(
+        job, run.run_id, run.all_events, failed=not run.success, warehouse=str(settings.warehouse)
+    )
     return alerts.send(settings.alert_url, found, secrets=(settings.api_key,))
 
 

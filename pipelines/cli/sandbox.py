@@ -219,7 +219,7 @@ def sandbox_advance(days: int) -> None:
         raise embedded.StateInUse(f"another centsync command (a daemon?) is using {path}") from e
     syncs = f"{done.syncs} bank sync{'s' if done.syncs != 1 else ''}"
     rows = f"{done.new_transactions} new transaction{'s' if done.new_transactions != 1 else ''}"
-    click.echo(
+    render.echo(
         f"The embedded sandbox is now at {done.day.isoformat()}: {syncs} brought {rows}; "
         "`centsync refresh` brings them in."
     )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from centsync.pipelines.cli import runner
+from centsync.pipelines.cli import render, runner
 from centsync.pipelines.cli.group import finish, json_option, settings
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def schedule_on(names: tuple[str, ...]) -> None:
             _dagster(config, home, "schedule", "start", name)
     click.echo(f"On: {', '.join(chosen)} (DAGSTER_HOME={home}).")
     if not _daemon_alive(config):
-        click.echo("Nothing runs them until `centsync daemon` (or `centsync ui`) runs.")
+        render.echo("Nothing runs them until `centsync daemon` (or `centsync ui`) runs.")
 
 
 @schedule.command("off")
@@ -89,7 +89,7 @@ def schedule_list(as_json: bool) -> None:
             state = "on " if s.on else "off"
             click.echo(f"{state}  {s.name:<22} {s.cron:<12} {s.description}")
         daemon = "running" if result.daemon_running else "not running (`centsync daemon`)"
-        click.echo(f"Dagster home: {result.dagster_home}; daemon {daemon}.")
+        render.echo(f"Dagster home: {result.dagster_home}; daemon {daemon}.")
 
     finish(result, as_json, show)
 
@@ -149,7 +149,7 @@ def daemon() -> None:
     config = settings()
     home = runner.dagster_home(config)
     on = [s["name"] for s in schedules_state(config)["schedules"] if s["on"]]
-    click.echo(
+    render.echo(
         f"Dagster daemon on DAGSTER_HOME={home} (warehouse {config.warehouse}); "
         f"schedules on: {', '.join(on) or 'none (`centsync schedule on`)'}. SIGTERM stops it.",
         err=True,

@@ -10,6 +10,7 @@ from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import render, runner
 from centsync.pipelines.cli.group import JSON_OUTPUT, dry_run_option, finish, json_option, settings
 from centsync.pipelines.embedded import embedded_api
+from centsync.pipelines.settings import Settings
 
 
 @click.command("writeback")
@@ -20,7 +21,16 @@ from centsync.pipelines.embedded import embedded_api
     is_flag=True,
     help="Post rows dated after the service's today (refused otherwise, with their reason).",
 )
-def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
+@click.option(
+    "--rejected",
+    "list_rejected",
+    is_flag=True,
+    help="List every row set aside (rejected, refused by the service, needing attention), "
+    "with its source and reason; send nothing.",
+)
+def writeback_command(
+    dry_run: bool, as_json: bool, allow_future: bool, list_rejected: bool
+) -> None:
     """Post the inbox's CSV files and ops.outbox_requests' rows to the service, each exactly once.
 
     Every row is checked first (a bad row is rejected with its reason, the good rows of the same
@@ -30,6 +40,10 @@ def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
 
     The inbox folder is printed by `centsync status` and in this command's summary.
 
+    `--rejected` lists every row set aside that still is: the write-back's rows rejected by
+    its checks, refused by the service or needing attention (not fixed since), and the rows
+    the latest refresh rejected of what the service sent; with its source and reason.
+
     Example: centsync writeback --dry-run
     """
     from centsync.pipelines.results import WritebackResult
@@ -37,6 +51,9 @@ def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
 
     JSON_OUTPUT.set(as_json)
     config = settings()
+    if list_rejected:
+        _list_rejected(config, as_json)
+        return
     if allow_future:
         config = dataclasses.replace(config, allow_future=True)
     run_id = None
@@ -51,3 +68,13 @@ def writeback_command(dry_run: bool, as_json: bool, allow_future: bool) -> None:
         result = WritebackResult.from_json(data)
     code = errors.REJECTED if result.bad else errors.OK
     finish(result, as_json, lambda: render.writeback(result), exit_code=code, run_id=run_id)
+
+
+def _list_rejected(config: Settings, as_json: bool) -> None:
+    """`writeback --rejected`: every row set aside, read from the files (no request)."""
+    from centsync.pipelines.outputs.status import rejected
+    from centsync.pipelines.results import RejectedList
+
+    result = RejectedList.from_json({"rows": rejected(config.warehouse)})
+    code = errors.REJECTED if result.rows else errors.OK
+    finish(result, as_json, lambda: render.rejected_rows(result.rows), exit_code=code)

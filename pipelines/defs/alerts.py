@@ -21,7 +21,9 @@ def _alert(context: dg.RunStatusSensorContext, settings: Settings, *, failed: bo
     if not settings.alert_url or alerts.CLI_TAG in run.tags:
         return 0
     events = recorded.events(context.instance, run.run_id)
-    found = recorded.alerts(run.job_name, run.run_id, events, failed=failed)
+    found = recorded.alerts(
+        run.job_name, run.run_id, events, failed=failed, warehouse=str(settings.warehouse)
+    )
     return alerts.send(settings.alert_url, found, secrets=(settings.api_key,))
 
 

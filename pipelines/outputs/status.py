@@ -18,7 +18,6 @@ TABLES = (
     "core.accounts",
     "core.connections",
     "core.categories",
-    "raw.rejected_rows",
     "marts.spending_by_month_category",
     "marts.balance_daily",
     "marts.net_worth_daily",
@@ -49,8 +48,10 @@ def read_status(
         verification = reads.verification_state(con)
         tables = reads.row_counts(con, TABLES)
         recon = reads.latest_reconciliation(con)
+        from_refresh = reads.rejected_by_latest_refresh(con)
     finally:
         con.close()
+    box = outbox or outbox_path(warehouse)
     expires = meta.get("key.expires_at")
     stale = _stale_report(warehouse, succeeded)
     last, succeeded, verification, recon = (
@@ -66,9 +67,8 @@ def read_status(
         "verification": verification,
         "tables": tables,
         "reconciliation": recon,
-        "outbox": _outbox(
-            outbox or outbox_path(warehouse), inbox or warehouse.absolute().parent / "inbox"
-        ),
+        "outbox": _outbox(box, inbox or warehouse.absolute().parent / "inbox"),
+        "rejected": rejected_entries(from_refresh, Outbox(box).unresolved()),
         "key_expires_at": expires,
         "warnings": _warnings(expires, last, now or dt.datetime.now(dt.UTC)) + stale,
     }
@@ -132,3 +132,54 @@ def _outbox(outbox: Path, inbox: Path) -> dict[str, Any]:
         "inbox": str(inbox),
         "inbox_files": len(list(inbox.glob("*.csv"))) if inbox.is_dir() else 0,
     }
+
+
+def rejected(warehouse: Path, outbox: Path | None = None) -> list[dict[str, Any]]:
+    """Every row set aside that still is (`rejected_entries`), read from the files alone:
+    `centsync writeback --rejected` lists them, `centsync status` too."""
+    from_refresh: list[dict[str, Any]] = []
+    if warehouse.exists():
+        con = connect_readonly(warehouse)
+        try:
+            from_refresh = reads.rejected_by_latest_refresh(con)
+        finally:
+            con.close()
+    return rejected_entries(from_refresh, Outbox(outbox or outbox_path(warehouse)).unresolved())
+
+
+def rejected_entries(
+    from_refresh: list[dict[str, Any]], from_outbox: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One entry per row set aside: what the latest refresh rejected of what the service sent
+    (the service's to fix), then the write-back's rows its checks rejected, the service refused
+    or that need attention, not fixed since (the person's to fix); each with its source and
+    reason."""
+    out = [
+        {
+            "origin": "refresh",
+            "state": "rejected",
+            "source": f"the service's {r['entity']}"
+            + (f" {r['record_id']}" if r["record_id"] else ""),
+            "reason": r["reason"],
+            "at": r["rejected_at"].isoformat(timespec="seconds"),
+            "whose": "the service's data: report it; the next refresh lands it once fixed",
+            "row": r["record"],
+        }
+        for r in from_refresh
+    ]
+    for r in from_outbox:
+        line = "" if r["source_line"] is None else f":{r['source_line']}"
+        out.append(
+            {
+                "origin": "writeback",
+                "state": r["state"],
+                "source": f"{r['source_name']}{line}",
+                "reason": r["reason"] or "",
+                "at": r["updated_at"].isoformat(timespec="seconds"),
+                "whose": "yours: fix the row and drop it into the inbox again"
+                if r["state"] == "rejected"
+                else "yours: see the reason",
+                "row": r["row_text"] or "",
+            }
+        )
+    return out

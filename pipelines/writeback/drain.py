@@ -413,3 +413,16 @@ def _record_failure(
         )
     if outcome.counter is not None:
         setattr(summary, outcome.counter, getattr(summary, outcome.counter) + 1)
+    if outcome.state in ("rejected", "needs_attention"):
+        summary.refused.append(
+            {
+                "source": row["source"],
+                "source_name": row["source_name"],
+                "line": row["source_line"],
+                "operation": row["operation"],
+                "request": f"{row['method']} {row['path']}",
+                "state": outcome.state,
+                "reason": reason,
+                "row": row["row_text"],
+            }
+        )

@@ -7,6 +7,7 @@ import csv
 import io
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 from centsync.transform.writeback import COLUMNS, REQUIRED, Planned, SourceRow
@@ -131,6 +132,20 @@ def _table(rows: Iterable[Sequence[object]], delimiter: str) -> str:
 def errors_csv(planned: Sequence[Planned], delimiter: str = ",") -> str:
     """The rejected rows of a file, each with its line and reason (kept verbatim)."""
     return _table(([p.line, p.reason, p.text] for p in planned if p.reason is not None), delimiter)
+
+
+def append_errors(path: Path, row: Sequence[object]) -> None:
+    """One more row of an errors file (its header first when the file is new)."""
+    new = not path.exists()
+    first = "" if new else path.read_text("utf-8").partition("\n")[0]
+    out = io.StringIO()
+    # the separator the file already has (a file's errors use its own: `errors_csv`)
+    w = csv.writer(out, delimiter=";" if ";" in first else ",", lineterminator="\n")
+    if new:
+        w.writerow(ERRORS_HEADER)
+    w.writerow(row)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(out.getvalue())
 
 
 def rejected_rows_csv(header: str, planned: Sequence[Planned]) -> str:

@@ -95,7 +95,7 @@ def planned_entry(p: policy.Planned, action: str) -> PlanEntry:
         method=p.method,
         path=p.path,
         body=p.body,
-        reason=p.reason,
+        reason=p.reason or p.warning,
         idempotency_key=p.key,
     )
 
@@ -174,6 +174,8 @@ def _take_file(
 ) -> dict[str, Any]:
     """One inbox file into the outbox, then moved (unless dry); its entry in the summary."""
     entry: dict[str, Any] = {"file": f.name, "rows": len(rf.rows)}
+    if not dry_run:
+        _drop_stale_errors(f, inbox, entry)
     if rf.problem is not None:
         entry.update(rows=0, rejected_file=rf.problem)
         summary.plan.append(plan_entry(f.name, 0, "", "rejected", reason=rf.problem))
@@ -195,6 +197,22 @@ def _take_file(
                 entry.update(_split(f.name, inbox, rf, planned))
     entry["fate"] = fate(entry, len(planned), bad, dry_run=dry_run)
     return entry
+
+
+def _drop_stale_errors(f: Path, inbox: Path, entry: dict[str, Any]) -> None:
+    """A file dropped again after its rejection (fixed in `rejected/`, then moved or copied
+    back): the errors file of the earlier drop no longer describes it, so it goes (and the
+    rejected copy too when it is the very file dropped); this drop writes its own if need be."""
+    folder = inbox / "rejected"
+    errors_file = folder / f"{f.name}.errors.csv"
+    if not errors_file.exists():
+        return
+    kept = folder / f.name
+    if kept.exists() and kept.read_bytes() != f.read_bytes():
+        return  # another file of that name, still rejected: its errors stay
+    errors_file.unlink()
+    kept.unlink(missing_ok=True)
+    entry["stale_errors_removed"] = str(errors_file)
 
 
 def _split(
@@ -264,7 +282,8 @@ def _enqueue(
             action = "rejected"
         else:
             counts["queued"] += 1
-            action = "send"
+            # sent all the same (the service decides), but said before it is: `warn`
+            action = "warn" if p.warning else "send"
         summary.plan.append(planned_entry(p, action))
     entry.update(counts)
     summary.queued += counts["queued"]

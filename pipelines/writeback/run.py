@@ -18,6 +18,7 @@ import orjson
 
 from centsync.extract import ApiClient
 from centsync.pipelines.results import PlanEntry, WritebackResult
+from centsync.pipelines.writeback import inbox_csv
 from centsync.pipelines.writeback.drain import DrainStopped, WriteScopeMissing, drain
 from centsync.pipelines.writeback.intake import intake
 from centsync.pipelines.writeback.summary import WritebackOptions, plan_entry
@@ -54,8 +55,43 @@ def run_writeback(
                     summary.counts = outbox.counts()
                     raise
                 summary.warnings.append(str(e))
+        refusals_to_errors(inbox, summary)
     summary.counts = outbox.counts()
     return summary
+
+
+def refusals_to_errors(inbox: Path, summary: WritebackResult) -> None:
+    """Each inbox file's rows the service refused, as the checks' rejections are: into its
+    errors file (line, reason, row) and, when this run took the file in, under its header into
+    `rejected/<file>` to fix and drop again; the errors file is named in each refusal."""
+    folder = inbox / "rejected"
+    files = {f["file"]: f for f in summary.files}
+    for refused in summary.refused:
+        if refused["source"] != "inbox":
+            continue  # ops.outbox_requests' rows: `centsync writeback --rejected` lists them
+        name = refused["source_name"]
+        path = folder / f"{name}.errors.csv"
+        folder.mkdir(parents=True, exist_ok=True)
+        row = [refused["line"], f"refused by the service: {refused['reason']}", refused["row"]]
+        inbox_csv.append_errors(path, row)
+        refused["errors_file"] = str(path)
+        _refused_row(folder / name, files.get(name, {}), refused["row"])
+
+
+def _refused_row(target: Path, entry: dict[str, Any], text: str) -> None:
+    """A refused row into `rejected/<file>` under its file's header (this run's split file, or
+    a new one); left out when the header is unknown (a row queued by an earlier run) or another
+    file of that name waits there."""
+    done = Path(entry.get("moved_to") or "")
+    if not entry.get("moved_to") or not done.is_file():
+        return
+    if target.exists() and entry.get("rejected_rows_file") != str(target):
+        return
+    header = done.read_bytes().decode("utf-8-sig", "replace").splitlines()[0]
+    first = "" if target.exists() else header + "\n"
+    with target.open("a", encoding="utf-8") as f:
+        f.write(first + text + "\n")
+    entry.setdefault("rejected_rows_file", str(target))
 
 
 def _intake(

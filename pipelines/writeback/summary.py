@@ -47,7 +47,7 @@ def plan_entry(
         "source": source,
         "line": line,
         "operation": operation,
-        "action": action,  # send, duplicate, rejected, conflict
+        "action": action,  # send, warn (sent, likely refused: reason says why), duplicate, rejected, conflict
         "request": f"{method} {path}".strip(),
         "body": dict(body) if body else None,
         "reason": reason,
@@ -58,7 +58,7 @@ def plan_entry(
 def line(result: WritebackResult) -> str:
     """What a write-back did, in one line (for a log)."""
     if result.dry_run:
-        would = sum(1 for p in result.plan if p["action"] == "send")
+        would = sum(1 for p in result.plan if p["action"] in ("send", "warn"))
         return f"write-back (dry run): {would} would be sent, {result.rejected} rejected"
     parts = [f"{result.sent} sent"]
     if result.replayed:

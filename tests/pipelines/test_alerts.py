@@ -56,7 +56,12 @@ def test_each_finding_is_its_own_alert() -> None:
 
 def test_a_write_back_with_rejected_rows_alerts() -> None:
     found = alerts.from_result({"queued": 1, "rejected": 1, "needs_attention": 1}, "r1")
-    assert [(a.kind, a.title) for a in found] == [("rejected", "centsync: 2 rows rejected")]
+    assert [(a.kind, a.title) for a in found] == [
+        ("rejected", "centsync: 2 write-back row(s) not posted")
+    ]
+    # whose it is and where to look, and no "warehouse ?" when none is known
+    assert "yours to fix" in found[0].body and "`centsync writeback --rejected`" in found[0].body
+    assert "warehouse" not in found[0].body.split("(Dagster run")[1]
 
 
 def test_an_alert_never_carries_the_key() -> None:

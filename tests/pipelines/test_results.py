@@ -108,6 +108,9 @@ def test_every_command_matches_its_schema_and_the_key_stays_out(
     code, out = http_env.cli("schedule", "list", "--json")
     seen["schedule"] = _last(out)
     assert code == 0, out
+    code, out = http_env.cli("writeback", "--rejected", "--json")
+    seen["writeback-rejected"] = _last(out)
+    assert code == 0 and seen["writeback-rejected"]["rows"] == [], out
 
     # refresh: every mode, above; refresh --all and lake: test_owners_e2e; --plan: test_plan_e2e
     assert set(seen) == set(COMMANDS) - {"refresh", "refresh-all", "refresh-plan", "lake"}
