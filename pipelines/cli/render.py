@@ -267,7 +267,7 @@ def _writeback_plan(result: WritebackResult) -> None:
         where = f"{p['source']}:{p['line']}"
         colour = {"send": "green", "rejected": "red", "conflict": "yellow", "warn": "yellow"}
         action = click.style(f"{p['action']:<9}", fg=colour.get(p["action"]))
-        what = p["reason"] if p["action"] in ("rejected", "conflict") else _request_text(p)
+        what = (p["reason"] or "") if p["action"] in ("rejected", "conflict") else _request_text(p)
         if p["action"] == "warn":
             what += f"\n  {'':<28} {'':<6} {'':<9} {p['reason']}"
         echo(f"  {where:<28} {p['operation'] or '-':<6} {action} {what}")
