@@ -27,6 +27,11 @@ FORMATS = ("parquet", "csv", "beancount")
     help="The folder (parquet, csv) or file (beancount); default: beside the warehouse.",
 )
 @click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing file at --out (or in its folder) (never one centsync keeps: the warehouse, outbox...).",
+)
+@click.option(
     "--tables",
     help="Only these, comma-separated: a schema (marts, core, recon) or schema.table.",
 )
@@ -34,7 +39,9 @@ FORMATS = ("parquet", "csv", "beancount")
     "--since",
     help="Only rows from this day or month on (2026-01-31, 2026-01); undated tables whole.",
 )
-def export_command(fmt: str, out: Path | None, tables: str | None, since: str | None) -> None:
+def export_command(
+    fmt: str, out: Path | None, force: bool, tables: str | None, since: str | None
+) -> None:
     """Export the marts, core and recon as files other tools read, from the warehouse as the
     last refresh published it (read only).
 
@@ -44,20 +51,30 @@ def export_command(fmt: str, out: Path | None, tables: str | None, since: str | 
 
     Example: centsync export --tables marts --out ~/finance-export
     """
+    from centsync.pipelines.kept import guard_folder, guard_output
     from centsync.pipelines.outputs.export import AnalystUsageError, parse_since
 
-    warehouse = settings().warehouse
+    config = settings()
+    warehouse = config.warehouse
     since_day = parse_since(since) if since else None
     requested = [t.strip() for t in (tables or "").split(",") if t.strip()]
     if fmt == "beancount":
         if requested:
             raise AnalystUsageError("--tables chooses Parquet or CSV files; a ledger has no tables")
-        _ledger(warehouse, out or warehouse.with_name("centsync.beancount"), since_day)
+        target = out or warehouse.with_name("centsync.beancount")
+        if out is not None and out.is_dir():
+            target = out / "centsync.beancount"
+        if out is not None:  # the default place is the ledger's own: rewritten every time
+            guard_output(target, config, force=force)
+        _ledger(warehouse, target, since_day)
         return
     from centsync.pipelines.outputs.export import export_tables
 
     folder = out or warehouse.parent / "export"
-    manifest = export_tables(warehouse, folder, fmt, requested, since_day)
+    guard = (lambda names: guard_folder(folder, names, config, force=force)) if out else None
+    if guard is not None:
+        guard([])  # the folder itself, before the warehouse is opened
+    manifest = export_tables(warehouse, folder, fmt, requested, since_day, guard)
     since_note = f", rows since {manifest.since}" if manifest.since else ""
     click.echo(
         f"Exported {len(manifest.tables)} tables and views ({manifest.rows:,} rows{since_note}) "
@@ -70,8 +87,6 @@ def _ledger(warehouse: Path, out: Path, since: dt.date | None) -> None:
     """The Beancount ledger, and what it holds."""
     from centsync.pipelines.outputs.beancount import write_ledger
 
-    if out.is_dir():
-        out = out / "centsync.beancount"
     ledger = write_ledger(warehouse, out, since)
     click.echo(
         f"Ledger: {ledger.path} ({ledger.transactions:,} transactions, {ledger.accounts} "

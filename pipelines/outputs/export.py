@@ -124,9 +124,11 @@ def export_tables(
     fmt: str,
     requested: list[str] | None = None,
     since: dt.date | None = None,
+    guard: Callable[[list[str]], None] | None = None,
 ) -> Manifest:
     """Write every chosen table and view of marts, core and recon to `out/<schema>.<name>.<fmt>`,
-    then `out/manifest.json`; each file appears whole (written aside, then renamed)."""
+    then `out/manifest.json`; each file appears whole (written aside, then renamed). `guard`
+    is given the files' names first (it raises to refuse the folder: pipelines/kept.py)."""
     if fmt not in FORMATS:
         raise AnalystUsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if out.exists() and not out.is_dir():
@@ -136,6 +138,8 @@ def export_tables(
         chosen = choose(analysis.analyst_relations(con, SCHEMAS), requested or [])
         refresh_id = analysis.latest_refresh_id(con)
         recon = reads.latest_reconciliation(con)
+        if guard is not None:
+            guard([*(f"{r.qualified}.{fmt}" for r in chosen), MANIFEST])
         out.mkdir(parents=True, exist_ok=True)
         tables = [_export_one(con, r, out, fmt, since, refresh_id) for r in chosen]
     finally:
