@@ -158,7 +158,9 @@ def private_paths(config: Settings) -> list[Path]:
     """What `centsync doctor` checks is private: the data folder and the warehouse's folder,
     every kept file and folder, and the outputs written beside the warehouse by default."""
     warehouse = config.warehouse
-    folders = {config.data_home, warehouse.parent}
+    folders = {warehouse.parent}
+    if config.data_home in warehouse.parents:  # the data folder, when the warehouse is in it
+        folders.add(config.data_home)
     outputs = [
         warehouse.with_name("centsync-report.html"),
         warehouse.parent / "export",
