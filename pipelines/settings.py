@@ -99,6 +99,19 @@ def _base_url(raw: str) -> str:
     return raw
 
 
+def _refuse_a_key(env: str, raw: str, secret: bool) -> None:
+    """A key pasted into a setting that is not the key (or the alert URL) is refused and never
+    echoed: the setting's own error messages show its value."""
+    from centsync.pipelines.owners import key_shaped
+
+    if not secret and key_shaped(raw):
+        raise ConfigurationError(
+            f"{env} holds what looks like an API key (not shown): the key goes in "
+            f"CENTSYNC_API_KEY (or the variable an owner's key_env names); set {env} to what "
+            "docs/configuration.md says it takes"
+        )
+
+
 def _dialect(raw: str) -> str:
     """CENTSYNC_SANDBOX_DIALECT checked before any run: a known dialect's name."""
     from centsync.sandbox.dialects import DIALECTS
@@ -298,6 +311,7 @@ class Settings:
             raw = env.get(f.metadata["env"], "").strip()
             if not raw:
                 continue
+            _refuse_a_key(f.metadata["env"], raw, f.metadata.get("secret", False))
             if f.name in ("data_home", "config_home"):
                 values[f.name] = Path(raw) / "centsync"
             elif f.name in (
