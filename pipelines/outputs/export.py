@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import polars as pl
+
 from centsync.transform.contract import Outcome
+from centsync.transform.spending import merchant_key
 from centsync.warehouse import analysis, connect_readonly, reads
 
 SCHEMAS = ("marts", "core", "recon")
@@ -175,7 +178,10 @@ def _export_one(
     metadata[META_REFRESH] = refresh_id or ""
     metadata |= {META_COLUMN + c.name: c.comment or "" for c in relation.columns}
     aside = out / f".{name}.partial"
-    rows = analysis.copy_relation(con, relation, str(aside), fmt, where=where, metadata=metadata)
+    reshape = _with_names(con) if (fmt == "csv" and relation.qualified in NAMED) else None
+    rows = analysis.copy_relation(
+        con, relation, str(aside), fmt, where=where, metadata=metadata, reshape=reshape
+    )
     os.replace(aside, out / name)
     return ExportedTable(
         table=relation.qualified,
@@ -184,16 +190,70 @@ def _export_one(
         rows=rows,
         since_column=where[0] if where else None,
         comment=relation.comment,
-        columns=[
-            # UUIDs are written as text (copy_relation), and the manifest says what is in the file
-            {
-                "name": c.name,
-                "type": "VARCHAR" if c.type == "UUID" else c.type,
-                "comment": c.comment,
-            }
-            for c in relation.columns
-        ],
+        columns=_beside(
+            [
+                # UUIDs are written as text (copy_relation); the manifest says what is in the file
+                {
+                    "name": c.name,
+                    "type": "VARCHAR" if c.type == "UUID" else c.type,
+                    "comment": c.comment,
+                }
+                for c in relation.columns
+            ],
+            named=reshape is not None,
+        ),
     )
+
+
+def _beside(columns: list[dict[str, Any]], *, named: bool) -> list[dict[str, Any]]:
+    """The manifest's columns in the file's order: with names, each after its id (BESIDE)."""
+    if not named:
+        return columns
+    extra = {c["name"]: c for c in NAMED_COLUMNS}
+    return [x for c in columns for x in (c, extra.get(BESIDE.get(c["name"], ""))) if x]
+
+
+# A CSV of transactions is read by a person (a spreadsheet): the names beside the ids
+# (issue 44). Parquet keeps the table as it is, for tools that join on the ids.
+NAMED = {"core.transactions"}
+BESIDE = {"account_id": "account_name", "category_id": "category_name", "concept": "merchant"}
+NAMED_COLUMNS: list[dict[str, str | None]] = [
+    {"name": "account_name", "type": "VARCHAR", "comment": "The account's name (core.accounts)."},
+    {
+        "name": "category_name",
+        "type": "VARCHAR",
+        "comment": "The category's name (core.categories); empty where the service lists none "
+        "(income and transfer categories).",
+    },
+    {
+        "name": "merchant",
+        "type": "VARCHAR",
+        "comment": "The merchant: the concept trimmed, lower-cased, whitespace collapsed (the "
+        "key of marts.spending_by_month_merchant).",
+    },
+]
+
+
+def _with_names(con: Any) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """Transactions with account_name after account_id, category_name after category_id and
+    merchant after concept."""
+    accounts, categories = analysis.id_names(con)
+
+    def reshape(frame: pl.DataFrame) -> pl.DataFrame:
+        named = (
+            frame.join(accounts, on="account_id", how="left", maintain_order="left")
+            .join(categories, on="category_id", how="left", maintain_order="left")
+            .with_columns(merchant=merchant_key(pl.col("concept")))
+        )
+        after = {
+            "account_id": "account_name",
+            "category_id": "category_name",
+            "concept": "merchant",
+        }
+        order = [x for c in frame.columns for x in (c, after.get(c)) if x is not None]
+        return named.select(order)
+
+    return reshape
 
 
 def write_whole(target: Path, write: Callable[[Path], object]) -> None:

@@ -19,7 +19,13 @@ from beancount import loader
 from beancount.core import data, realization
 
 from centsync.pipelines.outputs import beancount as ledger
-from centsync.pipelines.outputs.export import META_COLUMN, META_COMMENT, META_REFRESH, META_TABLE
+from centsync.pipelines.outputs.export import (
+    BESIDE,
+    META_COLUMN,
+    META_COMMENT,
+    META_REFRESH,
+    META_TABLE,
+)
 
 from .test_sql_cli import centsync, copy_warehouse, in_utc, query, shared_demo
 
@@ -176,7 +182,10 @@ def test_csv_export_of_chosen_tables_since_a_month(demo_warehouse: Path, tmp_pat
         back = query(demo_warehouse, f"SELECT * FROM read_csv('{out / table['file']}')")
         assert back.height == want.height
         by_polars = pl.read_csv(out / table["file"], infer_schema=False)
-        assert by_polars.columns == want.columns and by_polars.height == want.height
+        columns = want.columns
+        if name == "core.transactions":  # a person's CSV: the names beside the ids
+            columns = [x for c in columns for x in (c, BESIDE.get(c)) if x]
+        assert by_polars.columns == columns and by_polars.height == want.height
     total = query(demo_warehouse, "SELECT count(*) AS n FROM core.transactions")["n"][0]
     assert chosen["core.transactions"]["rows"] < total
 
@@ -347,3 +356,32 @@ def test_rows_of_an_account_no_longer_listed_still_balance(
     check = bean_check(path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert " open Assets:Unlisted:Account-" in path.read_text()
+
+
+def test_the_csv_of_transactions_names_accounts_categories_and_merchants(
+    demo_warehouse: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "csv"
+    args = ["export", "--format", "csv", "--tables", "core.transactions", "--out", str(out)]
+    assert centsync(demo_warehouse, *args).returncode == 0
+    got = query(
+        demo_warehouse,
+        f"""
+        SELECT f.account_name = a.name AS account_ok,
+               f.category_name IS NOT DISTINCT FROM c.name AS category_ok,
+               f.merchant = lower(regexp_replace(trim(t.concept), '\\s+', ' ', 'g')) AS merchant_ok,
+               c.name IS NOT NULL AS named
+        FROM read_csv('{out / "core.transactions.csv"}', all_varchar = true) f
+        JOIN core.transactions t ON t.id::VARCHAR = f.id
+        JOIN core.accounts a ON a.id = t.account_id
+        LEFT JOIN core.categories c ON c.id = t.category_id
+        """,
+    )
+    total = query(demo_warehouse, "SELECT count(*) AS n FROM core.transactions")["n"][0]
+    assert got.height == total
+    assert got["account_ok"].all() and got["category_ok"].all() and got["merchant_ok"].all()
+    assert got["named"].sum() > 1000  # the expense categories have names
+    manifest = json.loads((out / "manifest.json").read_text())
+    names = [c["name"] for c in manifest["tables"][0]["columns"]]
+    assert names[names.index("account_id") + 1] == "account_name"
+    assert names[names.index("category_id") + 1] == "category_name"
