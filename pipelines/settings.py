@@ -278,6 +278,14 @@ class Settings:
         None,
         shown="`<config home>/contract.toml`",
     )
+    category_names: Path = _setting(
+        "CENTSYNC_CATEGORY_NAMES",
+        "The category names file (TOML): a name for each category the service lists none for "
+        '(income and transfer categories), `[categories] "1e2feb89" = "Salary"` (an id or its '
+        "first 8 characters); the Beancount ledger uses it. Read when present (docs/analysts.md).",
+        None,
+        shown="`<config home>/categories.toml`",
+    )
     lake: Path = _setting(
         "CENTSYNC_LAKE",
         "The shared lake: each owner's core tables and marts published as Delta tables "
@@ -301,6 +309,8 @@ class Settings:
         set_(self, "owners_file", Path(self.owners_file or config / "owners.toml").absolute())
         set_(self, "lake", Path(self.lake or home / "lake").absolute())
         set_(self, "contract_file", Path(self.contract_file or config / "contract.toml").absolute())
+        names = Path(self.category_names or config / "categories.toml").absolute()
+        set_(self, "category_names", names)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -321,6 +331,7 @@ class Settings:
                 "owners_file",
                 "lake",
                 "contract_file",
+                "category_names",
             ):
                 values[f.name] = Path(raw)
             elif f.name == "max_wait":

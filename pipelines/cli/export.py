@@ -66,7 +66,7 @@ def export_command(
             target = out / "centsync.beancount"
         if out is not None:  # the default place is the ledger's own: rewritten every time
             guard_output(target, config, force=force)
-        _ledger(warehouse, target, since_day)
+        _ledger(warehouse, target, since_day, config.category_names)
         return
     from centsync.pipelines.outputs.export import export_tables
 
@@ -83,11 +83,11 @@ def export_command(
     click.echo(f"From refresh {manifest.refresh_id}; manifest: {folder / 'manifest.json'}")
 
 
-def _ledger(warehouse: Path, out: Path, since: dt.date | None) -> None:
+def _ledger(warehouse: Path, out: Path, since: dt.date | None, names_file: Path) -> None:
     """The Beancount ledger, and what it holds."""
-    from centsync.pipelines.outputs.beancount import write_ledger
+    from centsync.pipelines.outputs.beancount import category_names, write_ledger
 
-    ledger = write_ledger(warehouse, out, since)
+    ledger = write_ledger(warehouse, out, since, category_names(names_file))
     click.echo(
         f"Ledger: {ledger.path} ({ledger.transactions:,} transactions, {ledger.accounts} "
         f"accounts, {ledger.assertions} balance assertions) from refresh {ledger.refresh_id}"
@@ -96,5 +96,12 @@ def _ledger(warehouse: Path, out: Path, since: dt.date | None) -> None:
         click.echo(
             f"Not asserted: {s.account} on {s.day}: the snapshot of refresh {s.refresh_id} does "
             "not hold against today's rows (the service changed them since)."
+        )
+    if ledger.from_payee:
+        named = ", ".join(f"{a} ({c[:8]})" for a, c in sorted(ledger.from_payee.items()))
+        click.echo(
+            f"Named after their most frequent payee (the service lists no name): {named}. Name "
+            f'them in {names_file}: [categories] "{next(iter(sorted(ledger.from_payee.values())))[:8]}" '
+            '= "Salary" (docs/analysts.md).'
         )
     click.echo(f"Check it with: bean-check {ledger.path}")

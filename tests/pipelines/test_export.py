@@ -385,3 +385,40 @@ def test_the_csv_of_transactions_names_accounts_categories_and_merchants(
     names = [c["name"] for c in manifest["tables"][0]["columns"]]
     assert names[names.index("account_id") + 1] == "account_name"
     assert names[names.index("category_id") + 1] == "category_name"
+
+
+def test_the_ledger_names_income_categories_from_payees_or_the_persons_file(
+    demo_warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unnamed = query(
+        demo_warehouse,
+        "SELECT DISTINCT t.category_id::VARCHAR AS id FROM core.transactions t LEFT JOIN "
+        "core.categories c ON c.id = t.category_id WHERE t.type = 'income' AND c.name IS NULL "
+        "AND t.category_id IS NOT NULL ORDER BY 1",
+    )["id"].to_list()
+    assert unnamed  # the API lists no name for income categories
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # its default place: centsync/
+    names = tmp_path / "centsync" / "categories.toml"
+    names.parent.mkdir()
+    path = tmp_path / "payees.beancount"
+    printed = write_ledger(demo_warehouse, path)
+    text = path.read_text()
+    assert "Category-" not in text and bean_check(path).returncode == 0
+    for category_id in unnamed:  # named after the payee, the id said, and how to name it
+        assert f"the service lists no name for category {category_id}" in text
+        assert category_id[:8] in printed
+    assert "Income:Acme-Corp-Payroll" in text and "categories.toml" in printed
+    # the person's names win: by an id's first 8 characters or the whole id
+    names.write_text(
+        f'[categories]\n"{unnamed[0][:8]}" = "Salary"\n"{unnamed[-1]}" = "Other income"\n'
+    )
+    named = tmp_path / "named.beancount"
+    printed = write_ledger(demo_warehouse, named)
+    text = named.read_text()
+    assert bean_check(named).returncode == 0
+    assert "open Income:Salary" in text and "payee" not in printed
+    assert "open Income:Other-Income" in text or len(unnamed) == 1
+    names.write_text('[categories]\n"1e2" = "Salary"\n')
+    bad = tmp_path / "bad.beancount"
+    done = centsync(demo_warehouse, "export", "--format", "beancount", "--out", str(bad))
+    assert done.returncode == 2 and "categories.toml" in done.stderr.decode()
