@@ -98,7 +98,7 @@ def exclusive_lock(
     """
     import time
 
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)  # private, whatever the umask
     deadline = time.monotonic() + wait
     try:
         while True:
