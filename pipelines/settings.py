@@ -282,7 +282,7 @@ class Settings:
         "CENTSYNC_CATEGORY_NAMES",
         "The category names file (TOML): a name for each category the service lists none for "
         '(income and transfer categories), `[categories] "1e2feb89" = "Salary"` (an id or its '
-        "first 8 characters); the Beancount ledger uses it. Read when present (docs/analysts.md).",
+        "first 8 characters); the Beancount ledger and the CSV of transactions use it. Read when present (docs/analysts.md).",
         None,
         shown="`<config home>/categories.toml`",
     )

@@ -74,7 +74,10 @@ def export_command(
     guard = (lambda names: guard_folder(folder, names, config, force=force)) if out else None
     if guard is not None:
         guard([])  # the folder itself, before the warehouse is opened
-    manifest = export_tables(warehouse, folder, fmt, requested, since_day, guard)
+    from centsync.pipelines.outputs.export import category_names
+
+    names = category_names(config.category_names)
+    manifest = export_tables(warehouse, folder, fmt, requested, since_day, guard, names)
     since_note = f", rows since {manifest.since}" if manifest.since else ""
     click.echo(
         f"Exported {len(manifest.tables)} tables and views ({manifest.rows:,} rows{since_note}) "
@@ -85,7 +88,8 @@ def export_command(
 
 def _ledger(warehouse: Path, out: Path, since: dt.date | None, names_file: Path) -> None:
     """The Beancount ledger, and what it holds."""
-    from centsync.pipelines.outputs.beancount import category_names, write_ledger
+    from centsync.pipelines.outputs.beancount import write_ledger
+    from centsync.pipelines.outputs.export import category_names
 
     ledger = write_ledger(warehouse, out, since, category_names(names_file))
     click.echo(

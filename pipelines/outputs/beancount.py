@@ -27,7 +27,7 @@ from beancount.core import data
 from beancount.core.amount import Amount
 from beancount.parser import printer
 
-from centsync.pipelines.outputs.export import AnalystUsageError, write_whole
+from centsync.pipelines.outputs.export import given_name, write_whole
 from centsync.transform.spending import merchant_key
 from centsync.warehouse import analysis, connect_readonly
 
@@ -93,36 +93,6 @@ def account_names(accounts: pl.DataFrame) -> dict[str, str]:
     return names
 
 
-def category_names(path: Path) -> dict[str, str]:
-    """The names a person gave categories (the service lists none for income and transfer
-    categories): the `[categories]` table of the TOML file at `path`, a category's id (or its
-    first 8 or more characters) = its name. Absent file: none. A bad file: a usage error."""
-    import tomllib
-
-    if not path.exists():
-        return {}
-    try:
-        doc = tomllib.loads(path.read_text("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise AnalystUsageError(f"the category names file {path} is not valid TOML ({e})") from None
-    table = doc.get("categories", {})
-    if not isinstance(table, dict):
-        table = {"[categories]": None}  # not a table: said as what to fix
-    bad = [k for k, v in table.items() if len(k) < 8 or not isinstance(v, str) or not v.strip()]
-    if bad:
-        raise AnalystUsageError(
-            f"the category names file {path}: each line of [categories] is a category's id (or "
-            f'its first 8 characters) = "its name"; fix {", ".join(map(repr, bad)) or "it"}'
-        )
-    return {k.lower(): v.strip() for k, v in table.items()}
-
-
-def _given(category_id: str, given: dict[str, str]) -> str | None:
-    """The name a person gave the category: by its id, or the longest prefix of it given."""
-    found = [k for k in given if category_id.lower().startswith(k)]
-    return given[max(found, key=len)] if found else None
-
-
 def top_payees(transactions: pl.DataFrame) -> dict[str, str]:
     """Each category's most frequent merchant (the marts' merchant key; ties: the first in
     order): a name for a category the service names nowhere."""
@@ -157,7 +127,7 @@ def counterpart_names(
         if kind == "transfer":  # both halves against one account, which they cancel in
             names[(kind, category_id)] = TRANSFERS
             continue
-        mine = _given(category_id, given or {}) if category_id else None
+        mine = given_name(category_id, given or {}) if category_id else None
         root = "Income" if kind == "income" else "Expenses"
         if category_id is None:
             leaf = "Uncategorized"

@@ -418,6 +418,13 @@ def test_the_ledger_names_income_categories_from_payees_or_the_persons_file(
     assert bean_check(named).returncode == 0
     assert "open Income:Salary" in text and "payee" not in printed
     assert "open Income:Other-Income" in text or len(unnamed) == 1
+    # and the CSV of transactions carries the same names
+    csv = tmp_path / "csv"
+    args = ["export", "--format", "csv", "--tables", "core.transactions", "--out", str(csv)]
+    assert centsync(demo_warehouse, *args).returncode == 0
+    rows = pl.read_csv(csv / "core.transactions.csv", infer_schema=False)
+    salary = rows.filter(pl.col("category_id") == unnamed[0])["category_name"].unique()
+    assert salary.to_list() == ["Salary"]
     names.write_text('[categories]\n"1e2" = "Salary"\n')
     bad = tmp_path / "bad.beancount"
     done = centsync(demo_warehouse, "export", "--format", "beancount", "--out", str(bad))
