@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from centsync.pipelines.cli.main import main
 from centsync.pipelines.owners import key_shaped
+from centsync.sandbox import Sandbox
 
 KEYS = {
     "live": "pfd_live_Ab3dEf7hIj9kLmN0pQr5tUv1wXy2zA4bC6dE8fG0",
@@ -88,7 +89,6 @@ def test_a_variable_or_owner_name_is_not_taken_for_a_key(name: str) -> None:
     assert not key_shaped(name)
 
 
-def test_every_key_shape_is_a_key(live_sandbox: tuple[object, str]) -> None:
-    sb, _ = live_sandbox  # the keys the sandbox issues, as the service does
+def test_every_key_shape_is_a_key(sandbox: Sandbox) -> None:
     assert all(key_shaped(k) for k in KEYS.values())
-    assert all(key_shaped(k) for k in sb.keys.values())  # type: ignore[attr-defined]
+    assert all(key_shaped(k) for k in sandbox.keys.values())  # as the sandbox issues them
