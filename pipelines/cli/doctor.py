@@ -75,6 +75,10 @@ def doctor(as_json: bool, contract_report: Path | None) -> None:
     except ConfigurationError as exc:
         checks = [_fail("settings", "the environment", exc)]
     else:
+        if contract_report is not None:  # rewritten at will; never over a file centsync keeps
+            from centsync.pipelines.kept import guard_output
+
+            guard_output(contract_report, config, force=True, flag="--contract-report")
         checks = [_check("settings", "ok", "read from the environment")]
         checks += run_checks(config)
     contract = _contract(config, contract_report, checks)
@@ -107,10 +111,6 @@ def _contract(config: Settings | None, report: Path | None, checks: list[Check])
             con = None
     try:
         learned, rows = contract.surfaces(con)
-        if report is not None and config is not None:
-            from centsync.pipelines.kept import guard_output
-
-            guard_output(report, config, force=True, flag="--contract-report")
         if report is not None:
             secrets = [config.api_key] if config is not None else []
             try:

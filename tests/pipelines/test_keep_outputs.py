@@ -1,5 +1,6 @@
 """No output overwrites what centsync keeps (issue 43): every output flag (`sql --out`,
-`report --out`, `export --out` as a ledger and as a folder, `docs --out`, `sandbox serve
+`report --out`, `export --out` as a ledger and as a folder, `docs --out`, `doctor
+--contract-report`, `sandbox serve
 --keys-out`/`--env-out`) pointed at every file and folder centsync keeps (the warehouse, its
 lock, a working copy and a damaged copy, the outbox, the embedded sandbox's state, the Dagster
 home, the inbox, the lake, the owners file, and a symlink to the warehouse) is refused with exit
@@ -115,6 +116,7 @@ OUTPUTS: dict[str, list[str]] = {
     "export --format beancount --out": ["export", "--format", "beancount", "--out"],
     "export --format csv --out": ["export", "--format", "csv", "--tables", "marts", "--out"],
     "docs --out": ["docs", "--out"],
+    "doctor --contract-report": ["doctor", "--contract-report"],
 }
 FORCED = {
     "sql --out",
