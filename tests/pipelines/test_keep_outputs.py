@@ -1,7 +1,6 @@
 """No output overwrites what centsync keeps (issue 43): every output flag (`sql --out`,
 `report --out`, `export --out` as a ledger and as a folder, `docs --out`, `doctor
---contract-report`, `sandbox serve
---keys-out`/`--env-out`) pointed at every file and folder centsync keeps (the warehouse, its
+--contract-report`, `sandbox serve --keys-out`/`--env-out`) pointed at every file and folder centsync keeps (the warehouse, its
 lock, a working copy and a damaged copy, the outbox, the embedded sandbox's state, the Dagster
 home, the inbox, the lake, the owners file, and a symlink to the warehouse) is refused with exit
 2 naming it, `--force` or not, and nothing kept changes; an existing file of the person's is
