@@ -27,7 +27,11 @@ from centsync.pipelines.defs import (
     writeback,
 )
 from centsync.pipelines.defs.resources import resources
+from centsync.pipelines.kept import private_umask
 from centsync.pipelines.settings import Settings
+
+# loaded by `dagster dev` or the daemon without the CLI: what runs create is private too
+private_umask()
 
 
 def build(settings: Settings | None = None) -> dg.Definitions:

@@ -137,22 +137,33 @@ DISK_FULL = Kind(
 )
 
 
-DAMAGED = Kind(
-    WAREHOUSE,
-    "the warehouse file is damaged (DuckDB cannot read it back)",
-    "run `centsync refresh`: it keeps the damaged file aside as `<warehouse>.damaged-<time>` "
-    "and builds a new warehouse from the service (the write-back outbox is a separate file and "
-    "is kept); or restore the file from a backup.",
-)
-
 _NOT_DUCKDB = "not a valid DuckDB database file"
-NOT_DUCKDB = Kind(
-    WAREHOUSE,
-    "the warehouse path holds a file DuckDB cannot open (damaged, or not a DuckDB file)",
-    "check CENTSYNC_WAREHOUSE: if it is the warehouse, `centsync refresh` keeps it aside as "
-    "`<warehouse>.damaged-<time>` and builds a new one (the outbox is a separate file and is "
-    "kept); another kind of file there is left alone: point CENTSYNC_WAREHOUSE elsewhere.",
-)
+_A_FOLDER = "Is a directory"
+
+
+def _unusable_kind(exc: BaseException) -> Kind:
+    """A warehouse DuckDB cannot open (damaged, not a DuckDB file, a folder): its recovery is
+    the warehouse's own advice (`centsync refresh --rebuild`), whatever the kind."""
+    from centsync.warehouse.errors import REBUILD_ADVICE
+
+    text = str(exc)
+    if _A_FOLDER in text:
+        return Kind(
+            WAREHOUSE,
+            "the warehouse path is a folder, not a warehouse file",
+            "point CENTSYNC_WAREHOUSE at a file (e.g. `<that folder>/centsync.duckdb`); or, if "
+            "the folder is in the warehouse's place by mistake, " + REBUILD_ADVICE,
+        )
+    if _NOT_DUCKDB in text:
+        return Kind(
+            WAREHOUSE,
+            "the warehouse path holds a file DuckDB cannot open (damaged, or not a DuckDB file)",
+            "if CENTSYNC_WAREHOUSE names the wrong file, point it at the warehouse; if it is the "
+            "warehouse, " + REBUILD_ADVICE,
+        )
+    return Kind(
+        WAREHOUSE, "the warehouse file is damaged (DuckDB cannot read it back)", REBUILD_ADVICE
+    )
 
 
 @dataclass(frozen=True)
@@ -190,8 +201,10 @@ def kind_of(exc: BaseException) -> Kind | None:
     table = _outside()
     from centsync.warehouse.paths import is_damage
 
-    if is_damage(exc):  # before DuckDB's IOException: a damaged file, not a path to check
-        return NOT_DUCKDB if _NOT_DUCKDB in str(exc) else DAMAGED
+    if is_damage(exc) or (  # before DuckDB's IOException: a damaged file, not a path to check
+        _A_FOLDER in str(exc) and type(exc).__module__.startswith(("duckdb", "_duckdb"))
+    ):
+        return _unusable_kind(exc)
     if (
         (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
         or os.strerror(errno.ENOSPC) in str(exc)

@@ -27,7 +27,28 @@ from centsync.extract import ConfigurationError
 
 # an owner's name is a file name and a lake partition value: nothing that needs quoting
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
-_KEY_LIKE = re.compile(r"^(pfd_|sk_|Bearer\s)|^[A-Za-z0-9_]{32,}$")
+# What an API key looks like: the sandbox's and the service's `pfd_live_...`/`pfd_test_...`
+# (and other services' `sk_...`), a pasted `Bearer ...` header, or a long run of mixed-case
+# letters and digits (the API document fixes no shape: a key it issues may look like that)
+_KEY_PREFIX = re.compile(r"^\s*(pfd_|sk_|bearer\s)", re.IGNORECASE)
+_KEY_BODY = re.compile(r"^[A-Za-z0-9_\-]{24,}$")
+
+
+def key_shaped(text: str) -> bool:
+    """True when `text` looks like an API key, wherever it was written (a variable's name, a
+    setting, an owner's name): it is then refused without being echoed."""
+    text = text.strip()
+    if _KEY_PREFIX.match(text):
+        return True
+    # a variable's name is letters, digits and `_` in one case; a key mixes both cases and digits
+    return bool(
+        _KEY_BODY.match(text)
+        and re.search(r"[a-z]", text)
+        and re.search(r"[A-Z]", text)
+        and re.search(r"[0-9]", text)
+    )
+
+
 _OWNER_FIELDS = {"name", "base_url", "key_env", "keyring"}
 _SECRET_FIELDS = {"key", "api_key", "token", "secret", "password"}
 
@@ -68,6 +89,12 @@ class OwnersFile:
 
     def owner(self, name: str) -> Owner:
         """The owner named `name`, or a ConfigurationError listing the known ones."""
+        if key_shaped(name):
+            raise ConfigurationError(
+                "the owner's name given (--owner or CENTSYNC_OWNER) looks like an API key (not "
+                "shown): give the owner's name from the owners file; the key goes in the "
+                "variable its key_env names"
+            )
         found = self.owners.get(name)
         if found is None:
             known = ", ".join(sorted(self.owners)) or "none"
@@ -177,14 +204,21 @@ def _refuse_secrets(path: Path, doc: Any, trail: str = "") -> None:
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
             _refuse_secrets(path, v, f"{trail}[{i}]")
-    elif isinstance(doc, str) and _KEY_LIKE.match(doc) and not trail.endswith(("key_env", "user")):
+    elif isinstance(doc, str) and key_shaped(doc):
         raise ConfigurationError(_secret_message(path, trail))
 
 
 def _secret_message(path: Path, where: str) -> str:
     # never echo the value: it may be a key
+    named = (
+        " where the name of the variable that holds the key goes (key_env names a variable, "
+        'e.g. key_env = "ALICE_KEY", and the key goes in that variable)'
+        if where.endswith("key_env")
+        else ""
+    )
     return (
-        f"the owners file {path} holds what looks like an API key ({where}): keys never go in "
+        f"the owners file {path} holds what looks like an API key ({where}, not shown){named}: "
+        "keys never go in "
         'this file. Remove it, put the key in an environment variable (key_env = "ALICE_KEY") '
         'or the system keyring (keyring = { service = "centsync", user = "alice" }; '
         "`keyring set centsync alice` stores it)"

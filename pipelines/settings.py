@@ -99,6 +99,19 @@ def _base_url(raw: str) -> str:
     return raw
 
 
+def _refuse_a_key(env: str, raw: str, secret: bool) -> None:
+    """A key pasted into a setting that is not the key (or the alert URL) is refused and never
+    echoed: the setting's own error messages show its value."""
+    from centsync.pipelines.owners import key_shaped
+
+    if not secret and key_shaped(raw):
+        raise ConfigurationError(
+            f"{env} holds what looks like an API key (not shown): the key goes in "
+            f"CENTSYNC_API_KEY (or the variable an owner's key_env names); set {env} to what "
+            "docs/configuration.md says it takes"
+        )
+
+
 def _dialect(raw: str) -> str:
     """CENTSYNC_SANDBOX_DIALECT checked before any run: a known dialect's name."""
     from centsync.sandbox.dialects import DIALECTS
@@ -265,6 +278,14 @@ class Settings:
         None,
         shown="`<config home>/contract.toml`",
     )
+    category_names: Path = _setting(
+        "CENTSYNC_CATEGORY_NAMES",
+        "The category names file (TOML): a name for each category the service lists none for "
+        '(income and transfer categories), `[categories] "1e2feb89" = "Salary"` (an id or its '
+        "first 8 characters); the Beancount ledger and the CSV of transactions use it. Read when present (docs/analysts.md).",
+        None,
+        shown="`<config home>/categories.toml`",
+    )
     lake: Path = _setting(
         "CENTSYNC_LAKE",
         "The shared lake: each owner's core tables and marts published as Delta tables "
@@ -288,6 +309,8 @@ class Settings:
         set_(self, "owners_file", Path(self.owners_file or config / "owners.toml").absolute())
         set_(self, "lake", Path(self.lake or home / "lake").absolute())
         set_(self, "contract_file", Path(self.contract_file or config / "contract.toml").absolute())
+        names = Path(self.category_names or config / "categories.toml").absolute()
+        set_(self, "category_names", names)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -298,6 +321,7 @@ class Settings:
             raw = env.get(f.metadata["env"], "").strip()
             if not raw:
                 continue
+            _refuse_a_key(f.metadata["env"], raw, f.metadata.get("secret", False))
             if f.name in ("data_home", "config_home"):
                 values[f.name] = Path(raw) / "centsync"
             elif f.name in (
@@ -307,6 +331,7 @@ class Settings:
                 "owners_file",
                 "lake",
                 "contract_file",
+                "category_names",
             ):
                 values[f.name] = Path(raw)
             elif f.name == "max_wait":

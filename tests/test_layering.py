@@ -61,6 +61,7 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "failures": set(),
     "instance": set(),
     "settings": {"owners"},
+    "kept": {"settings"},  # what centsync keeps: guarded from outputs, private to its owner
     "clients": {"settings"},
     "alerts": {"failures"},
     # what a run returns across the Dagster boundary: typed results, written once
@@ -77,12 +78,12 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "recorded": BASE | {"alerts"},
     # Dagster: the definitions, the code location, the fleet's code location
     "defs": BASE | {"alerts", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
-    "definitions": BASE | {"defs"},
+    "definitions": BASE | {"defs", "kept"},
     "fleet": BASE | {"alerts", "defs", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
     # the shell: anything but itself is below it
     "cli": {
         "alerts", "clients", "contract_book", "definitions", "defs", "embedded", "failures", "fleet", "instance",
-        "outputs", "owners", "recorded", "reconcile", "refresh", "results", "settings", "writeback",
+        "kept", "outputs", "owners", "recorded", "reconcile", "refresh", "results", "settings", "writeback",
     },
 }  # fmt: skip
 

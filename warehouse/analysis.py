@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,9 +124,11 @@ def copy_relation(
     *,
     where: tuple[str, Any] | None = None,
     metadata: dict[str, str] | None = None,
+    reshape: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
 ) -> int:
     """Write one table or view to a file (`fmt` of FILE_FORMATS), UUIDs as text, rows where
-    `where` = (column, lowest value) says; Parquet key-value `metadata`. Rows written."""
+    `where` = (column, lowest value) says; Parquet key-value `metadata`; the rows passed
+    through `reshape` first when given (names beside ids, say). Rows written."""
     select = ", ".join(_uuid_as_text(c.name, c.type) for c in relation.columns)
     sql = f"SELECT {select} FROM {_ident(relation.schema)}.{_ident(relation.name)}"
     if where is not None:
@@ -135,7 +137,22 @@ def copy_relation(
     if metadata and fmt == "parquet":
         pairs = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in metadata.items())
         options += f", KV_METADATA {{{pairs}}}"
-    return _copy(con, con.sql(sql, params=[where[1]] if where else None), path, options)
+    rel = con.sql(sql, params=[where[1]] if where else None)
+    if reshape is not None:
+        rel = con.from_arrow(reshape(rel.pl()).to_arrow())
+    return _copy(con, rel, path, options)
+
+
+def id_names(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """(account_id, account_name) of every account and (category_id, category_name) of every
+    category the warehouse holds a name for, ids as text."""
+    accounts = _as_frame(
+        con, "SELECT id::VARCHAR AS account_id, name AS account_name FROM core.accounts"
+    )
+    categories = _as_frame(
+        con, "SELECT id::VARCHAR AS category_id, name AS category_name FROM core.categories"
+    )
+    return accounts, categories
 
 
 def _types(result: duckdb.DuckDBPyRelation) -> list[tuple[str, str]]:

@@ -18,6 +18,7 @@ from centsync.warehouse.errors import (
     DamagedError,
     NoWarehouseError,
     RefreshInProgressError,
+    UnusableError,
 )
 
 # How DuckDB reports a file it cannot read back (its errors carry no code; the message is all):
@@ -97,7 +98,7 @@ def exclusive_lock(
     """
     import time
 
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)  # private, whatever the umask
     deadline = time.monotonic() + wait
     try:
         while True:
@@ -197,6 +198,51 @@ def damage_in(path: Path) -> BaseException | None:
     return None
 
 
+def at_a_glance(path: Path) -> str | None:
+    """Why the thing at a warehouse's path is no DuckDB file at all (a folder, an empty file, a
+    header that is not DuckDB's), else None; reads 12 bytes at most."""
+    if path.is_dir():
+        return "it is a folder, not a warehouse file"
+    if not path.exists():
+        return None
+    if path.stat().st_size == 0:
+        return "it is an empty file (0 bytes)"
+    if not looks_like_duckdb(path):
+        return "it is not a DuckDB file (its first bytes are not a DuckDB header)"
+    return None
+
+
+def refuse_unusable(path: Path) -> None:
+    """Raise UnusableError (naming the recovery) when `at_a_glance` finds no DuckDB file."""
+    why = at_a_glance(path)
+    if why is not None:
+        raise UnusableError(f"{path}: {why}")
+
+
+def unusable(path: Path) -> str | None:
+    """Why the thing at a warehouse's path cannot be a warehouse (`at_a_glance`, or blocks
+    DuckDB cannot read back), else None (nothing there, or a sound file).
+
+    Reads only; a file another process holds (a lock, not damage) is not called unusable.
+    """
+    glance = at_a_glance(path)
+    if glance is not None or not path.exists():
+        return glance
+    found = damage_in(path)
+    return None if found is None else str(found).splitlines()[0][:300]
+
+
+def rebuild_aside(path: Path) -> tuple[Path, str] | None:
+    """`centsync refresh --rebuild`: an unusable warehouse (`unusable`) is renamed to
+    `<name>.damaged-<UTC time>` beside it (kept, never deleted; its outbox is another file and
+    is left as it is), so the refresh builds a new one. Returns (where it is kept, why); None
+    when there is nothing to set aside."""
+    why = unusable(path)
+    if why is None:
+        return None
+    return set_aside(path), why
+
+
 def damaged(published: Path, exc: BaseException) -> DamagedError | None:
     """When a refresh failed on damaged bytes and the published warehouse is what is damaged:
     set it aside (kept, never deleted) and say so; else None (some other file's trouble)."""
@@ -209,4 +255,7 @@ def damaged(published: Path, exc: BaseException) -> DamagedError | None:
         return None
     aside = set_aside(published)
     first = str(found).splitlines()[0][:300]
-    return DamagedError(f"{published} cannot be read back ({first}); it is kept as {aside}")
+    return DamagedError(
+        f"{published} cannot be read back ({first}); it is kept as {aside}, and the next "
+        "`centsync refresh` builds a new warehouse"
+    )

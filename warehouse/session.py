@@ -110,6 +110,7 @@ class Session:
         `record_failure = False` (a warehouse bound to another source) records nothing.
         """
         published = paths.resolve(path)
+        paths.refuse_unusable(published)  # a folder, an empty file, not DuckDB: named, left
         published.parent.mkdir(parents=True, exist_ok=True)
         rid = refresh_id or new_refresh_id()
         with paths.refresh_lock(published):

@@ -96,6 +96,10 @@ def docs(out: Path | None, check: bool) -> None:
     from centsync.pipelines.results import schema_files
     from centsync.pipelines.settings import configuration_markdown
 
+    if out is not None:  # a generated file, rewritten at will; never over one centsync keeps
+        from centsync.pipelines.kept import guard_output
+
+        guard_output(out, settings(), force=True)
     target = out or repository_file("docs", "data-dictionary.md")
     if target is None:
         raise click.UsageError("no docs/ folder in this installation: give --out PATH")

@@ -76,6 +76,10 @@ def doctor(as_json: bool, contract_report: Path | None) -> None:
     except ConfigurationError as exc:
         checks = [_fail("settings", "the environment", exc)]
     else:
+        if contract_report is not None:  # rewritten at will; never over a file centsync keeps
+            from centsync.pipelines.kept import guard_output
+
+            guard_output(contract_report, config, force=True, flag="--contract-report")
         checks = [_check("settings", "ok", "read from the environment")]
         checks += run_checks(config)
     contract = _contract(config, contract_report, checks)
@@ -153,8 +157,23 @@ def run_checks(config: Settings) -> list[Check]:
     checks += _service(config, skip_embedded=mismatch)
     checks += _dagster(config)
     checks.append(_disk(config))
+    checks.append(_private(config))
     checks.append(_alerts(config))
     return checks
+
+
+def _private(config: Settings) -> Check:
+    """What centsync keeps is its owner's alone: a warning naming each file or folder another
+    user of the machine may read, with the chmod that closes it (docs/operations.md)."""
+    from centsync.pipelines.kept import exposed, private_paths
+
+    found = exposed(private_paths(config))
+    if not found:
+        return _check("private", "ok", "only you can read what centsync keeps")
+    names = ", ".join(str(p) for p, _ in found)
+    fixes = "; ".join(chmod for _, chmod in found)
+    detail = f"readable by other users of this machine: {names}. Run: {fixes}"
+    return _check("private", "warn", f"{len(found)} readable by others", detail)
 
 
 def _warehouse(config: Settings) -> list[Check]:

@@ -29,6 +29,7 @@ from centsync.pipelines.cli.sql import sql
 from centsync.pipelines.cli.status import report_command, status
 from centsync.pipelines.cli.ui import ui
 from centsync.pipelines.cli.writeback import writeback_command
+from centsync.pipelines.kept import private_umask
 
 # Polars' jemalloc: freed pages back after 1 s, not 10 (see `entry`; the benchmarks set it too)
 JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
@@ -42,6 +43,7 @@ JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
 def main(debug: bool) -> None:
     """centsync: keep a personal-finance service's data in a local DuckDB warehouse."""
     DEBUG.set(debug)
+    private_umask()  # what it creates is its owner's alone, whatever the umask (kept.py)
     # The client's own warnings (rate-limit waits, long backoffs) are lines of their own.
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("centsync: %(message)s"))

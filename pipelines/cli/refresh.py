@@ -79,6 +79,12 @@ def run_refresh_job(
     help="The warehouse holds another source's data: keep it as a backup, start a new one.",
 )
 @click.option(
+    "--rebuild",
+    is_flag=True,
+    help="The warehouse file is damaged or not a warehouse: keep it aside as "
+    "<warehouse>.damaged-<time> and build a new one (the outbox is left as it is).",
+)
+@click.option(
     "--report", "with_report", is_flag=True, help="Write the HTML reconciliation report too."
 )
 @click.option(
@@ -110,6 +116,7 @@ def refresh(
     hot: bool,
     months: str,
     rebind: bool,
+    rebuild: bool,
     with_report: bool,
     dry_run: bool,
     as_json: bool,
@@ -125,6 +132,10 @@ def refresh(
     """
     JSON_OUTPUT.set(as_json)
     mode, months = _mode(full, hot, months)
+    if all_owners and rebuild:
+        raise click.UsageError(
+            "--rebuild sets one warehouse aside: run `centsync --owner NAME refresh --rebuild`"
+        )
     if all_owners:
         _refresh_all(mode, months, with_report, dry_run, rebind, concurrency, as_json)
         return
@@ -132,6 +143,8 @@ def refresh(
     if dry_run:
         _plan(config, mode, months, as_json)
         return
+    if rebuild:
+        _rebuild(config.warehouse)
     started = time.monotonic()
     with runner.interruptible(), embedded_api(config, rebind=rebind) as run_settings:
         run = run_refresh_job(run_settings, mode, months, rebind=rebind, report=with_report)
@@ -151,6 +164,24 @@ def refresh(
     )
     show = lambda: _show(run, config.warehouse)  # noqa: E731
     finish(result, as_json, show, exit_code=code, run_id=run.run_id)
+
+
+def _rebuild(warehouse: Path) -> None:
+    """`--rebuild`: an unusable warehouse is kept aside (named on stderr) before the refresh,
+    which then builds a new one; a sound one is refreshed as it is."""
+    from centsync.warehouse.outbox import outbox_path
+    from centsync.warehouse.paths import rebuild_aside
+
+    kept = rebuild_aside(warehouse)
+    if kept is None:
+        click.echo(f"--rebuild: {warehouse} is sound (or absent): nothing set aside.", err=True)
+        return
+    aside, why = kept
+    click.echo(
+        f"--rebuild: {warehouse} could not be used ({why}); it is kept as {aside}. Building a "
+        f"new warehouse from the service; the outbox {outbox_path(warehouse)} is left as it is.",
+        err=True,
+    )
 
 
 def _show(run: RefreshRun, warehouse: Path) -> None:

@@ -94,10 +94,14 @@ def sandbox_serve(
     dialect: str,
 ) -> None:
     """Serve the sandbox until stopped (SIGTERM or Ctrl-C)."""
+    from centsync.pipelines.kept import guard_output
     from centsync.sandbox import Sandbox, SandboxConfig
     from centsync.sandbox.server import serve
     from centsync.sandbox.state import load, save
 
+    for flag, out in (("--keys-out", keys_out), ("--env-out", env_out)):
+        if out is not None:  # rewritten each time it serves; never over a file centsync keeps
+            guard_output(out, settings(), force=True, flag=flag)
     many = owners > 1 or owners_file is not None or env_out is not None
     if many and state:
         raise click.UsageError(

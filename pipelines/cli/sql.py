@@ -46,10 +46,17 @@ class WorkbenchError(Exception):
     help="How to print the result (default: table, or what --out's suffix says).",
 )
 @click.option("--out", type=FILE, help="Write the result to this file instead of stdout.")
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing file at --out (never one centsync keeps: the warehouse, outbox...).",
+)
 @all_owners_option(
     "Query every owner's published tables (the shared lake) and the household views."
 )
-def sql(query: str | None, fmt: str | None, out: Path | None, all_owners: bool) -> None:
+def sql(
+    query: str | None, fmt: str | None, out: Path | None, force: bool, all_owners: bool
+) -> None:
     """Query the warehouse, read only: a SQL workbench, or one query's result for scripts.
 
     Without QUERY, on a terminal: Harlequin, a SQL IDE (schemas, tables and their comments,
@@ -76,6 +83,10 @@ def sql(query: str | None, fmt: str | None, out: Path | None, all_owners: bool) 
         raise click.UsageError("--format parquet writes a file: give --out PATH (or a pipe)")
     if out is not None and not out.parent.is_dir():
         raise click.UsageError(f"--out {out}: the folder {out.parent} does not exist")
+    if out is not None:
+        from centsync.pipelines.kept import guard_output
+
+        guard_output(out, settings(), force=force)
     try:
         lake = (lambda: _lake_connection(text or "")) if all_owners else None
         run(warehouse, text or "", fmt, out, lake)

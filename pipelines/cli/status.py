@@ -58,7 +58,12 @@ def status(as_json: bool) -> None:
     help="Where to write it (default: centsync-report.html next to the warehouse).",
 )
 @click.option("--open", "open_it", is_flag=True, help="Open it in the default browser.")
-def report_command(out: Path | None, open_it: bool) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing file at --out (never one centsync keeps: the warehouse, outbox...).",
+)
+def report_command(out: Path | None, open_it: bool, force: bool) -> None:
     """Write the reconciliation report: one HTML file that needs no network to view.
 
     It shows the latest reconciliation's verdict, each difference with its cause and the command
@@ -67,8 +72,11 @@ def report_command(out: Path | None, open_it: bool) -> None:
 
     Example: centsync report --out /tmp/report.html
     """
+    from centsync.pipelines.kept import guard_output
     from centsync.pipelines.outputs import report
 
+    if out is not None:  # the default place is the report's own: rewritten every time
+        guard_output(out, settings(), force=force)
     path = report.write(settings().warehouse, out)
     click.echo(f"Report: {path} ({path.stat().st_size / 2**20:.1f} MB)")
     if open_it:

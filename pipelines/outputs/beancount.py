@@ -27,7 +27,8 @@ from beancount.core import data
 from beancount.core.amount import Amount
 from beancount.parser import printer
 
-from centsync.pipelines.outputs.export import write_whole
+from centsync.pipelines.outputs.export import given_name, write_whole
+from centsync.transform.spending import merchant_key
 from centsync.warehouse import analysis, connect_readonly
 
 OPENING = "Equity:Opening-Balances"
@@ -57,6 +58,7 @@ class Ledger:
     assertions: int
     skipped: list[Skipped]
     refresh_id: str | None
+    from_payee: dict[str, str]  # account -> category id: named after its most frequent payee
 
 
 def money(cents: int) -> Decimal:
@@ -91,22 +93,52 @@ def account_names(accounts: pl.DataFrame) -> dict[str, str]:
     return names
 
 
-def counterpart_names(transactions: pl.DataFrame) -> dict[tuple[str, str | None], str]:
-    """Each (type, category_id)'s counterpart account: Expenses:Groceries, Income:Salary..."""
+def top_payees(transactions: pl.DataFrame) -> dict[str, str]:
+    """Each category's most frequent merchant (the marts' merchant key; ties: the first in
+    order): a name for a category the service names nowhere."""
+    rows = transactions.filter(pl.col("category_id").is_not_null())
+    if rows.is_empty():
+        return {}
+    counted = (
+        rows.with_columns(merchant=merchant_key(pl.col("concept")))
+        .group_by("category_id", "merchant")
+        .len()
+        .sort("category_id", "len", "merchant", descending=[False, True, False])
+        .group_by("category_id", maintain_order=True)
+        .first()
+    )
+    return dict(zip(counted["category_id"], counted["merchant"], strict=True))
+
+
+def counterpart_names(
+    transactions: pl.DataFrame, given: dict[str, str] | None = None
+) -> tuple[dict[tuple[str, str | None], str], dict[str, str]]:
+    """Each (type, category_id)'s counterpart account (Expenses:Groceries, Income:Salary...),
+    and the categories named after their most frequent payee (account: category id).
+
+    A category's name is the one a person gave it (`category_names`), else the service's, else
+    its most frequent payee's (`Income:Acme-Corp-Payroll`), else `Category-<id>`."""
     taken: set[str] = set()
     names: dict[tuple[str, str | None], str] = {}
+    from_payee: dict[str, str] = {}
+    payees = top_payees(transactions)
     pairs = transactions.select("type", "category_id", "category_name").unique()
     for kind, category_id, category in sorted(pairs.iter_rows(), key=lambda r: tuple(map(str, r))):
-        if kind == "transfer":
+        if kind == "transfer":  # both halves against one account, which they cancel in
             names[(kind, category_id)] = TRANSFERS
             continue
+        mine = given_name(category_id, given or {}) if category_id else None
         root = "Income" if kind == "income" else "Expenses"
         if category_id is None:
             leaf = "Uncategorized"
         else:
-            leaf = component(category or "") or f"Category-{category_id[:8]}"
+            leaf = component(mine or category or "")
+            if not leaf and component(payees.get(category_id, "")):
+                leaf = component(payees[category_id])
+                from_payee[f"{root}:{leaf}"] = category_id
+            leaf = leaf or f"Category-{category_id[:8]}"
         names[(kind, category_id)] = _unique(f"{root}:{leaf}", category_id or "", taken)
-    return names
+    return names, from_payee
 
 
 def _balances_at(transactions: pl.DataFrame, points: pl.DataFrame) -> pl.DataFrame:
@@ -135,12 +167,13 @@ def _meta(**values: object) -> data.Meta:
 
 
 def build(
-    rows: analysis.LedgerRows, since: dt.date | None
-) -> tuple[list[data.Directive], list[Skipped], int]:
-    """The ledger's directives, the snapshots not asserted, and how many were."""
+    rows: analysis.LedgerRows, since: dt.date | None, given: dict[str, str] | None = None
+) -> tuple[list[data.Directive], list[Skipped], int, dict[str, str]]:
+    """The ledger's directives, the snapshots not asserted, how many were, and the categories
+    named after their payees (`counterpart_names`)."""
     tx, accounts = rows.transactions, rows.accounts
     names = account_names(accounts)
-    counterparts = counterpart_names(tx)
+    counterparts, from_payee = counterpart_names(tx, given)
     currency = {r["id"]: r["currency"] for r in accounts.iter_rows(named=True)}
     # rows of an account the last snapshot no longer lists still land somewhere named
     for gone in sorted(set(tx["account_id"].unique()) - set(names)):
@@ -181,7 +214,7 @@ def build(
             )
         )
     asserted, skipped = _assertions(tx, snaps, names, opening, currency, start)
-    return entries + asserted, skipped, len(asserted)
+    return entries + asserted, skipped, len(asserted), from_payee
 
 
 def _entry(
@@ -235,7 +268,12 @@ def _assertions(
     return asserted, skipped
 
 
-def header(rows: analysis.LedgerRows, refresh_id: str | None, skipped: Iterable[Skipped]) -> str:
+def header(
+    rows: analysis.LedgerRows,
+    refresh_id: str | None,
+    skipped: Iterable[Skipped],
+    from_payee: dict[str, str] | None = None,
+) -> str:
     """The ledger's opening comment lines and options."""
     lines = [
         "; centsync: the warehouse as a Beancount ledger (`centsync export --format beancount`).",
@@ -250,26 +288,43 @@ def header(rows: analysis.LedgerRows, refresh_id: str | None, skipped: Iterable[
             f"{money(s.snapshot_cents)}, the ledger {money(s.ledger_cents)}; the service's rows "
             "changed after that snapshot."
         )
+    for account, category_id in sorted((from_payee or {}).items()):
+        lines.append(
+            f"; {account}: the service lists no name for category {category_id}; named after "
+            "its most frequent payee (name it in the category names file: docs/analysts.md)."
+        )
     lines.append('option "title" "centsync"')
     if rows.currency:
         lines.append(f'option "operating_currency" "{rows.currency}"')
     return "\n".join(lines) + "\n"
 
 
-def write_ledger(warehouse: Path, out: Path, since: dt.date | None = None) -> Ledger:
-    """Write the ledger to `out` whole (beside it first, then renamed)."""
+def write_ledger(
+    warehouse: Path,
+    out: Path,
+    since: dt.date | None = None,
+    given: dict[str, str] | None = None,
+) -> Ledger:
+    """Write the ledger to `out` whole (beside it first, then renamed); `given`: the names a
+    person gave categories (`category_names`)."""
     con = connect_readonly(warehouse)
     try:
         rows = analysis.ledger_rows(con, since)
         refresh_id = analysis.latest_refresh_id(con)
     finally:
         con.close()
-    entries, skipped, assertions = build(rows, since)
+    entries, skipped, assertions, from_payee = build(rows, since, given)
     text = io.StringIO()
-    text.write(header(rows, refresh_id, skipped))
+    text.write(header(rows, refresh_id, skipped, from_payee))
     printer.print_entries(data.sorted(entries), file=text)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_whole(out, lambda aside: aside.write_text(text.getvalue(), "utf-8"))
     return Ledger(
-        out, rows.transactions.height, rows.accounts.height, assertions, skipped, refresh_id
+        out,
+        rows.transactions.height,
+        rows.accounts.height,
+        assertions,
+        skipped,
+        refresh_id,
+        from_payee,
     )

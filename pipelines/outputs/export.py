@@ -13,7 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import polars as pl
+
 from centsync.transform.contract import Outcome
+from centsync.transform.spending import merchant_key
 from centsync.warehouse import analysis, connect_readonly, reads
 
 SCHEMAS = ("marts", "core", "recon")
@@ -44,6 +47,36 @@ class QueryError(AnalystUsageError):
         "fix the query; the warehouse is read only, and docs/data-dictionary.md lists every "
         "table and column."
     )
+
+
+def category_names(path: Path) -> dict[str, str]:
+    """The names a person gave categories (the service lists none for income and transfer
+    categories): the `[categories]` table of the TOML file at `path`, a category's id (or its
+    first 8 or more characters) = its name. Absent file: none. A bad file: a usage error."""
+    import tomllib
+
+    if not path.exists():
+        return {}
+    try:
+        doc = tomllib.loads(path.read_text("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise AnalystUsageError(f"the category names file {path} is not valid TOML ({e})") from None
+    table = doc.get("categories", {})
+    if not isinstance(table, dict):
+        table = {"[categories]": None}  # not a table: said as what to fix
+    bad = [k for k, v in table.items() if len(k) < 8 or not isinstance(v, str) or not v.strip()]
+    if bad:
+        raise AnalystUsageError(
+            f"the category names file {path}: each line of [categories] is a category's id (or "
+            f'its first 8 characters) = "its name"; fix {", ".join(map(repr, bad)) or "it"}'
+        )
+    return {k.lower(): v.strip() for k, v in table.items()}
+
+
+def given_name(category_id: str, given: dict[str, str]) -> str | None:
+    """The name a person gave the category: by its id, or the longest prefix of it given."""
+    found = [k for k in given if category_id.lower().startswith(k)]
+    return given[max(found, key=len)] if found else None
 
 
 def parse_since(text: str) -> dt.date:
@@ -124,9 +157,13 @@ def export_tables(
     fmt: str,
     requested: list[str] | None = None,
     since: dt.date | None = None,
+    guard: Callable[[list[str]], None] | None = None,
+    given: dict[str, str] | None = None,
 ) -> Manifest:
     """Write every chosen table and view of marts, core and recon to `out/<schema>.<name>.<fmt>`,
-    then `out/manifest.json`; each file appears whole (written aside, then renamed)."""
+    then `out/manifest.json`; each file appears whole (written aside, then renamed). `guard`
+    is given the files' names first (it raises to refuse the folder: pipelines/kept.py);
+    `given`: the names a person gave categories (`category_names`), for a CSV's names."""
     if fmt not in FORMATS:
         raise AnalystUsageError(f"--format {fmt!r}: choose one of {', '.join(FORMATS)}")
     if out.exists() and not out.is_dir():
@@ -136,8 +173,10 @@ def export_tables(
         chosen = choose(analysis.analyst_relations(con, SCHEMAS), requested or [])
         refresh_id = analysis.latest_refresh_id(con)
         recon = reads.latest_reconciliation(con)
+        if guard is not None:
+            guard([*(f"{r.qualified}.{fmt}" for r in chosen), MANIFEST])
         out.mkdir(parents=True, exist_ok=True)
-        tables = [_export_one(con, r, out, fmt, since, refresh_id) for r in chosen]
+        tables = [_export_one(con, r, out, fmt, since, refresh_id, given) for r in chosen]
     finally:
         con.close()
     manifest = Manifest(
@@ -163,6 +202,7 @@ def _export_one(
     fmt: str,
     since: dt.date | None,
     refresh_id: str | None,
+    given: dict[str, str] | None = None,
 ) -> ExportedTable:
     """One relation to its file, with its comments as Parquet key-value metadata."""
     name = f"{relation.qualified}.{fmt}"
@@ -171,7 +211,10 @@ def _export_one(
     metadata[META_REFRESH] = refresh_id or ""
     metadata |= {META_COLUMN + c.name: c.comment or "" for c in relation.columns}
     aside = out / f".{name}.partial"
-    rows = analysis.copy_relation(con, relation, str(aside), fmt, where=where, metadata=metadata)
+    reshape = _with_names(con, given) if (fmt == "csv" and relation.qualified in NAMED) else None
+    rows = analysis.copy_relation(
+        con, relation, str(aside), fmt, where=where, metadata=metadata, reshape=reshape
+    )
     os.replace(aside, out / name)
     return ExportedTable(
         table=relation.qualified,
@@ -180,16 +223,82 @@ def _export_one(
         rows=rows,
         since_column=where[0] if where else None,
         comment=relation.comment,
-        columns=[
-            # UUIDs are written as text (copy_relation), and the manifest says what is in the file
-            {
-                "name": c.name,
-                "type": "VARCHAR" if c.type == "UUID" else c.type,
-                "comment": c.comment,
-            }
-            for c in relation.columns
-        ],
+        columns=_beside(
+            [
+                # UUIDs are written as text (copy_relation); the manifest says what is in the file
+                {
+                    "name": c.name,
+                    "type": "VARCHAR" if c.type == "UUID" else c.type,
+                    "comment": c.comment,
+                }
+                for c in relation.columns
+            ],
+            named=reshape is not None,
+        ),
     )
+
+
+def _beside(columns: list[dict[str, Any]], *, named: bool) -> list[dict[str, Any]]:
+    """The manifest's columns in the file's order: with names, each after its id (BESIDE)."""
+    if not named:
+        return columns
+    extra = {c["name"]: c for c in NAMED_COLUMNS}
+    return [x for c in columns for x in (c, extra.get(BESIDE.get(c["name"], ""))) if x]
+
+
+# A CSV of transactions is read by a person (a spreadsheet): the names beside the ids
+# (issue 44). Parquet keeps the table as it is, for tools that join on the ids.
+NAMED = {"core.transactions"}
+BESIDE = {"account_id": "account_name", "category_id": "category_name", "concept": "merchant"}
+NAMED_COLUMNS: list[dict[str, str | None]] = [
+    {"name": "account_name", "type": "VARCHAR", "comment": "The account's name (core.accounts)."},
+    {
+        "name": "category_name",
+        "type": "VARCHAR",
+        "comment": "The category's name: the one given in the category names file "
+        "(CENTSYNC_CATEGORY_NAMES), else core.categories'; empty where neither has one (the "
+        "service lists none for income and transfer categories).",
+    },
+    {
+        "name": "merchant",
+        "type": "VARCHAR",
+        "comment": "The merchant: the concept trimmed, lower-cased, whitespace collapsed (the "
+        "key of marts.spending_by_month_merchant).",
+    },
+]
+
+
+def _with_names(con: Any, given: dict[str, str] | None) -> Callable[[pl.DataFrame], pl.DataFrame]:
+    """Transactions with account_name after account_id, category_name after category_id (the
+    name a person gave it first: `category_names`) and merchant after concept."""
+    accounts, categories = analysis.id_names(con)
+    if given:
+        ids = con.sql("SELECT DISTINCT category_id::VARCHAR FROM core.transactions").fetchall()
+        mine = {i: n for (i,) in ids if i and (n := given_name(i, given))}
+        serviced = dict(zip(categories["category_id"], categories["category_name"], strict=True))
+        categories = pl.DataFrame(
+            {
+                "category_id": list(serviced | mine),
+                "category_name": list((serviced | mine).values()),
+            },
+            schema={"category_id": pl.String, "category_name": pl.String},
+        )
+
+    def reshape(frame: pl.DataFrame) -> pl.DataFrame:
+        named = (
+            frame.join(accounts, on="account_id", how="left", maintain_order="left")
+            .join(categories, on="category_id", how="left", maintain_order="left")
+            .with_columns(merchant=merchant_key(pl.col("concept")))
+        )
+        after = {
+            "account_id": "account_name",
+            "category_id": "category_name",
+            "concept": "merchant",
+        }
+        order = [x for c in frame.columns for x in (c, after.get(c)) if x is not None]
+        return named.select(order)
+
+    return reshape
 
 
 def write_whole(target: Path, write: Callable[[Path], object]) -> None:

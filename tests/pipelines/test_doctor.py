@@ -37,7 +37,7 @@ def test_a_working_set_up_is_all_well(http_env: HttpEnv) -> None:
     assert code == 0 and info["status"] == "ok" and info["exit_code"] == 0
     assert list(checks) == [
         "settings", "warehouse", "binding", "service", "tls", "key", "scopes",
-        "key_expiry", "allowance", "dagster_home", "schedules", "disk", "alerts",
+        "key_expiry", "allowance", "dagster_home", "schedules", "disk", "private", "alerts",
     ]  # fmt: skip
     assert {c["status"] for c in checks.values()} == {"ok"}
     assert checks["binding"]["value"].startswith(http_env.base_url)

@@ -19,7 +19,13 @@ from beancount import loader
 from beancount.core import data, realization
 
 from centsync.pipelines.outputs import beancount as ledger
-from centsync.pipelines.outputs.export import META_COLUMN, META_COMMENT, META_REFRESH, META_TABLE
+from centsync.pipelines.outputs.export import (
+    BESIDE,
+    META_COLUMN,
+    META_COMMENT,
+    META_REFRESH,
+    META_TABLE,
+)
 
 from .test_sql_cli import centsync, copy_warehouse, in_utc, query, shared_demo
 
@@ -176,7 +182,10 @@ def test_csv_export_of_chosen_tables_since_a_month(demo_warehouse: Path, tmp_pat
         back = query(demo_warehouse, f"SELECT * FROM read_csv('{out / table['file']}')")
         assert back.height == want.height
         by_polars = pl.read_csv(out / table["file"], infer_schema=False)
-        assert by_polars.columns == want.columns and by_polars.height == want.height
+        columns = want.columns
+        if name == "core.transactions":  # a person's CSV: the names beside the ids
+            columns = [x for c in columns for x in (c, BESIDE.get(c)) if x]
+        assert by_polars.columns == columns and by_polars.height == want.height
     total = query(demo_warehouse, "SELECT count(*) AS n FROM core.transactions")["n"][0]
     assert chosen["core.transactions"]["rows"] < total
 
@@ -347,3 +356,76 @@ def test_rows_of_an_account_no_longer_listed_still_balance(
     check = bean_check(path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert " open Assets:Unlisted:Account-" in path.read_text()
+
+
+def test_the_csv_of_transactions_names_accounts_categories_and_merchants(
+    demo_warehouse: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "csv"
+    args = ["export", "--format", "csv", "--tables", "core.transactions", "--out", str(out)]
+    assert centsync(demo_warehouse, *args).returncode == 0
+    got = query(
+        demo_warehouse,
+        f"""
+        SELECT f.account_name = a.name AS account_ok,
+               f.category_name IS NOT DISTINCT FROM c.name AS category_ok,
+               f.merchant = lower(regexp_replace(trim(t.concept), '\\s+', ' ', 'g')) AS merchant_ok,
+               c.name IS NOT NULL AS named
+        FROM read_csv('{out / "core.transactions.csv"}', all_varchar = true) f
+        JOIN core.transactions t ON t.id::VARCHAR = f.id
+        JOIN core.accounts a ON a.id = t.account_id
+        LEFT JOIN core.categories c ON c.id = t.category_id
+        """,
+    )
+    total = query(demo_warehouse, "SELECT count(*) AS n FROM core.transactions")["n"][0]
+    assert got.height == total
+    assert got["account_ok"].all() and got["category_ok"].all() and got["merchant_ok"].all()
+    assert got["named"].sum() > 1000  # the expense categories have names
+    manifest = json.loads((out / "manifest.json").read_text())
+    names = [c["name"] for c in manifest["tables"][0]["columns"]]
+    assert names[names.index("account_id") + 1] == "account_name"
+    assert names[names.index("category_id") + 1] == "category_name"
+
+
+def test_the_ledger_names_income_categories_from_payees_or_the_persons_file(
+    demo_warehouse: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    unnamed = query(
+        demo_warehouse,
+        "SELECT DISTINCT t.category_id::VARCHAR AS id FROM core.transactions t LEFT JOIN "
+        "core.categories c ON c.id = t.category_id WHERE t.type = 'income' AND c.name IS NULL "
+        "AND t.category_id IS NOT NULL ORDER BY 1",
+    )["id"].to_list()
+    assert unnamed  # the API lists no name for income categories
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # its default place: centsync/
+    names = tmp_path / "centsync" / "categories.toml"
+    names.parent.mkdir()
+    path = tmp_path / "payees.beancount"
+    printed = write_ledger(demo_warehouse, path)
+    text = path.read_text()
+    assert "Category-" not in text and bean_check(path).returncode == 0
+    for category_id in unnamed:  # named after the payee, the id said, and how to name it
+        assert f"the service lists no name for category {category_id}" in text
+        assert category_id[:8] in printed
+    assert "Income:Acme-Corp-Payroll" in text and "categories.toml" in printed
+    # the person's names win: by an id's first 8 characters or the whole id
+    names.write_text(
+        f'[categories]\n"{unnamed[0][:8]}" = "Salary"\n"{unnamed[-1]}" = "Other income"\n'
+    )
+    named = tmp_path / "named.beancount"
+    printed = write_ledger(demo_warehouse, named)
+    text = named.read_text()
+    assert bean_check(named).returncode == 0
+    assert "open Income:Salary" in text and "payee" not in printed
+    assert "open Income:Other-Income" in text or len(unnamed) == 1
+    # and the CSV of transactions carries the same names
+    csv = tmp_path / "csv"
+    args = ["export", "--format", "csv", "--tables", "core.transactions", "--out", str(csv)]
+    assert centsync(demo_warehouse, *args).returncode == 0
+    rows = pl.read_csv(csv / "core.transactions.csv", infer_schema=False)
+    salary = rows.filter(pl.col("category_id") == unnamed[0])["category_name"].unique()
+    assert salary.to_list() == ["Salary"]
+    names.write_text('[categories]\n"1e2" = "Salary"\n')
+    bad = tmp_path / "bad.beancount"
+    done = centsync(demo_warehouse, "export", "--format", "beancount", "--out", str(bad))
+    assert done.returncode == 2 and "categories.toml" in done.stderr.decode()
