@@ -149,11 +149,16 @@ def _card_as_expense(b: HouseholdBuilder, rng: random.Random) -> None:
     """Now and then the feed types the checking leg of a card payment as an expense."""
     by_id = {t.id: t for t in b.out}
     card = b.acc["card"].id
-    for pair in list(b.truth.pairs):
-        out, got = by_id.get(pair[0]), by_id.get(pair[1])
-        if out is None or got is None or got.account_id != card or rng.random() > 0.08:
-            continue
-        out.type = EXPENSE
+    payments = [
+        (o, i)
+        for o, i in b.truth.pairs
+        if o in by_id and i in by_id and by_id[i].account_id == card
+    ]
+    chosen = [p for p in payments if rng.random() < 0.08]
+    if payments and not chosen:  # at least one: the tests look for it
+        chosen = [rng.choice(payments)]
+    for pair in chosen:
+        by_id[pair[0]].type = EXPENSE
         b.truth.pairs.remove(pair)
         b.truth.card_as_expense.append(pair)
 
@@ -163,7 +168,10 @@ def add_noise(b: HouseholdBuilder, rng: random.Random) -> list[Tx]:
     series = _by_series(b)
     _move_and_raise(b, rng, series)
     gone = _drop(b, rng, series)
-    extra = _one_offs(b, rng, series) + _lone_legs(b, rng)
+    # one-offs while the series still runs (after a subscription ended, a purchase there is
+    # a new story)
+    running = {k: [t for t in rows if t.id not in gone] for k, rows in series.items()}
+    extra = _one_offs(b, rng, running) + _lone_legs(b, rng)
     _card_as_expense(b, rng)
     return [t for t in b.out if t.id not in gone] + extra
 

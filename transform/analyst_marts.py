@@ -163,12 +163,11 @@ def build(
     validate: Callable[[pa.DataFrameSchema, pl.DataFrame], pl.DataFrame] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Every analyst mart, collected (one plan) and validated (pandera by default)."""
-    # the merchant key once (a regular expression over every row), then shared by every mart
-    tx = (
-        frames.transactions.with_columns(merchant=spending.merchant_key(pl.col("concept")))
-        .collect()
-        .lazy()
-    )
+    # the merchant key once per distinct concept (a regular expression; a ledger holds a few
+    # hundred concepts in a million rows), then shared by every mart
+    concepts = frames.transactions.select("concept").unique()
+    keys = concepts.with_columns(merchant=spending.merchant_key(pl.col("concept")))
+    tx = frames.transactions.join(keys, "concept", "left").collect().lazy()
     names = merchants.display_names(tx.select("merchant"), frames.renames)
     series, members = _recurring(tx, names, frames.accounts, frames.today)
     pairs, unpaired = transfers.pairs_and_unpaired(tx, frames.accounts)

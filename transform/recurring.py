@@ -7,15 +7,16 @@ Transfers are not series: their two legs are paired by `transform/transfers.py`.
 For each cadence, finest first, every candidate group is cut into periods (ISO weeks, calendar
 months, quarters, years) and kept when it looks like a series:
 
-- at most 1.5 rows a period on average (a one-off purchase at the merchant is tolerated, a
-  merchant visited every few days is not), rows in at least 4 periods (5 weeks, 3 years),
+- at most 1.5 rows a period on average (1.2 quarterly and yearly; a one-off purchase at the
+  merchant is tolerated, a merchant visited every few days is not), rows in at least 4 periods (5 weeks, 3 years),
   and in at least three quarters of the periods between its first and last (a missed
   occurrence is tolerated);
 - in each period the row nearest the group's usual place in the period and its median amount
-  is the occurrence; the others are one-offs, not members;
+  is the occurrence (picked twice: the second time around the occurrences' own medians); the
+  others are one-offs, not members;
 - the occurrences keep their place: the day within the period moves at most `tolerance` days
-  from the median (a bill paid a few days late), for at least 80% of them; an occurrence
-  outside that is not a member.
+  from the median (a bill paid a few days late), for at least 80% of them (90% quarterly and
+  yearly, where periods are few); an occurrence outside that is not a member.
 
 Amounts may vary (utilities) or step up (a price rise): the amount only picks the occurrence
 among a period's rows. A group found at a cadence is not looked at for the coarser ones.
@@ -31,7 +32,6 @@ import polars as pl
 GROUP = ("merchant", "account_id", "type", "inflow")
 MAX_ROWS_PER_PERIOD = 1.5
 MIN_COVERAGE = 0.75
-MIN_IN_PLACE = 0.8
 
 
 @dataclass(frozen=True)
@@ -41,13 +41,18 @@ class Cadence:
     tolerance: int  # days an occurrence may move within its period
     grace: int  # days past the expected date before a series counts as ended
     min_occurrences: int
+    # the share of occurrences that must keep their place, and the rows a period may hold on
+    # average (few long periods: four or five visits a quarter apart, the nearest of a few
+    # picked each time, must not pass for a series)
+    in_place: float = 0.8
+    rows_per_period: float = MAX_ROWS_PER_PERIOD
 
 
 CADENCES = (
     Cadence("weekly", "1w", 1, 4, 5),
     Cadence("monthly", "1mo", 6, 16, 4),
-    Cadence("quarterly", "1q", 10, 46, 4),
-    Cadence("yearly", "1y", 12, 120, 3),
+    Cadence("quarterly", "1q", 10, 46, 4, in_place=0.9, rows_per_period=1.2),
+    Cadence("yearly", "1y", 12, 120, 3, in_place=0.9, rows_per_period=1.2),
 )
 
 
@@ -81,6 +86,19 @@ def candidates(tx: pl.LazyFrame) -> pl.LazyFrame:
     return rows.join(sparse, on=list(GROUP), how="semi")
 
 
+def _pick(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
+    """Per group and period the row nearest `med_pos` and `med_amt`, `in_place` when within
+    the cadence's tolerance of `med_pos`."""
+    off = (pl.col("pos") - pl.col("med_pos")).abs()
+    amount = (pl.col("amount") - pl.col("med_amt")).abs() / pl.col("med_amt").abs().clip(1)
+    return (
+        rows.with_columns(score=off / c.tolerance + amount, off=off)
+        .sort("score", "id")
+        .unique([*GROUP, "period"], keep="first")
+        .with_columns(in_place=pl.col("off") <= c.tolerance)
+    )
+
+
 def _members_at(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
     """The members of the groups that are series at cadence `c` (with `cadence`)."""
     g = list(GROUP)
@@ -96,26 +114,23 @@ def _members_at(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
             med_amt=pl.col("amount").median(),
         )
         .filter(
-            (pl.col("n") <= MAX_ROWS_PER_PERIOD * pl.col("periods"))
+            (pl.col("n") <= c.rows_per_period * pl.col("periods"))
             & (pl.col("periods") >= c.min_occurrences)
             & (pl.col("periods") >= MIN_COVERAGE * pl.col("span"))
         )
     )
-    off = (pl.col("pos") - pl.col("med_pos")).abs()
-    score = off / c.tolerance + (pl.col("amount") - pl.col("med_amt")).abs() / pl.col(
-        "med_amt"
-    ).abs().clip(1)
-    picked = (
-        cut.join(stats, on=g)
-        .with_columns(score=score, off=off)
-        .sort("score", "id")
-        .unique([*g, "period"], keep="first")
-        .with_columns(in_place=pl.col("off") <= c.tolerance)
+    # the occurrence of each period: nearest the usual place and amount; then the usual place
+    # and amount again from the occurrences alone (one-offs late in the month moved the first
+    # median), and the occurrences picked again
+    picked = _pick(cut.join(stats, on=g), c)
+    again = picked.group_by(g).agg(
+        med_pos=pl.col("pos").median(), med_amt=pl.col("amount").median()
     )
+    picked = _pick(cut.join(again, on=g), c)
     placed = (
         picked.group_by(g)
         .agg(share=pl.col("in_place").mean(), kept=pl.col("in_place").sum())
-        .filter((pl.col("share") >= MIN_IN_PLACE) & (pl.col("kept") >= c.min_occurrences))
+        .filter((pl.col("share") >= c.in_place) & (pl.col("kept") >= c.min_occurrences))
     )
     return (
         picked.filter("in_place")

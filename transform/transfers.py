@@ -33,16 +33,12 @@ CARD_PAYMENT_AS_EXPENSE = "card_payment_typed_as_expense"
 REASONS = (NO_MATCH, AMBIGUOUS, CARD_PAYMENT_AS_EXPENSE)
 
 
-def _legs(tx: pl.LazyFrame, accounts: pl.LazyFrame) -> pl.LazyFrame:
-    kinds = accounts.select(pl.col("id").alias("account_id"), account_type="type")
-    return tx.select("id", "account_id", "amount", "booked_at", "type").join(
-        kinds, "account_id", "left"
-    )
-
-
 def candidates(tx: pl.LazyFrame, accounts: pl.LazyFrame) -> pl.DataFrame:
     """Every (out, in) couple that could be a pair, with its lag in days."""
-    legs = _legs(tx, accounts).filter(pl.col("type") != "income")
+    legs = tx.select("id", "account_id", "amount", "booked_at", "type").filter(
+        pl.col("type") != "income"
+    )
+    kinds = accounts.select(pl.col("id").alias("account_id"), account_type="type")
     outs = legs.filter(pl.col("amount") < 0).select(
         out_transaction_id="id",
         from_account_id="account_id",
@@ -50,13 +46,17 @@ def candidates(tx: pl.LazyFrame, accounts: pl.LazyFrame) -> pl.DataFrame:
         out_type="type",
         amount_cents=-pl.col("amount"),
     )
-    ins = legs.filter(pl.col("amount") > 0).select(
-        in_transaction_id="id",
-        to_account_id="account_id",
-        in_on="booked_at",
-        in_type="type",
-        to_account_type="account_type",
-        amount_cents="amount",
+    ins = (
+        legs.filter(pl.col("amount") > 0)
+        .join(kinds, "account_id", "left")
+        .select(
+            in_transaction_id="id",
+            to_account_id="account_id",
+            in_on="booked_at",
+            in_type="type",
+            to_account_type="account_type",
+            amount_cents="amount",
+        )
     )
     lag = (pl.col("in_on") - pl.col("out_on")).dt.total_days()
     return (
