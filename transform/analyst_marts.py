@@ -168,7 +168,7 @@ def build(
     concepts = frames.transactions.select("concept").unique()
     keys = concepts.with_columns(merchant=spending.merchant_key(pl.col("concept")))
     tx = frames.transactions.join(keys, "concept", "left").collect().lazy()
-    names = merchants.display_names(tx.select("merchant"), frames.renames)
+    names = merchants.display_names(keys, frames.renames)
     series, members = _recurring(tx, names, frames.accounts, frames.today)
     pairs, unpaired = transfers.pairs_and_unpaired(tx, frames.accounts)
     context = frames.transactions.select(

@@ -11,7 +11,8 @@ is the service's grouping and stays the key of every mart. Its display name is o
    built-in aliases below name the feeds' abbreviations (`amzn mktp` -> Amazon);
 3. renamed: the rules file's `[merchants]` table (transform/rules.py) maps a merchant key, or a
    cleaned name, to the name the person chose; it wins over 1 and 2;
-4. title-cased (`burger king` -> `Burger King`) unless a rename or alias gave the case.
+4. in the feed's own mixed-case spelling where it has one (`iCloud Storage`, `IKEA Valencia`),
+   else title-cased (`LIDL`, `burger king` -> `Lidl`, `Burger King`).
 """
 
 from __future__ import annotations
@@ -50,19 +51,37 @@ def _title(name: pl.Expr) -> pl.Expr:
     return name.str.to_titlecase()
 
 
+def _mixed(text: pl.Expr) -> pl.Expr:
+    """Written in mixed case (`iCloud Storage`, not `LIDL` nor `burger king`): a spelling a
+    person chose, kept as the display name's case."""
+    return (text != text.str.to_lowercase()) & (text != text.str.to_uppercase())
+
+
 def display_names(keys: pl.LazyFrame, renames: Mapping[str, str] | None = None) -> pl.LazyFrame:
-    """`merchant` (the key) -> `merchant_name`, for every distinct key of `keys`.
+    """`merchant` (the key) -> `merchant_name`, for every distinct key of `keys` (with the
+    `concept`s it comes from, when given: a mixed-case spelling keeps its case).
 
     A key whose cleaned form is empty (a concept made of references only) keeps the key itself.
     """
     renames = dict(renames or {})
+    if "concept" not in keys.collect_schema():
+        keys = keys.with_columns(concept=pl.lit(None, pl.String))
+    cased = cleaned(pl.col("concept").str.replace_all(r"\s+", " ").str.strip_chars(" "))
     base = (
-        keys.select("merchant")
+        keys.select("merchant", "concept")
         .unique()
+        .group_by("merchant")
+        .agg(cased=cased.filter(_mixed(cased)).sort().first())
         .with_columns(clean=cleaned(pl.col("merchant")))
         .with_columns(
             clean=pl.when(pl.col("clean") == "").then(pl.col("merchant")).otherwise("clean")
         )
+    )
+    # the group's own spelling: a mixed-case spelling of a key whose cleaned name is the group
+    spelling = (
+        base.filter(pl.col("cased").str.to_lowercase() == pl.col("clean"))
+        .group_by(pl.col("clean").alias("group"))
+        .agg(spelling=pl.col("cased").sort().first())
     )
     # grouping: the shortest other cleaned name that is a whole-word prefix of this one
     names = base.select(pl.col("clean").alias("short")).unique()
@@ -84,14 +103,13 @@ def display_names(keys: pl.LazyFrame, renames: Mapping[str, str] | None = None) 
         schema={"merchant": pl.String, "renamed": pl.String},
     ).lazy()
     by_clean = chosen.rename({"merchant": "group", "renamed": "renamed_group"})
+    named = pl.coalesce("renamed", "renamed_group", "alias", "spelling", _title(pl.col("group")))
     return (
         base.join(prefixed, "merchant", "left")
         .with_columns(group=pl.coalesce("short", "clean"))
         .join(alias, "group", "left")
         .join(chosen, "merchant", "left")
         .join(by_clean, "group", "left")
-        .select(
-            "merchant",
-            merchant_name=pl.coalesce("renamed", "renamed_group", "alias", _title(pl.col("group"))),
-        )
+        .join(spelling, "group", "left")
+        .select("merchant", merchant_name=named)
     )
