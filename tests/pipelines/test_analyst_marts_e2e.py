@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from centsync.extract import ApiClient
+from centsync.pipelines.outputs import report
 from centsync.pipelines.reconcile import reconcile
 from centsync.pipelines.refresh.run import run_refresh
 from centsync.pipelines.refresh.summary import RefreshOptions
@@ -74,6 +75,11 @@ def test_a_refresh_builds_the_analyst_marts_on_the_truth(tmp_path: Path) -> None
         """,
     )
     assert undocumented == []
+    # the report's section for them, merchants by display name
+    page = report.write(warehouse).read_text("utf-8")
+    section = page.split('id="recurring-section"', 1)[1].split("</section>", 1)[0]
+    assert "Recurring series" in section and "Netflix" in section and "monthly" in section
+    assert "card_payment_typed_as_expense" in section.split("Transfer legs without a pair")[1]
 
 
 def test_the_rules_files_merchants_rename_what_a_person_reads(tmp_path: Path) -> None:
