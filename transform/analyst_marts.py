@@ -138,10 +138,16 @@ def expense_goals_by_month(tx: pl.LazyFrame) -> pl.LazyFrame:
 
 
 def _recurring(
-    tx: pl.LazyFrame, names: pl.LazyFrame, accounts: pl.LazyFrame, today: dt.date
+    tx: pl.LazyFrame,
+    keys: pl.LazyFrame,
+    names: pl.LazyFrame,
+    accounts: pl.LazyFrame,
+    today: dt.date,
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     found = (
-        recurring.members(tx).lazy().with_columns(series_id=recurring.series_id(pl.col("cadence")))
+        recurring.members(tx, keys)
+        .lazy()
+        .with_columns(series_id=recurring.series_id(pl.col("cadence")))
     )
     account_names = accounts.select(pl.col("id").alias("account_id"), account_name="name")
     series = (
@@ -164,12 +170,12 @@ def build(
 ) -> dict[str, pl.DataFrame]:
     """Every analyst mart, collected (one plan) and validated (pandera by default)."""
     # the merchant key once per distinct concept (a regular expression; a ledger holds a few
-    # hundred concepts in a million rows), then shared by every mart
-    concepts = frames.transactions.select("concept").unique()
-    keys = concepts.with_columns(merchant=spending.merchant_key(pl.col("concept")))
-    tx = frames.transactions.join(keys, "concept", "left").collect().lazy()
+    # hundred concepts in a million rows), joined only to the rows a series may hold
+    tx = frames.transactions
+    concepts = tx.select("concept").unique()
+    keys = concepts.with_columns(merchant=spending.merchant_key(pl.col("concept"))).collect().lazy()
     names = merchants.display_names(keys, frames.renames)
-    series, members = _recurring(tx, names, frames.accounts, frames.today)
+    series, members = _recurring(tx, keys, names, frames.accounts, frames.today)
     pairs, unpaired = transfers.pairs_and_unpaired(tx, frames.accounts)
     context = frames.transactions.select(
         transaction_id="id", account_id="account_id", booked_at="booked_at", amount_cents="amount"

@@ -69,21 +69,33 @@ def _period(c: Cadence, day: pl.Expr) -> tuple[pl.Expr, pl.Expr]:
     return year, day.dt.ordinal_day().cast(pl.Int64)
 
 
-def candidates(tx: pl.LazyFrame) -> pl.LazyFrame:
-    """The rows a series may hold: expenses and income with a merchant key (`merchant`), in
-    the groups not too busy to be one (a row a week at most, at the finest cadence: one pass
-    that leaves out the merchants visited every few days before any cadence is tried)."""
-    rows = tx.filter(pl.col("type").is_in(["expense", "income"])).select(
-        "id", "merchant", "account_id", "type", "amount", "booked_at", inflow=pl.col("amount") > 0
-    )
+def candidates(tx: pl.LazyFrame, keys: pl.LazyFrame) -> pl.LazyFrame:
+    """The rows a series may hold: expenses and income, with their merchant key (`keys`:
+    concept -> merchant), of the concepts not too busy in their account to hold one (a row a
+    week at most, the finest cadence: one pass over the ledger that leaves out the merchants
+    visited every few days before any cadence is tried, and before the merchant key is
+    joined to the rows that are left)."""
+    rows = tx.filter(pl.col("type").is_in(["expense", "income"]))
     weeks = (pl.col("booked_at").max() - pl.col("booked_at").min()).dt.total_days() / 7 + 1
     sparse = (
-        rows.group_by(GROUP)
+        rows.group_by("concept", "account_id")
         .agg(busy=pl.len() > MAX_ROWS_PER_PERIOD * weeks)
         .filter(~pl.col("busy"))
-        .select(GROUP)
+        .select("concept", "account_id")
     )
-    return rows.join(sparse, on=list(GROUP), how="semi")
+    return (
+        rows.join(sparse, on=["concept", "account_id"], how="semi")
+        .join(keys.select("concept", "merchant"), "concept", "left")
+        .select(
+            "id",
+            "merchant",
+            "account_id",
+            "type",
+            "amount",
+            "booked_at",
+            inflow=pl.col("amount") > 0,
+        )
+    )
 
 
 def _pick(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
@@ -139,13 +151,13 @@ def _members_at(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
     )
 
 
-def members(tx: pl.LazyFrame) -> pl.DataFrame:
+def members(tx: pl.LazyFrame, keys: pl.LazyFrame) -> pl.DataFrame:
     """Every series member: id, the group's columns, amount, booked_at, cadence.
 
     Collected cadence by cadence: each cadence looks only at the groups the finer ones left
     (one lazy plan would repeat the finer cadences' work in every coarser one).
     """
-    rows = candidates(tx).collect()
+    rows = candidates(tx, keys).collect()
     found: list[pl.DataFrame] = []
     for c in CADENCES:
         at = _members_at(rows.lazy(), c).collect()
