@@ -30,8 +30,8 @@ def _(mo):
         mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
     )
     wh = ReadOnlyWarehouse(path)
-    con, currency, money, q = wh.con, wh.currency, wh.money, wh.q
-    return con, currency, money, path, q
+    con, currency, money, q, table = wh.con, wh.currency, wh.money, wh.q, wh.table
+    return con, currency, money, path, q, table
 
 
 @app.cell(hide_code=True)
@@ -145,10 +145,8 @@ def _(alt, mo, q):
 
 
 @app.cell(hide_code=True)
-def _(accounts, mo, money, pl):
-    _table = accounts.with_columns(
-        pl.col("balance_cents").map_elements(money, return_dtype=pl.String).alias("balance")
-    ).select(
+def _(accounts, mo, pl, table):
+    _table = accounts.with_columns(pl.col("balance_cents").alias("balance")).select(
         "account_name",
         "account_type",
         "subtype",
@@ -157,23 +155,28 @@ def _(accounts, mo, money, pl):
         "balance",
         "connection_status",
     )
-    mo.vstack([mo.md("## The accounts now"), _table])
+    mo.vstack([mo.md("## The accounts now"), table(_table, money=("balance",))])
     return
 
 
 @app.cell(hide_code=True)
-def _(mo, money, pl, q):
+def _(mo, pl, q, table):
     _snaps = q("SELECT * FROM marts.net_worth_snapshots ORDER BY snapshot_at DESC").with_columns(
-        *[
-            pl.col(f"{c}_cents").map_elements(money, return_dtype=pl.String).alias(c)
-            for c in ("assets", "liabilities", "net_worth")
-        ]
+        *[pl.col(f"{c}_cents").alias(c) for c in ("assets", "liabilities", "net_worth")]
     )
     mo.vstack(
         [
             mo.md("## Per-refresh snapshots (as each refresh read the accounts)"),
-            _snaps.select(
-                "snapshot_at", "refresh_id", "assets", "liabilities", "net_worth", "account_count"
+            table(
+                _snaps.select(
+                    "snapshot_at",
+                    "refresh_id",
+                    "assets",
+                    "liabilities",
+                    "net_worth",
+                    "account_count",
+                ),
+                money=("assets", "liabilities", "net_worth"),
             ),
         ]
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import polars as pl
@@ -35,8 +36,25 @@ class ReadOnlyWarehouse:
         """A query's result as a Polars frame."""
         return pl.from_arrow(self.con.sql(sql, params=params or None).to_arrow_table())
 
-    def money(self, cents: int) -> str:
+    def money(self, cents: int | None) -> str:
         """Integer cents as text (display only): 1234567 -> '12,345.67 EUR'."""
+        if cents is None:
+            return ""
         sign = "-" if cents < 0 else ""
         whole, part = divmod(abs(int(cents)), 100)
         return f"{sign}{whole:,}.{part:02d} {self.currency}".strip()
+
+    def table(self, frame: pl.DataFrame, money: tuple[str, ...] = (), **options: Any) -> Any:
+        """A marimo table whose `money` columns (integer cents) sort as numbers and read as
+        money: each holds the amount in currency units (a number) and shows it with the
+        currency ('12,345.67 EUR'); the warehouse keeps the cents."""
+        import marimo as mo
+
+        units = frame.with_columns((pl.col(c) / 100).alias(c) for c in money)
+
+        def shown(value: float | None) -> str:
+            return "" if value is None else self.money(round(value * 100))
+
+        return mo.ui.table(
+            units, format_mapping={c: shown for c in money}, selection=None, **options
+        )

@@ -30,8 +30,8 @@ def _(mo):
         mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
     )
     wh = ReadOnlyWarehouse(path)
-    con, currency, money, q = wh.con, wh.currency, wh.money, wh.q
-    return con, currency, money, path, q
+    con, currency, money, q, table = wh.con, wh.currency, wh.money, wh.q, wh.table
+    return con, currency, money, path, q, table
 
 
 @app.cell(hide_code=True)
@@ -111,7 +111,7 @@ def _(alt, latest, mo, pl, q):
 
 
 @app.cell(hide_code=True)
-def _(mo, money, pl, q):
+def _(mo, q, table):
     differences = q(
         """
         SELECT "check", scope, label, local_cents, server_cents, difference_cents, status, explanation
@@ -126,11 +126,9 @@ def _(mo, money, pl, q):
         _out = mo.vstack(
             [
                 mo.md(f"## What differs ({differences.height})"),
-                differences.with_columns(
-                    *[
-                        pl.col(c).map_elements(money, return_dtype=pl.String)
-                        for c in ("local_cents", "server_cents", "difference_cents")
-                    ]
+                table(
+                    differences,
+                    money=("local_cents", "server_cents", "difference_cents"),
                 ),
             ]
         )

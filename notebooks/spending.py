@@ -30,8 +30,8 @@ def _(mo):
         mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
     )
     wh = ReadOnlyWarehouse(path)
-    con, currency, money, q = wh.con, wh.currency, wh.money, wh.q
-    return con, currency, money, path, q
+    con, currency, money, q, table = wh.con, wh.currency, wh.money, wh.q, wh.table
+    return con, currency, money, path, q, table
 
 
 @app.cell(hide_code=True)
@@ -99,12 +99,10 @@ def _(alt, mo, pl, q):
 
 
 @app.cell(hide_code=True)
-def _(alt, last12, mo, money, pl):
+def _(alt, last12, mo, pl, table):
     _shares = last12.with_columns(
         (-pl.col("amount_cents") / 100).alias("spent"),
-        pl.col("amount_cents")
-        .map_elements(lambda c: money(-c), return_dtype=pl.String)
-        .alias("total"),
+        (-pl.col("amount_cents")).alias("total"),
     )
     _bars = (
         alt.Chart(_shares, title="Spent per category, last 12 months")
@@ -120,31 +118,39 @@ def _(alt, last12, mo, money, pl):
         [
             mo.md("## Categories over the last 12 months"),
             _bars,
-            _shares.select("category_name", "total", "transactions", "first_month", "last_month"),
+            table(
+                _shares.select(
+                    "category_name", "total", "transactions", "first_month", "last_month"
+                ),
+                money=("total",),
+            ),
         ]
     )
     return
 
 
 @app.cell(hide_code=True)
-def _(mo, money, pl, q):
+def _(mo, pl, q, table):
+    # merchants by their display names (marts.merchant_names groups the feed's variants)
     _merchants = q(
         """
-        SELECT merchant, sum(amount_cents)::BIGINT AS amount_cents, sum(transactions)::BIGINT AS expenses,
-               min(month) AS first_month, max(month) AS last_month
-        FROM marts.spending_by_month_merchant
-        WHERE month > (SELECT max(month) FROM marts.spending_by_month_merchant) - INTERVAL 12 MONTH
-        GROUP BY merchant ORDER BY amount_cents LIMIT 15
+        SELECT coalesce(n.merchant_name, s.merchant) AS merchant,
+               sum(s.amount_cents)::BIGINT AS amount_cents,
+               sum(s.transactions)::BIGINT AS expenses,
+               min(s.month) AS first_month, max(s.month) AS last_month
+        FROM marts.spending_by_month_merchant s
+        LEFT JOIN marts.merchant_names n USING (merchant)
+        WHERE s.month > (SELECT max(month) FROM marts.spending_by_month_merchant) - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY amount_cents LIMIT 15
         """
-    ).with_columns(
-        pl.col("amount_cents")
-        .map_elements(lambda c: money(-c), return_dtype=pl.String)
-        .alias("spent")
-    )
+    ).with_columns((-pl.col("amount_cents")).alias("spent"))
     mo.vstack(
         [
             mo.md("## Top merchants, last 12 months"),
-            _merchants.select("merchant", "spent", "expenses", "first_month", "last_month"),
+            table(
+                _merchants.select("merchant", "spent", "expenses", "first_month", "last_month"),
+                money=("spent",),
+            ),
         ]
     )
     return
@@ -165,7 +171,7 @@ def _(last12, mo):
 
 
 @app.cell(hide_code=True)
-def _(alt, category, mo, money, pl, q):
+def _(alt, category, mo, money, q, table):
     _chosen = category.value
     _per_month = q(
         """
@@ -176,8 +182,11 @@ def _(alt, category, mo, money, pl, q):
     )
     _rows = q(
         """
-        SELECT t.booked_at, t.concept, a.name AS account, t.amount
+        SELECT t.booked_at, coalesce(n.merchant_name, t.concept) AS merchant, t.concept,
+               a.name AS account, t.amount
         FROM core.transactions t
+        LEFT JOIN marts.merchant_names n
+               ON n.merchant = lower(trim(regexp_replace(t.concept, '\\s+', ' ', 'g')))
         JOIN core.accounts a ON a.id = t.account_id
         LEFT JOIN (SELECT DISTINCT category_id, category_name FROM marts.spending_by_month_category) c
                ON c.category_id IS NOT DISTINCT FROM t.category_id
@@ -185,7 +194,7 @@ def _(alt, category, mo, money, pl, q):
         ORDER BY t.booked_at DESC LIMIT 25
         """,
         [_chosen],
-    ).with_columns(pl.col("amount").map_elements(money, return_dtype=pl.String).alias("amount"))
+    )
     _line = (
         alt.Chart(_per_month, title=f"{_chosen}: spent per month")
         .mark_line(point=True)
@@ -206,7 +215,7 @@ def _(alt, category, mo, money, pl, q):
             mo.md(f"**{_chosen}**: {money(-_total)} spent in {_per_month.height} months."),
             _line,
             mo.md("The latest expenses in it:"),
-            _rows,
+            table(_rows, money=("amount",)),
         ]
     )
     return

@@ -30,8 +30,8 @@ def _(mo):
         mo.md(f"**No warehouse at `{path}`.** Run `make demo` or `centsync refresh` first."),
     )
     wh = ReadOnlyWarehouse(path)
-    con, currency, money, q = wh.con, wh.currency, wh.money, wh.q
-    return con, currency, money, path, q
+    con, currency, money, q, table = wh.con, wh.currency, wh.money, wh.q, wh.table
+    return con, currency, money, path, q, table
 
 
 @app.cell(hide_code=True)
@@ -104,28 +104,29 @@ def _(mo, money, outbox, pl):
 
 
 @app.cell(hide_code=True)
-def _(mo, money, outbox, pl):
+def _(mo, outbox, table):
     if outbox is None or outbox.is_empty():
         _out = mo.md("## Every request\n\nNothing yet.")
     else:
         _out = mo.vstack(
             [
                 mo.md(f"## Every request ({outbox.height})"),
-                outbox.with_columns(
-                    pl.col("amount").map_elements(money, return_dtype=pl.String)
-                ).select(
-                    "id",
-                    "state",
-                    "operation",
-                    "source_name",
-                    "source_line",
-                    "booked_at",
-                    "amount",
-                    "concept",
-                    "attempts",
-                    "replayed",
-                    "created_at",
-                    "confirmed_at",
+                table(
+                    outbox.select(
+                        "id",
+                        "state",
+                        "operation",
+                        "source_name",
+                        "source_line",
+                        "booked_at",
+                        "amount",
+                        "concept",
+                        "attempts",
+                        "replayed",
+                        "created_at",
+                        "confirmed_at",
+                    ),
+                    money=("amount",),
                 ),
             ]
         )

@@ -23,6 +23,7 @@ import polars as pl
 from centsync.extract import ApiClient, SurfaceUnavailable
 from centsync.pipelines.contract_book import NOT_HERE, ContractBook, ask
 from centsync.pipelines.results import ReconcileResult
+from centsync.transform import analyst_marts as analyst_rules
 from centsync.transform import bisection, shapes, shapes_rows
 from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
@@ -33,6 +34,7 @@ from centsync.transform.calendar import (
     months_between,
     parse_month,
 )
+from centsync.warehouse import analyst_marts as analyst_store
 from centsync.warehouse import marts as store
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse import validation
@@ -133,7 +135,18 @@ def rebuild_marts(
     )
     marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
     store.replace_marts(con, marts)
+    rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
     return dict(marts)
+
+
+def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> None:
+    """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
+    names: transform/analyst_marts.py), validated, replaced in one transaction."""
+    frames = analyst_rules.LedgerFrames(
+        analyst_store.ledger(con).lazy(), analyst_store.accounts(con).lazy(), today,
+        analyst_store.renames(con),
+    )  # fmt: skip
+    analyst_store.replace(con, analyst_rules.build(frames, validate=validation.validated))
 
 
 def _engine(ledger: pl.DataFrame) -> mart_rules.Engine:

@@ -194,6 +194,8 @@ class RulesResult(Result):
     rejected: Count = 0
     dry_run: bool = False
     outbox: str = ""
+    # the [merchants] display names the file sets (kept beside the warehouse unless dry)
+    merchant_renames: Count = 0
 
 
 BankFormat = Literal["ofx", "camt053"]  # a bank statement's format (`centsync import`)

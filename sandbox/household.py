@@ -22,6 +22,7 @@ from centsync.sandbox.household_data import (
     SUBSCRIPTIONS,
     VARIABLE_WEIGHTS,
 )
+from centsync.sandbox.household_truth import Truth, add_noise
 from centsync.sandbox.ledger import EXPENSE, INCOME, TRANSFER, Tx
 
 DAY_MS = 86_400_000
@@ -88,6 +89,8 @@ class Household:
     expenses: list[Expense]
     transactions: list[Tx]
     owner_id: str
+    # for tests only: which visible rows belong to which recurring series and transfer pair
+    truth: Truth = field(default_factory=Truth)
 
 
 class Ids:
@@ -107,9 +110,18 @@ def generate(
     transactions: int | None = None,
     timezone: str = "Europe/Madrid",
     providers: tuple[str, str] = ("bankfeed_eu", "openbank_uk"),
+    noise: bool = False,
 ) -> Household:
-    """Build the household and its history up to `now_ms`, deterministically from `seed`."""
-    return HouseholdBuilder(seed, now_ms, years, timezone, providers).build(transactions)
+    """Build the household and its history up to `now_ms`, deterministically from `seed`.
+
+    `noise` (tests and benchmarks of the analysts' marts): price rises, skipped and moved
+    occurrences, an ended subscription, one-off purchases at recurring merchants and lone
+    transfer legs of equal amounts, drawn from a second RNG after the household is built
+    (sandbox/household_truth.py): without it the household is byte for byte the pinned one.
+    """
+    builder = HouseholdBuilder(seed, now_ms, years, timezone, providers)
+    builder.noise = noise
+    return builder.build(transactions)
 
 
 class HouseholdBuilder:
@@ -158,6 +170,8 @@ class HouseholdBuilder:
         self.first_month = (now.year - years) * 12 + now.month  # months count as year*12+month
         self.last_month = now.year * 12 + now.month
         self.out: list[Tx] = []
+        self.truth = Truth()
+        self.noise = False
 
     def build(self, transactions: int | None) -> Household:
         """Every month's events, then the scale knob, then balances consistent with the rows."""
@@ -169,6 +183,9 @@ class HouseholdBuilder:
             hidden_rows = [t for t in self.out if t.account_id == old]
             visible_rows = [t for t in self.out if t.account_id != old]
             self.out = self.rescale(visible_rows, transactions) + hidden_rows
+        if self.noise:
+            self.out = add_noise(self, random.Random(self.rng.random()))
+        self.truth = self.truth.kept({t.id for t in self.out if t.account_id != self.acc["old"].id})
         return self.finish()
 
     def month(self, ym: int) -> None:
@@ -204,10 +221,14 @@ class HouseholdBuilder:
         manual: bool = False,
         goal: str | None = None,
         notes: str | None = None,
-    ) -> None:
-        """Record one transaction unless it falls in the last hour (not yet visible)."""
+        series: str | None = None,
+    ) -> str | None:
+        """Record one transaction unless it falls in the last hour (not yet visible); its id.
+
+        `series` names the recurring series the row belongs to (the truth, for tests only).
+        """
         if instant > self.now_ms - HOUR_MS:
-            return
+            return None
         rng = self.rng
         a = self.acc[account]
         provider = None
@@ -237,6 +258,14 @@ class HouseholdBuilder:
                 provider=provider,
             )
         )
+        if series is not None:
+            self.truth.series[self.out[-1].id] = series
+        return self.out[-1].id
+
+    def pair(self, out_id: str | None, in_id: str | None) -> None:
+        """Both legs of one transfer, as the truth (for tests only)."""
+        if out_id is not None and in_id is not None:
+            self.truth.pairs.append((out_id, in_id))
 
     def salary(self, y: int, m: int, mdays: int) -> None:
         """The payroll, and now and then other income."""
@@ -248,6 +277,7 @@ class HouseholdBuilder:
             INCOME,
             self.local_ms(y, m, min(28, mdays), 6, 0),
             "Salary",
+            series="salary",
         )
         if rng.random() < 0.35:
             self.add(
@@ -268,6 +298,7 @@ class HouseholdBuilder:
             EXPENSE,
             self.local_ms(y, m, 1, 9, 0),
             "Rent",
+            series="rent",
         )
 
     def subscriptions(self, y: int, m: int) -> None:
@@ -281,6 +312,7 @@ class HouseholdBuilder:
                 EXPENSE,
                 self.local_ms(y, m, rng.randint(3, 7), 4, 0),
                 "Subscriptions",
+                series=sub,
             )
 
     def utilities(self, y: int, m: int) -> None:
@@ -294,6 +326,7 @@ class HouseholdBuilder:
                 EXPENSE,
                 self.local_ms(y, m, rng.randint(10, 20), 7, 0),
                 "Utilities",
+                series=util,
             )
 
     def variable_spending(self, y: int, m: int, mdays: int) -> None:
@@ -349,17 +382,23 @@ class HouseholdBuilder:
         """The card's monthly payment: both legs of the transfer."""
         pay = self.rng.randint(60_000, 110_000)
         t = self.local_ms(y, m, min(25, mdays), 10, 0)
-        self.add("checking", "Payment to Visa Platinum", -pay, TRANSFER, t, "Transfers")
-        self.add("card", "PAYMENT RECEIVED - THANK YOU", pay, TRANSFER, t + 60_000, "Transfers")
+        out = self.add("checking", "Payment to Visa Platinum", -pay, TRANSFER, t, "Transfers")
+        got = self.add(
+            "card", "PAYMENT RECEIVED - THANK YOU", pay, TRANSFER, t + 60_000, "Transfers"
+        )
+        self.pair(out, got)
 
     def transfers(self, y: int, m: int) -> None:
         """Savings and investment transfers, the quarterly dividend, the loan instalment."""
         t = self.local_ms(y, m, 2, 8, 0)
-        self.add("checking", "Transfer to savings", -30_000, TRANSFER, t, "Transfers")
-        self.add("savings", "Transfer from checking", 30_000, TRANSFER, t + 30_000, "Transfers")
+        out = self.add("checking", "Transfer to savings", -30_000, TRANSFER, t, "Transfers")
+        got = self.add(
+            "savings", "Transfer from checking", 30_000, TRANSFER, t + 30_000, "Transfers"
+        )
+        self.pair(out, got)
         t = self.local_ms(y, m, 5, 8, 0)
-        self.add("savings", "Monthly investment", -20_000, TRANSFER, t, None)
-        self.add("broker", "Contribution", 20_000, TRANSFER, t + 30_000, None)
+        out = self.add("savings", "Monthly investment", -20_000, TRANSFER, t, None)
+        self.pair(out, self.add("broker", "Contribution", 20_000, TRANSFER, t + 30_000, None))
         if m in (3, 6, 9, 12):
             self.add(
                 "broker",
@@ -368,18 +407,21 @@ class HouseholdBuilder:
                 INCOME,
                 self.local_ms(y, m, 15, 9, 0),
                 "Other income",
+                series="dividend",
             )
         # Loan instalment: both legs.
         t = self.local_ms(y, m, 3, 9, 0)
-        self.add("checking", "Car loan instalment", -35_000, TRANSFER, t, "Transfers")
-        self.add("loan", "Instalment received", 35_000, TRANSFER, t + 60_000, "Transfers")
+        out = self.add("checking", "Car loan instalment", -35_000, TRANSFER, t, "Transfers")
+        got = self.add("loan", "Instalment received", 35_000, TRANSFER, t + 60_000, "Transfers")
+        self.pair(out, got)
 
     def cash(self, y: int, m: int, mdays: int) -> None:
         """Manual cash: an ATM withdrawal (transfer legs) and cash spending, some uncategorised."""
         rng = self.rng
         t = self.local_ms(y, m, rng.randint(1, mdays), 12, 0)
-        self.add("checking", "ATM withdrawal", -10_000, TRANSFER, t, "Cash")
-        self.add("cash", "Cash from ATM", 10_000, TRANSFER, t + 1000, "Cash", manual=True)
+        out = self.add("checking", "ATM withdrawal", -10_000, TRANSFER, t, "Cash")
+        got = self.add("cash", "Cash from ATM", 10_000, TRANSFER, t + 1000, "Cash", manual=True)
+        self.pair(out, got)
         for _ in range(rng.randint(2, 4)):
             self.add(
                 "cash",
@@ -470,6 +512,7 @@ class HouseholdBuilder:
             expenses=self.expenses,
             transactions=self.out,
             owner_id=self.owner_id,
+            truth=self.truth,
         )
 
 

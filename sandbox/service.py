@@ -50,6 +50,8 @@ class SandboxConfig:
     hour_limit: int = 10_000
     providers: tuple[str, str] = ("bankfeed_eu", "openbank_uk")
     provider_quota: int = 4  # manual syncs per provider per rolling 24 hours
+    # the analysts' marts' test data (sandbox/household_truth.py): off, the pinned household
+    noise: bool = False
 
 
 @dataclass
@@ -103,7 +105,9 @@ class Service(Access, Aggregates):
             transactions=config.transactions,
             timezone=config.timezone,
             providers=config.providers,
+            noise=config.noise,
         )
+        self.truth = hh.truth  # for tests only: which rows are which series and pair
         self.owner = hh.owner_id
         self.timezone = hh.timezone
         self.currency = hh.currency

@@ -19,10 +19,14 @@ rules again plans nothing, and a changed rule (a new version) plans only the dif
 
     [accounts]                         # bank files: the file's account id -> an account
     "FR7630006000011234567890189" = "Checking"
+
+    [merchants]                        # display names: a merchant key (or cleaned name) -> name
+    "amzn mktp es" = "Amazon"          # shown in the marts, report and notebooks, never sent
 """
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import re
@@ -41,7 +45,7 @@ from centsync.transform.writeback import RowError, SourceRow, parse_amount
 MATCH_KEYS = ("concept", "merchant", "account", "type", "amount_min", "amount_max")
 SET_KEYS = ("category", "expense", "notes")
 RULE_KEYS = ("id", "version", "set", *MATCH_KEYS)
-TOP_KEYS = ("rule", "accounts")
+TOP_KEYS = ("rule", "accounts", "merchants")
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -77,6 +81,8 @@ class RulesFile:
 
     rules: list[Rule]
     accounts: dict[str, str]
+    # merchant key (or cleaned name) -> the display name the person chose (never sent)
+    merchants: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def parse(text: str, currency: str = "EUR", *, name: str = "rules file") -> RulesFile:
@@ -87,7 +93,9 @@ def parse(text: str, currency: str = "EUR", *, name: str = "rules file") -> Rule
         raise RulesError(f"{name} is not valid TOML ({e}): fix it and run again") from None
     unknown = sorted(set(doc) - set(TOP_KEYS))
     if unknown:
-        raise RulesError(f"{name}: unknown table(s) {', '.join(unknown)}; use [[rule]], [accounts]")
+        raise RulesError(
+            f"{name}: unknown table(s) {', '.join(unknown)}; use [[rule]], [accounts], [merchants]"
+        )
     accounts = doc.get("accounts", {})
     if not isinstance(accounts, dict) or not all(isinstance(v, str) for v in accounts.values()):
         raise RulesError(f'{name}: [accounts] maps a file\'s account id to a name: "ID" = "Name"')
@@ -99,7 +107,23 @@ def parse(text: str, currency: str = "EUR", *, name: str = "rules file") -> Rule
     dupes = sorted({i for i in ids if ids.count(i) > 1})
     if dupes:
         raise RulesError(f"{name}: rule id(s) {', '.join(dupes)} used twice: ids must be unique")
-    return RulesFile(rules, {str(k): v for k, v in accounts.items()})
+    return RulesFile(rules, {str(k): v for k, v in accounts.items()}, _merchants(doc, name))
+
+
+def _merchants(doc: Mapping[str, Any], name: str) -> dict[str, str]:
+    """The [merchants] renames, keyed as the merchant key is (trimmed, lower-cased, whitespace
+    collapsed), so `"AMZN Mktp ES"` renames `amzn mktp es`."""
+    table = doc.get("merchants", {})
+    if not isinstance(table, dict) or not all(
+        isinstance(v, str) and v.strip() for v in table.values()
+    ):
+        raise RulesError(
+            f'{name}: [merchants] maps a merchant to the name to show: "amzn mktp es" = "Amazon"'
+        )
+    keys = pl.DataFrame({"k": list(table)}, schema={"k": pl.String}).select(
+        merchant_key(pl.col("k"))
+    )["k"]
+    return dict(zip(keys.to_list(), [v.strip() for v in table.values()], strict=True))
 
 
 def _rule(raw: Any, n: int, currency: str, name: str) -> Rule:

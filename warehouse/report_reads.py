@@ -1,5 +1,6 @@
 """The reconciliation report's own queries (pipelines/outputs/report*.py): the rows it embeds for
-drill-down, the rejected rows, the write-back outbox and the merchants, behind named functions.
+drill-down, the rejected rows, the write-back outbox, the merchants and the analysts' own marts
+(recurring series, transfers paired, Expenses drawn down), behind named functions.
 
 Kept apart from `reads.py` so the report's queries grow here without growing that module. Each
 function takes an open (read-only) connection and returns Polars frames or plain values.
@@ -118,11 +119,73 @@ def merchants_last_year(con: duckdb.DuckDBPyConnection, limit: int) -> pl.DataFr
     return _as_frame(
         con,
         """
-        SELECT merchant, sum(amount_cents)::BIGINT AS amount_cents,
-               sum(transactions)::BIGINT AS transactions
-        FROM marts.spending_by_month_merchant
-        WHERE month > (SELECT max(month) FROM marts.spending_by_month_merchant) - INTERVAL 12 MONTH
-        GROUP BY 1 ORDER BY 2, 1 LIMIT ?
+        SELECT s.merchant, any_value(coalesce(n.merchant_name, s.merchant)) AS merchant_name,
+               sum(s.amount_cents)::BIGINT AS amount_cents,
+               sum(s.transactions)::BIGINT AS transactions
+        FROM marts.spending_by_month_merchant s
+        LEFT JOIN marts.merchant_names n USING (merchant)
+        WHERE s.month > (SELECT max(month) FROM marts.spending_by_month_merchant) - INTERVAL 12 MONTH
+        GROUP BY 1 ORDER BY 3, 1 LIMIT ?
         """,
         [limit],
+    )
+
+
+def recurring_series(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The recurring series (marts.recurring_series), active first, the next due first."""
+    return _as_frame(
+        con,
+        """
+        SELECT merchant_name, account_name, type, cadence, typical_amount_cents,
+               last_amount_cents, occurrences, last_booked_at, next_expected_on, status,
+               previous_amount_cents, changed_on
+        FROM marts.recurring_series ORDER BY status, next_expected_on, merchant_name
+        """,
+    )
+
+
+def transfer_routes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """The paired transfers per route (from account, to account): count, amount, last."""
+    return _as_frame(
+        con,
+        """
+        SELECT coalesce(f.name, p.from_account_id::VARCHAR) AS from_account,
+               coalesce(t.name, p.to_account_id::VARCHAR) AS to_account,
+               count(*) AS transfers, sum(p.amount_cents)::BIGINT AS amount_cents,
+               max(p.booked_at) AS last_booked_at
+        FROM marts.transfer_pairs p
+        LEFT JOIN core.accounts f ON f.id = p.from_account_id
+        LEFT JOIN core.accounts t ON t.id = p.to_account_id
+        GROUP BY ALL ORDER BY amount_cents DESC, from_account, to_account
+        """,
+    )
+
+
+def unpaired_transfers(con: duckdb.DuckDBPyConnection, limit: int) -> pl.DataFrame:
+    """The transfer legs without a pair, with their reason (the newest `limit`)."""
+    return _as_frame(
+        con,
+        """
+        SELECT u.reason, strftime(u.booked_at, '%Y-%m-%d') AS date,
+               coalesce(a.name, u.account_id::VARCHAR) AS account, t.concept, u.amount_cents
+        FROM marts.unpaired_transfers u
+        LEFT JOIN core.accounts a ON a.id = u.account_id
+        LEFT JOIN core.transactions t ON t.id = u.transaction_id
+        ORDER BY u.booked_at DESC, u.transaction_id LIMIT ?
+        """,
+        [limit],
+    )
+
+
+def expense_goals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """Each Expense's draw: months, transactions, the total drawn (running total's last)."""
+    return _as_frame(
+        con,
+        """
+        SELECT expense_goal_id::VARCHAR AS expense_goal_id, count(*) AS months,
+               sum(transactions)::BIGINT AS transactions,
+               sum(assigned_cents)::BIGINT AS drawn_cents,
+               strftime(max(month), '%Y-%m') AS last_month
+        FROM marts.expense_goals_by_month GROUP BY 1 ORDER BY drawn_cents, 1
+        """,
     )

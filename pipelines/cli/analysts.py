@@ -12,7 +12,7 @@ import click
 from centsync.pipelines.cli.group import FILE, settings
 from centsync.pipelines.cli.ui import run_group
 
-NOTEBOOKS = ("spending", "net_worth", "reconciliation", "writeback")
+NOTEBOOKS = ("spending", "net_worth", "reconciliation", "writeback", "recurring")
 
 
 def notebooks_folder() -> Path:
@@ -49,7 +49,7 @@ def notebook_file(name: str) -> Path:
 def notebook(name: str | None, as_app: bool, port: int | None, headless: bool) -> None:
     """Open an analyst notebook (marimo) on this project's warehouse, read only.
 
-    NAME is one of spending, net_worth, reconciliation, writeback; without it the editor opens
+    NAME is one of spending, net_worth, reconciliation, writeback, recurring; without it the editor opens
     on the notebooks/ folder. The warehouse is CENTSYNC_WAREHOUSE, else the default; the
     notebooks read it read only, so they stay open while refreshes publish.
 

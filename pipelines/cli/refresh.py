@@ -321,14 +321,16 @@ def demo() -> None:
 
 def _example_queries(path: Path) -> None:
     """Run the example queries on the published warehouse and print them with their rows."""
-    from centsync.warehouse import connect_readonly
+    from centsync.pipelines.cli.sql import _currency, as_money
+    from centsync.warehouse import analysis, connect_readonly
 
     render.demo_intro(path)
     con = connect_readonly(path)
     try:
         for title, sql in EXAMPLE_QUERIES:
-            res = con.execute(sql)
-            render.query(title, sql, [d[0] for d in res.description], res.fetchall())
+            # money as `centsync sql` shows it: cents as the settings' currency
+            frame = as_money(analysis.result_frame(con.sql(sql)), _currency(con))
+            render.query(title, sql, frame.columns, frame.rows())
     finally:
         con.close()
 

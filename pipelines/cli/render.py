@@ -532,6 +532,11 @@ def rules(run: RulesResult) -> None:
         f"{run.rejected} rejected"
         + ("" if dry or not run.queued else "; `centsync writeback` sends them")
     )
+    if run.merchant_renames:
+        click.echo(
+            f"{run.merchant_renames} merchant name(s) from [merchants]"
+            + (" (not kept: dry run)" if dry else ": shown from the next refresh or reconcile")
+        )
 
 
 def bank_import(result: ImportResult) -> None:

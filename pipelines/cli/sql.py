@@ -145,7 +145,8 @@ def run(
         if result is None:
             click.echo("(the statement returned no rows)", err=True)
         elif fmt in ("table", "markdown"):
-            _emit(_as_text(analysis.result_frame(result), fmt), out)
+            frame = as_money(analysis.result_frame(result), _currency(con))
+            _emit(_as_text(frame, fmt), out)
         else:
             _write(con, result, fmt, out)
     except duckdb.Error as exc:
@@ -159,6 +160,37 @@ def run(
         con.close()
     if interrupted:
         raise SystemExit(errors.INTERRUPTED)
+
+
+def _currency(con: duckdb.DuckDBPyConnection) -> str:
+    """The settings' currency ('' when the warehouse has none yet, or in the shared lake)."""
+    import duckdb
+
+    try:
+        rows = con.execute("SELECT currency FROM core.settings LIMIT 1").fetchall()
+    except duckdb.Error:
+        return ""
+    return str(rows[0][0] or "") if rows else ""
+
+
+def as_money(frame: pl.DataFrame, currency: str) -> pl.DataFrame:
+    """The money columns (integer cents: `*_cents`, `amount`, `balance`) as a person reads
+    them, `-1,440,000` cents -> `-14,400.00 EUR` under the heading without `_cents`; the csv,
+    json and parquet formats keep the cents."""
+    import polars as pl
+
+    from centsync.transform.money import is_money_column, money_heading, money_text
+
+    def whole(t: pl.DataType) -> bool:  # a sum of BIGINTs is a HUGEINT: a DECIMAL(38, 0) here
+        return t.is_integer() or (isinstance(t, pl.Decimal) and t.scale == 0)
+
+    money = [c for c, t in frame.schema.items() if is_money_column(c, whole(t))]
+    taken = set(frame.columns)
+    renames = {c: money_heading(c) for c in money if money_heading(c) not in taken}
+    return frame.with_columns(
+        pl.col(c).map_elements(lambda v: money_text(v, currency), return_dtype=pl.String)
+        for c in money
+    ).rename(renames)
 
 
 def _as_text(frame: pl.DataFrame, fmt: str) -> str:

@@ -30,6 +30,7 @@ from centsync.warehouse import connect_readonly, reads, report_reads
 
 _SCRIPT_END = re.compile("</(script)", re.I)
 MAX_DIFFERENCES = 200
+MAX_UNPAIRED = 200
 
 
 def default_path(warehouse: Path) -> Path:
@@ -173,6 +174,12 @@ def _workbench(con: Any, run: dict[str, Any]) -> dict[str, Any]:
         ),
         "outbox": report_reads.outbox_rows(con),
         "merchants": report_reads.merchants_last_year(con, 30),
+        "analyst": {
+            "series": report_reads.recurring_series(con),
+            "routes": report_reads.transfer_routes(con),
+            "unpaired": report_reads.unpaired_transfers(con, MAX_UNPAIRED),
+            "goals": report_reads.expense_goals(con),
+        },
         "drill": report_data.drill_block(con, run["recon_id"], differing),
     }
 
@@ -191,6 +198,22 @@ def _writeback(outbox: pl.DataFrame) -> dict[str, Any]:
         ],
         "total": outbox.height,
     }
+
+
+def _analyst(frames: dict[str, pl.DataFrame]) -> dict[str, list[dict[str, Any]]]:
+    """The analysts' marts for the page: every `*_cents` as money text (in units; the page
+    names the currency), dates as text."""
+
+    def rows(frame: pl.DataFrame) -> list[dict[str, Any]]:
+        return [
+            {
+                k.removesuffix("_cents"): cents_text(v) if k.endswith("_cents") else v
+                for k, v in r.items()
+            }
+            for r in frame.to_dicts()
+        ]
+
+    return {name: rows(frame) for name, frame in frames.items()}
 
 
 def _money_row(row: dict[str, Any]) -> dict[str, Any]:
@@ -235,9 +258,15 @@ def _tables(data: dict[str, Any]) -> dict[str, Any]:
             for c in data["categories"].to_dicts()
         ],
         "merchants": [
-            {"name": m["merchant"], "spent": cents_text(-m["amount_cents"]), "n": m["transactions"]}
+            {
+                "name": m["merchant"],
+                "label": m["merchant_name"],
+                "spent": cents_text(-m["amount_cents"]),
+                "n": m["transactions"],
+            }
             for m in data["merchants"].to_dicts()
         ],
+        "analyst": _analyst(data["analyst"]),
         "row_diffs": data["row_diffs"],
         "rejected": data["rejected"],
         "writeback": _writeback(data["outbox"]),

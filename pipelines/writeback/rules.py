@@ -21,6 +21,7 @@ from centsync.pipelines.writeback import intake
 from centsync.transform import rules as policy
 from centsync.transform import writeback as wb
 from centsync.transform.contract import UUID_RE
+from centsync.warehouse.analyst_marts import renames_path, save_renames
 from centsync.warehouse.errors import NoWarehouseError
 from centsync.warehouse.outbox import Outbox, outbox_path
 from centsync.warehouse.paths import reading
@@ -102,6 +103,9 @@ def apply_rules(
         rules_file=Path(rules_path).name, rules=len(rules.rules), transactions=frame.height,
         dry_run=dry_run, outbox=str(outbox.path),
     )  # fmt: skip
+    if not dry_run and (rules.merchants or renames_path(Path(warehouse)).exists()):
+        save_renames(Path(warehouse), rules.merchants)  # shown from the next marts' rebuild
+    run.merchant_renames = len(rules.merchants)
     with outbox.draining(by="rules"):
         found = policy.changes(rules.rules, _current(frame, outbox), categories)
         run.changes = [_change(c) for c in found]

@@ -7,7 +7,6 @@ helper finds the warehouse exactly where the settings do."""
 from __future__ import annotations
 
 import csv
-import io
 import json
 import os
 import re
@@ -162,10 +161,14 @@ def test_the_demos_query_lines_run_as_printed(place: Place) -> None:
     blocks = re.findall(r"^(centsync sql \".*\")\n  (.*)\n((?:  .*\n)+)", output, re.MULTILINE)
     assert len(blocks) == 3, output
     for line, header, rows in blocks:
-        done = place.run("bash", f"{line} --format csv")
+        # the demo shows money as `centsync sql` does for a person (markdown: the table's
+        # cells without its box): `-14,400.00 EUR`, under `amount` for `amount_cents`
+        done = place.run("bash", f"{line} --format markdown")
         assert done.returncode == 0, done.stderr
-        got = [" | ".join(r) for r in csv.reader(io.StringIO(done.stdout))]
+        table = [r for r in done.stdout.splitlines() if r.startswith("|") and "---" not in r]
+        got = [" | ".join(c.strip() for c in r.strip("|").split("|")) for r in table]
         assert got == [header] + [r.strip() for r in rows.splitlines()]
+        assert " EUR" in rows  # every example shows money
 
 
 @pytest.mark.parametrize(

@@ -38,6 +38,7 @@ EXPECTED = {
     "net_worth": (["Net worth on", "Assets against liabilities", "Per-refresh snapshots"], 3),
     "reconciliation": (["AGREE", "What differs", "History of verdicts"], 2),
     "writeback": (["The outbox by state", "Rejected rows and their reasons", "Every request"], 1),
+    "recurring": (["active series", "Transfers paired", "Expenses drawn down"], 1),
 }
 
 

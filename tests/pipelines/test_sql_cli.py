@@ -22,6 +22,7 @@ from click.testing import CliRunner
 from filelock import FileLock
 
 from centsync.pipelines.cli.main import main
+from centsync.transform.money import money_text
 from centsync.warehouse import RefreshInProgressError, Warehouse
 from system_packages import need_command
 
@@ -148,9 +149,11 @@ def test_a_query_prints_every_row_as_a_table(
     )
     assert code == 0, out
     lines = [line for line in out.splitlines() if line.startswith("│")]
-    assert lines[0].split("┆")[0].strip("│ ") == "category_name"
+    # money as a person reads it: the cents in the settings' currency, under `amount`
+    assert [c.strip("│ ") for c in lines[0].split("┆")] == ["category_name", "amount"]
     cells = [[c.strip("│ ") for c in line.split("┆")] for line in lines[1:]]
-    assert cells == [[name, str(cents)] for name, cents in want.iter_rows()]
+    assert cells == [[name, money_text(cents, "EUR")] for name, cents in want.iter_rows()]
+    assert cells[0][1].endswith(" EUR") and "," in cells[0][1]  # -14,400.00 EUR
     assert out.rstrip().endswith(f"({want.height} rows)")
 
 

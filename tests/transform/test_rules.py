@@ -125,3 +125,13 @@ def test_a_rules_file_that_cannot_be_used_says_what_is_wrong(text: str, words: s
     with pytest.raises(rules.RulesError, match=None) as e:
         rules.parse(text, name="r.toml")
     assert words in str(e.value) and str(e.value).startswith("r.toml")
+
+
+def test_the_merchants_table_renames_by_merchant_key_and_is_checked() -> None:
+    parsed = rules.parse('[merchants]\n"AMZN  Mktp ES" = " Amazon Marketplace "\nzara = "Zara"\n')
+    # keyed as the merchant key is (trimmed, lower-cased, whitespace collapsed), names trimmed
+    assert parsed.merchants == {"amzn mktp es": "Amazon Marketplace", "zara": "Zara"}
+    assert parsed.rules == [] and rules.parse("").merchants == {}
+    for bad in ("[merchants]\nzara = 3\n", '[merchants]\nzara = "  "\n', "merchants = 1\n"):
+        with pytest.raises(rules.RulesError, match=r"\[merchants\] maps a merchant"):
+            rules.parse(bad)

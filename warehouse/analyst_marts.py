@@ -1,0 +1,110 @@
+"""Reads and writes of the analysts' own marts (transform/analyst_marts.py) and the renames.
+
+The ledger is read with the columns these marts need beyond the service's marts' read
+(`warehouse/marts.py` `transactions` leaves out the ids): the transaction's id and its Expense.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from pathlib import Path
+
+import duckdb
+import orjson
+import polars as pl
+
+ANALYST_TABLES = (
+    "merchant_names",
+    "recurring_series",
+    "recurring_transactions",
+    "transfer_pairs",
+    "unpaired_transfers",
+    "expense_goals_by_month",
+)
+
+
+def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
+    result = pl.from_arrow(con.sql(sql).to_arrow_table())
+    assert isinstance(result, pl.DataFrame)
+    return result
+
+
+def ledger(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """core.transactions with ids as text: id, account_id, concept, amount, booked_at, type,
+    expense_goal_id."""
+    return _frame(
+        con,
+        """
+        SELECT id::VARCHAR AS id, account_id::VARCHAR AS account_id, concept, amount, booked_at,
+               type, expense_goal_id::VARCHAR AS expense_goal_id
+        FROM core.transactions
+        """,
+    )
+
+
+def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
+    """core.accounts: id, name, type."""
+    return _frame(con, "SELECT id::VARCHAR AS id, name, type FROM core.accounts ORDER BY id")
+
+
+def renames_path(warehouse: Path) -> Path:
+    """The merchant renames beside a warehouse (or one of its working copies):
+    `centsync.duckdb` -> `centsync.merchant-names.json`."""
+    stem = warehouse.name.split(".duckdb", 1)[0]
+    return warehouse.with_name(f"{stem}.merchant-names.json")
+
+
+def _database_file(con: duckdb.DuckDBPyConnection) -> Path | None:
+    rows = con.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchall()
+    return Path(rows[0][0]) if rows and rows[0][0] else None
+
+
+def renames(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
+    """The person's merchant renames (the rules file's [merchants], as `centsync rules` kept
+    them beside the warehouse); none for an in-memory database or before any."""
+    db = _database_file(con)
+    path = None if db is None else renames_path(db)
+    if path is None or not path.exists():
+        return {}
+    got = orjson.loads(path.read_bytes())
+    return {str(k): str(v) for k, v in got.items()} if isinstance(got, dict) else {}
+
+
+def save_renames(warehouse: Path, names: Mapping[str, str]) -> Path:
+    """Keep the renames beside the warehouse (replaced whole: the rules file is the list)."""
+    path = renames_path(warehouse)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(orjson.dumps(dict(sorted(names.items())), option=orjson.OPT_INDENT_2))
+    tmp.replace(path)
+    return path
+
+
+def replace(
+    con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame], *, transaction: bool = True
+) -> dict[str, int]:
+    """Replace every analyst mart with its new rows (in one transaction unless the caller's)."""
+    missing = set(ANALYST_TABLES) - set(frames)
+    if missing:
+        raise ValueError(f"analyst marts missing from the rebuild: {sorted(missing)}")
+    if transaction:
+        con.begin()
+    try:
+        for name in ANALYST_TABLES:
+            frame = frames[name]
+            con.register("_analyst_mart", frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+            cols = ", ".join(f'"{c}"' for c in frame.columns)
+            con.execute(f"DELETE FROM marts.{name}")
+            con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _analyst_mart")
+        if transaction:
+            con.commit()
+    except BaseException:
+        if transaction:
+            con.rollback()
+        raise
+    finally:
+        with contextlib.suppress(duckdb.Error):
+            con.unregister("_analyst_mart")
+    return {name: frames[name].height for name in ANALYST_TABLES}
