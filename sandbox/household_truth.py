@@ -51,7 +51,7 @@ def _month(b: HouseholdBuilder, ms: int) -> tuple[int, int]:
 
 
 def _new(rng: random.Random, like: Tx, **changes: Any) -> Tx:
-    fields = {
+    fields: dict[str, Any] = {
         "account_id": like.account_id,
         "concept": like.concept,
         "amount": like.amount,

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
+from typing import Any
 
 import polars as pl
 
@@ -178,14 +179,14 @@ def series_id(cadence: pl.Expr) -> pl.Expr:
 
 
 def _next_expected(last: pl.Expr) -> pl.Expr:
-    expr = pl.when(pl.lit(False)).then(last)
+    expr: Any = pl.when(pl.lit(False)).then(last)
     for c in CADENCES:
         expr = expr.when(pl.col("cadence") == c.name).then(last.dt.offset_by(c.every))
     return expr.otherwise(None)
 
 
 def _grace() -> pl.Expr:
-    expr = pl.when(pl.lit(False)).then(pl.lit(0))
+    expr: Any = pl.when(pl.lit(False)).then(pl.lit(0))
     for c in CADENCES:
         expr = expr.when(pl.col("cadence") == c.name).then(pl.lit(c.grace))
     return expr.otherwise(0)
