@@ -132,7 +132,7 @@ def rebuild_marts(
         today=today,
     )
     marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
-    store.replace_marts(con, marts)
+    store.replace_marts(con, marts, current_month=today.replace(day=1))
     return dict(marts)
 
 

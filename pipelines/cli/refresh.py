@@ -88,6 +88,12 @@ def run_refresh_job(
     is_flag=True,
     help="Print what the refresh would read and prove and its request estimate; write nothing.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="After the one-line summary: the plan, every count, the requests, the time's parts.",
+)
 @json_option("Print the summary as one JSON object.")
 @all_owners_option(
     "Refresh every owner of the owners file (a few at a time, in shards); a table of the "
@@ -112,6 +118,7 @@ def refresh(
     rebind: bool,
     with_report: bool,
     dry_run: bool,
+    verbose: bool,
     as_json: bool,
     all_owners: bool,
     concurrency: int,
@@ -149,13 +156,13 @@ def refresh(
         if result.rejected
         else errors.OK
     )
-    show = lambda: _show(run, config.warehouse)  # noqa: E731
+    show = lambda: _show(run, config.warehouse, verbose)  # noqa: E731
     finish(result, as_json, show, exit_code=code, run_id=run.run_id)
 
 
-def _show(run: RefreshRun, warehouse: Path) -> None:
+def _show(run: RefreshRun, warehouse: Path, verbose: bool) -> None:
     """The refresh's summary for a person, and where its report is, if it wrote one."""
-    render.refresh_summary(run, warehouse)
+    render.refresh_summary(run, warehouse, verbose=verbose)
     if run.refresh.report_path:
         click.echo(f"Report: {run.refresh.report_path}")
 

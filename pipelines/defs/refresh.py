@@ -1,6 +1,7 @@
 """The refresh as assets: one per endpoint it reads, and a monthly asset for backfills."""
 
 import contextlib
+import datetime as dt
 import signal
 import sys
 import threading
@@ -15,6 +16,7 @@ from centsync.pipelines import failures as errors
 from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs import OWNERS, marts
 from centsync.pipelines.defs.failures import known_failures
+from centsync.pipelines.outputs.verdict_words import run_line
 from centsync.pipelines.refresh.run import (
     RefreshOptions,
     RefreshSummary,
@@ -252,6 +254,17 @@ def _markdown(summary: RefreshSummary) -> str:
     return "\n".join(lines)
 
 
+def _service_now(timezone: str) -> dt.datetime:
+    """Now on the clock of the service's time zone (UTC when it is unknown)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        zone: dt.tzinfo = ZoneInfo(timezone) if timezone else dt.UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = dt.UTC
+    return dt.datetime.now(zone)
+
+
 def _run(
     context: dg.AssetExecutionContext, settings: Settings, options: RefreshOptions
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
@@ -273,12 +286,13 @@ def _run(
             summary = run_refresh(client, str(settings.warehouse), options)
     for w in summary.warnings:
         context.log.warning(w)
-    context.log.info(
+    # the details at DEBUG; a scheduled run logs INFO and up (defs/schedules.py): one line
+    context.log.debug(
         f"refresh {summary.refresh_id}: {summary.mode} ({summary.reason}); {summary.transactions} transactions, "
         f"{summary.rows_changed} rows changed, {summary.requests_total} requests (floor {summary.floor})"
     )
     if summary.verdict:
-        context.log.info(
+        context.log.debug(
             f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
             f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
         )
@@ -291,8 +305,9 @@ def _run(
 
     report_path = report.keep_current(Path(settings.warehouse), options.report, report_warning)
     if report_path:
-        context.log.info(f"reconciliation report: {report_path}")
+        context.log.debug(f"reconciliation report: {report_path}")
     result = summary.result(str(report_path) if report_path else None)
+    context.log.info(run_line(result, _service_now(summary.timezone)))
     for key in ENDPOINT_ASSETS:
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key, result))
     yield from marts.materializations(summary, report_path)
