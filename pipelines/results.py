@@ -448,10 +448,14 @@ class LastRefresh(Open):
     finished_at: str | None = None
     seconds: float | None = None
     requests_total: int | None = None
-    rows_changed: int | None = None
+    rows_changed: int | None = None  # rows of every entity (accounts, settings too)
     rows_rejected: int | None = None
     months_checked: int | None = None
     error: str | None = None
+    # the transactions alone (None: recorded before they were counted, or stopped early)
+    transactions_new: int | None = None
+    transactions_updated: int | None = None
+    transactions_removed: int | None = None
 
 
 class LastSuccess(Open):

@@ -97,6 +97,11 @@ class RefreshStats:
     transactions_updated: int = 0
     transactions_removed: int = 0
 
+    @property
+    def transaction_counts(self) -> tuple[int, int, int]:
+        """The transactions new, updated and removed (ops.refreshes' columns, in that order)."""
+        return self.transactions_new, self.transactions_updated, self.transactions_removed
+
     def add(self, result: LoadResult) -> None:
         """Count one load."""
         self.rows_landed += result.landed

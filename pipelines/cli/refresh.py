@@ -251,9 +251,9 @@ EXAMPLE_QUERIES = [
         GROUP BY 1 ORDER BY 3 LIMIT 6""",
     ),
     (
-        "Cash flow per month (last 6)",
-        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents
-        FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
+        "Cash flow per month (last 6; partial: the month is still running)",
+        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents,
+        partial FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
     ),
     (
         "Net worth, first of the month (last 6)",

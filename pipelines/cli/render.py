@@ -342,13 +342,20 @@ def _status_history(info: StatusResult) -> None:
     last = info.last_refresh
     if last:
         # a refresh that stopped early recorded no counts: say nothing rather than "None"
-        counts = [
-            f"{value}{unit}"
-            for value, unit in ((last.seconds, " s"), (last.requests_total, " requests"))
-            if value is not None
-        ]
-        if last.rows_changed is not None:
-            counts.append(f"{last.rows_changed} rows changed")
+        # the refresh's one duration, as its summary line prints it
+        counts = [f"{last.seconds:.2f} s"] if last.seconds is not None else []
+        if last.requests_total is not None:
+            counts.append(f"{last.requests_total} requests")
+        tx = (last.transactions_new, last.transactions_updated, last.transactions_removed)
+        if None not in tx:
+            new, updated, removed = (int(n or 0) for n in tx)
+            counts.append(
+                f"{new:,} new, {updated:,} updated, {removed:,} removed transactions"
+                if new + updated + removed
+                else "no transaction changed"
+            )
+        elif last.rows_changed is not None:  # recorded before transactions were counted
+            counts.append(f"{last.rows_changed} rows changed (every entity)")
         click.echo(
             f"Last refresh: {last.status} {last.mode} at {last.started_at}"
             + (f" ({', '.join(counts)})" if counts else "")

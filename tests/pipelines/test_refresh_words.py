@@ -99,6 +99,10 @@ def test_the_refresh_leads_with_one_line_a_person_wants(embedded: Path) -> None:
     assert parts.get("removed", 0) == len(before - now)
     assert int(changes.group(1)) == sum(parts.values())
     assert int(changes.group(4).replace(",", "")) == len(now)
+    # `status` counts the same transactions, and the same duration
+    code, out = _cli("status")
+    counted = ", ".join(f"{parts.get(k, 0):,} {k}" for k in ("new", "updated", "removed"))
+    assert code == 0 and f"({changes.group(3)} s, " in out and f"{counted} transactions)" in out
 
 
 def test_verbose_shows_the_plan_and_json_keeps_its_keys(embedded: Path) -> None:
