@@ -12,9 +12,12 @@ import duckdb
 import pytest
 from click.testing import CliRunner
 
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.main import main
 from centsync.sandbox import SandboxConfig
 from centsync.sandbox.state import load
+
+from .conftest import HttpEnv
 
 pytestmark = pytest.mark.e2e
 
@@ -126,3 +129,24 @@ def test_verbose_shows_the_plan_and_json_keeps_its_keys(embedded: Path) -> None:
     assert result["durations"]["seconds"] == pytest.approx(
         _status()["last_refresh"]["seconds"], abs=0.006
     )
+
+
+def test_rows_the_service_damages_are_said_after_the_line_with_the_explained_verdict(
+    http_env: HttpEnv,
+) -> None:
+    old = [t for t in http_env.sb.state()["transactions"] if t["booked_at"] < "2025-06-01"]
+    http_env.admin("PUT", "/_sandbox/faults", {"corrupt": {old[0]["id"]: "unknown_type"}})
+    code, out = http_env.cli("refresh")
+    assert code == errors.REJECTED, out
+    head, *rest = out.splitlines()
+    explained = re.fullmatch(
+        r"First sync: ([\d,]+) transactions in [\d.]+ s\. All (\d+) numbers match the app, or "
+        r"differ for a known reason \((\d+) explained, below\)\.",
+        head,
+    )
+    assert explained, head
+    assert int(explained.group(1).replace(",", "")) == len(http_env.sb.state()["transactions"]) - 1
+    said = "\n".join(rest)
+    assert said.startswith("Rejected: 1 row(s) the service sent broke"), said
+    # the verdict and its differences follow, as before
+    assert "Reconciliation: EXPLAINED" in said and "explained" in said
