@@ -16,7 +16,7 @@ from pathlib import Path
 import dagster as dg
 
 from centsync.extract import ConfigurationError
-from centsync.pipelines.defs.jobs import refresh_job
+from centsync.pipelines.defs.jobs import DAEMON_RUN_LOGGERS, refresh_job
 from centsync.pipelines.settings import Settings
 
 
@@ -48,9 +48,6 @@ PLANNED = (
     ),
     Planned("weekly_full", "weekly_cron", "CENTSYNC_WEEKLY_CRON", "full", "a full re-read"),
 )
-# a scheduled run's terminal (the daemon's log) gets INFO and up: the run's one summary line
-# and its warnings, not Dagster's ~70 DEBUG events a run (all of them stay in the event log)
-RUN_LOG_LEVEL = "INFO"
 
 
 def cron_words(cron: str) -> str:
@@ -103,7 +100,7 @@ def _schedule(planned: Planned, cron: str, timezone: str) -> dg.ScheduleDefiniti
             job=refresh_job,
             run_config={
                 "ops": {"refresh": {"config": {"mode": planned.mode}}},
-                "loggers": {"console": {"config": {"log_level": RUN_LOG_LEVEL}}},
+                "loggers": DAEMON_RUN_LOGGERS,
             },
             description=f"{cron_words(cron)} ({timezone}): {planned.does}.",
             default_status=dg.DefaultScheduleStatus.STOPPED,
