@@ -150,3 +150,39 @@ def test_rows_the_service_damages_are_said_after_the_line_with_the_explained_ver
     assert said.startswith("Rejected: 1 row(s) the service sent broke"), said
     # the verdict and its differences follow, as before
     assert "Reconciliation: EXPLAINED" in said and "explained" in said
+
+
+def test_the_month_still_running_is_partial_in_the_marts_and_the_report(embedded: Path) -> None:
+    code, out = _cli("refresh", "--report")
+    assert code == 0, out
+    con = duckdb.connect(str(embedded / "w.duckdb"), read_only=True)
+    try:
+        (today,) = con.execute("SELECT max(date) FROM marts.net_worth_daily").fetchone() or ()
+        current = today.replace(day=1)
+        for mart in (
+            "cash_flow_by_month",
+            "spending_by_month_category",
+            "spending_by_month_merchant",
+            "transactions_by_month_type",
+            "spending_by_month",
+        ):
+            running = con.execute(
+                f"SELECT DISTINCT month FROM marts.{mart} WHERE partial"
+            ).fetchall()
+            finished = con.execute(
+                f"SELECT count(*) FROM marts.{mart} WHERE NOT partial AND month >= ?", [current]
+            ).fetchone()
+            assert running == [(current,)] and finished == (0,), mart
+        (comment,) = (
+            con.execute(
+                "SELECT comment FROM duckdb_columns() WHERE table_name = 'cash_flow_by_month' "
+                "AND column_name = 'partial'"
+            ).fetchone()
+            or ()
+        )
+        assert "still running" in comment
+    finally:
+        con.close()
+    page = (embedded / "centsync-report.html").read_text()
+    assert f'id="partial-note">{current:%Y-%m} is still running' in page
+    assert page.count('class="muted partial"') == 1  # the months table marks that month alone
