@@ -224,6 +224,12 @@ def _metadata(summary: RefreshSummary, key: str, result: RefreshResult) -> dict[
         md.update(
             {
                 "rows": summary.transactions,
+                # the transactions changed, as the summary's line counts them; rows_changed
+                # counts the rows of every entity
+                "transactions_new": summary.transactions_new,
+                "transactions_updated": summary.transactions_updated,
+                "transactions_removed": summary.transactions_removed,
+                "seconds": round(summary.took, 2),
                 "rows_changed": summary.rows_changed,
                 "rows_rejected": summary.rows_rejected,
                 "mode": f"{summary.mode} ({summary.reason})",
