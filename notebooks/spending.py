@@ -35,10 +35,20 @@ def _(mo):
 
 
 @app.cell(hide_code=True)
-def _(mo, money, path, q):
+def _(mo, money, path, pl, q):
     last12 = q("SELECT * FROM marts.spending_last_12_months ORDER BY amount_cents")
     _total = int(last12.get_column("amount_cents").sum() or 0)
     months = q("SELECT * FROM marts.spending_by_month ORDER BY month")
+    # the month still running (the marts' `partial`): its spending is so far, not a month's
+    _running = [
+        f"{m:%Y-%m}" for m in months.filter(pl.col("partial")).get_column("month").to_list()
+    ]
+    _so_far = (
+        f"{', '.join(_running)} is still running: its figures are so far, not a whole "
+        "month's (pale in the chart below)."
+        if _running
+        else ""
+    )
     mo.md(
         f"""
         # Spending
@@ -49,7 +59,7 @@ def _(mo, money, path, q):
 
         **Last 12 months: {money(-_total)} spent** in {last12.height} categories,
         {int(last12.get_column("transactions").sum() or 0):,} expenses
-        ({months.height} months of history in all).
+        ({months.height} months of history in all). {_so_far}
         """
     )
     return last12, months
@@ -59,7 +69,8 @@ def _(mo, money, path, q):
 def _(alt, mo, pl, q):
     _by_month_category = q(
         """
-        SELECT month, category_name, -amount_cents / 100.0 AS spent
+        SELECT month, category_name, -amount_cents / 100.0 AS spent,
+               CASE WHEN partial THEN 'so far (still running)' ELSE 'whole month' END AS counted
         FROM marts.spending_by_month_category
         WHERE month > (SELECT max(month) FROM marts.spending_by_month_category) - INTERVAL 24 MONTH
         ORDER BY month
@@ -86,8 +97,12 @@ def _(alt, mo, pl, q):
             x=alt.X("yearmonth(month):T", title="month"),
             y=alt.Y("sum(spent):Q", title="spent"),
             color=alt.Color("category:N", sort=[*_top, "other"]),
+            opacity=alt.condition(
+                "datum.counted == 'whole month'", alt.value(1.0), alt.value(0.45)
+            ),
             tooltip=[
                 alt.Tooltip("yearmonth(month):T", title="month"),
+                "counted:N",
                 "category:N",
                 alt.Tooltip("sum(spent):Q", format=",.2f", title="spent"),
             ],

@@ -134,7 +134,7 @@ def rebuild_marts(
         today=today,
     )
     marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
-    store.replace_marts(con, marts)
+    store.replace_marts(con, marts, current_month=today.replace(day=1))
     rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
     return dict(marts)
 

@@ -235,10 +235,14 @@ class RefreshSource(Result):
 
 
 class Rows(Result):
-    total: Count
-    changed: Count
+    total: Count  # transactions in the warehouse after the refresh
+    changed: Count  # rows of every entity added, altered or removed (accounts, settings too)
     rejected: Count
     landed: Count
+    # the transactions alone: new to the warehouse, altered, gone from the service
+    new: Count = 0
+    updated: Count = 0
+    removed: Count = 0
 
 
 class Requests(Result):
@@ -265,6 +269,11 @@ class Verification(Result):
 
 
 class Durations(Result):
+    # the one a person reads (the summary's and `status`'s): the refresh as ops.refreshes
+    # records it, from its start to its data, marts and reconciliation being ready to publish
+    # (neither the command's start-up nor Dagster's)
+    seconds: float = Field(default=0.0, ge=0)
+    # its parts: reading and loading; the marts and reconciliation
     refresh_seconds: float = Field(ge=0)
     reconcile_seconds: float = Field(ge=0)
     # the whole command's, including the Dagster run (None: recorded by the run, not the CLI)
@@ -445,10 +454,14 @@ class LastRefresh(Open):
     finished_at: str | None = None
     seconds: float | None = None
     requests_total: int | None = None
-    rows_changed: int | None = None
+    rows_changed: int | None = None  # rows of every entity (accounts, settings too)
     rows_rejected: int | None = None
     months_checked: int | None = None
     error: str | None = None
+    # the transactions alone (None: recorded before they were counted, or stopped early)
+    transactions_new: int | None = None
+    transactions_updated: int | None = None
+    transactions_removed: int | None = None
 
 
 class LastSuccess(Open):
@@ -525,16 +538,22 @@ class StatusResult(Result):
 class Schedule(Result):
     name: Literal["hourly_hot_window", "nightly_fingerprints", "weekly_full"]
     on: bool
-    cron: str
-    description: str | None
+    cron: str  # read in the result's `timezone`
+    description: str | None  # the cron line in words, the time zone, what the run does
+    setting: str = ""  # the variable that sets its cron line (CENTSYNC_..._CRON)
+    next_run: str | None = None  # ISO 8601 with the offset of `timezone` (whether on or not)
 
 
 class ScheduleResult(Result):
-    """`centsync schedule list`: each schedule, on or off, and whether the daemon runs."""
+    """`centsync schedule list`: each schedule, on or off, when it runs next (in the
+    service's time zone), and whether the daemon runs."""
 
     dagster_home: str
     schedules: list[Schedule]
     daemon_running: bool
+    timezone: str = "UTC"  # the time zone the cron lines run in
+    # where it comes from: the service's settings (the last refresh), or UTC before any
+    timezone_from: Literal["service", "default"] = "default"
 
 
 class Error(Result):

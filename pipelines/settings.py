@@ -12,6 +12,7 @@ UI) builds its own the same way when the run starts. Nothing below writes the en
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import os
 import re
 import urllib.parse
@@ -110,6 +111,25 @@ def _refuse_a_key(env: str, raw: str, secret: bool) -> None:
             f"CENTSYNC_API_KEY (or the variable an owner's key_env names); set {env} to what "
             "docs/configuration.md says it takes"
         )
+
+
+def _cron(env: str, raw: str) -> str:
+    """A schedule's cron line checked before Dagster sees it: five fields cron understands."""
+    from cronsim import CronSim, CronSimError
+
+    try:
+        CronSim(raw, dt.datetime(2000, 1, 1))
+    except CronSimError as exc:
+        reason = str(exc)
+    else:
+        if len(raw.split()) == 5:
+            return " ".join(raw.split())
+        reason = "not five fields"
+    raise ConfigurationError(
+        f"{env}={raw!r} is not a cron line ({reason}): set it to five fields, minute hour "
+        "day-of-month month day-of-week (e.g. '5 * * * *', every hour at minute 5), or unset "
+        "it for the default"
+    )
 
 
 def _dialect(raw: str) -> str:
@@ -221,8 +241,18 @@ class Settings:
     )
     hot_window_cron: str = _setting(
         "CENTSYNC_HOT_WINDOW_CRON",
-        "When the `hourly_hot_window` schedule runs (a cron line).",
+        "When the `hourly_hot_window` schedule runs (a cron line, in the service's time zone).",
         "5 * * * *",
+    )
+    nightly_cron: str = _setting(
+        "CENTSYNC_NIGHTLY_CRON",
+        "When the `nightly_fingerprints` schedule runs (a cron line, in the service's time zone).",
+        "30 2 * * *",
+    )
+    weekly_cron: str = _setting(
+        "CENTSYNC_WEEKLY_CRON",
+        "When the `weekly_full` schedule runs (a cron line, in the service's time zone).",
+        "0 4 * * 0",
     )
     sandbox_state: str = _setting(
         "CENTSYNC_SANDBOX_STATE",
@@ -348,6 +378,8 @@ class Settings:
                 values[f.name] = raw.lower()
             elif f.name in ("progress", "allow_future"):
                 values[f.name] = True
+            elif f.name.endswith("_cron"):
+                values[f.name] = _cron(f.metadata["env"], raw)
             elif f.name == "sandbox_dialect":
                 values[f.name] = _dialect(raw)
             elif f.name == "api_base_url":

@@ -95,7 +95,7 @@ def test_installed_wheel_runs_outside_the_repository(wheel: Path, tmp_path: Path
     # the packaged migrations and dagster.yaml are found: a whole Dagster refresh from the wheel
     demo = run(str(venv / "bin" / "centsync"), "demo")
     assert demo.returncode == 0, demo.stderr[-2000:]
-    assert "Refresh done" in demo.stdout
+    assert "Up to date: 5 changes (5 new) in " in demo.stdout
     assert (tmp_path / "w.duckdb").is_file() and (tmp_path / "dagster" / "dagster.yaml").is_file()
     assets = run(
         str(venv / "bin" / "dagster"), "asset", "list", "-m", "centsync.pipelines.definitions"

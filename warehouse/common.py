@@ -89,15 +89,28 @@ class RefreshStats:
     """Counters a refresh accumulates as it loads; written to ops.refreshes at the end."""
 
     rows_landed: int = 0
-    rows_changed: int = 0
+    rows_changed: int = 0  # rows of every entity (accounts, settings, ... too)
     rows_rejected: int = 0
     months_reread: list[dict[str, Any]] = field(default_factory=list)
+    # the transactions alone: new to the warehouse, altered, gone from the service
+    transactions_new: int = 0
+    transactions_updated: int = 0
+    transactions_removed: int = 0
+
+    @property
+    def transaction_counts(self) -> tuple[int, int, int]:
+        """The transactions new, updated and removed (ops.refreshes' columns, in that order)."""
+        return self.transactions_new, self.transactions_updated, self.transactions_removed
 
     def add(self, result: LoadResult) -> None:
         """Count one load."""
         self.rows_landed += result.landed
         self.rows_changed += result.changed
         self.rows_rejected += result.rejected
+        if result.entity == "transactions":
+            self.transactions_new += result.inserted
+            self.transactions_updated += result.updated
+            self.transactions_removed += result.deleted
 
 
 def _month_filter(column: str, months: Sequence[dt.date]) -> str:

@@ -331,9 +331,14 @@ def narrowed_by_refresh(con: duckdb.DuckDBPyConnection, refresh_id: str) -> pl.D
 
 
 def replace_marts(
-    con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame]
+    con: duckdb.DuckDBPyConnection,
+    frames: Mapping[str, pl.DataFrame],
+    current_month: dt.date | None = None,
 ) -> dict[str, int]:
-    """Replace every mart with its new rows, all in one transaction; returns rows per mart."""
+    """Replace every mart with its new rows, all in one transaction; returns rows per mart.
+
+    A monthly mart's `partial` is set for `current_month` (the service's) and any later one:
+    still running, its figures are to date (migration 011)."""
     missing = set(MART_TABLES) - set(frames)
     if missing:
         raise ValueError(f"marts missing from the rebuild: {sorted(missing)}")
@@ -344,7 +349,14 @@ def replace_marts(
             con.register("_mart", _arrow(frame))  # replaces the last mart's frame
             cols = ", ".join(f'"{c}"' for c in frame.columns)
             con.execute(f"DELETE FROM marts.{name}")
-            con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
+            if current_month is not None and "month" in frame.columns:
+                con.execute(
+                    f"INSERT INTO marts.{name} ({cols}, partial) "
+                    f"SELECT {cols}, month >= ? FROM _mart",
+                    [current_month],
+                )
+            else:
+                con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
         con.commit()
     except BaseException:
         con.rollback()

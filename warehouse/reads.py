@@ -205,7 +205,8 @@ def latest_refresh(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | None:
         """
         SELECT refresh_id, status, mode, started_at, finished_at,
                round(epoch(finished_at) - epoch(started_at), 2) AS seconds,
-               requests_total, rows_changed, rows_rejected, months_checked, error
+               requests_total, rows_changed, rows_rejected, months_checked, error,
+               transactions_new, transactions_updated, transactions_removed
         FROM ops.refreshes ORDER BY started_at DESC LIMIT 1
         """,
     )
@@ -332,10 +333,11 @@ def net_worth_snapshot_points(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 
 def cash_flow_months(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
-    """Income, spending and net per month."""
+    """Income, spending and net per month, and whether the month is still running (partial)."""
     return _as_frame(
         con,
-        "SELECT month, income_cents, spending_cents, net_cents FROM marts.cash_flow_by_month ORDER BY month",
+        "SELECT month, income_cents, spending_cents, net_cents, coalesce(partial, false) AS partial "
+        "FROM marts.cash_flow_by_month ORDER BY month",
     )
 
 

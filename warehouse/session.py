@@ -372,7 +372,8 @@ class Session:
                 UPDATE ops.refreshes SET
                     finished_at = now(), status = ?, rows_landed = ?, rows_changed = ?,
                     rows_rejected = ?, requests = ?, requests_total = ?, months_checked = ?,
-                    months_reread = ?, error = ?, mode = coalesce(?, mode)
+                    months_reread = ?, error = ?, mode = coalesce(?, mode),
+                    transactions_new = ?, transactions_updated = ?, transactions_removed = ?
                 WHERE refresh_id = ?
                 """,
                 [
@@ -386,6 +387,7 @@ class Session:
                     orjson.dumps(self.stats.months_reread).decode(),
                     error,
                     mode,
+                    *self.stats.transaction_counts,
                     self._rid(),
                 ],
             )

@@ -94,6 +94,12 @@ def run_refresh_job(
     is_flag=True,
     help="Print what the refresh would read and prove and its request estimate; write nothing.",
 )
+@click.option(
+    "--verbose",
+    "-v",
+    is_flag=True,
+    help="After the one-line summary: the plan, every count, the requests, the time's parts.",
+)
 @json_option("Print the summary as one JSON object.")
 @all_owners_option(
     "Refresh every owner of the owners file (a few at a time, in shards); a table of the "
@@ -119,6 +125,7 @@ def refresh(
     rebuild: bool,
     with_report: bool,
     dry_run: bool,
+    verbose: bool,
     as_json: bool,
     all_owners: bool,
     concurrency: int,
@@ -162,7 +169,7 @@ def refresh(
         if result.rejected
         else errors.OK
     )
-    show = lambda: _show(run, config.warehouse)  # noqa: E731
+    show = lambda: _show(run, config.warehouse, verbose)  # noqa: E731
     finish(result, as_json, show, exit_code=code, run_id=run.run_id)
 
 
@@ -184,9 +191,9 @@ def _rebuild(warehouse: Path) -> None:
     )
 
 
-def _show(run: RefreshRun, warehouse: Path) -> None:
+def _show(run: RefreshRun, warehouse: Path, verbose: bool) -> None:
     """The refresh's summary for a person, and where its report is, if it wrote one."""
-    render.refresh_summary(run, warehouse)
+    render.refresh_summary(run, warehouse, verbose=verbose)
     if run.refresh.report_path:
         click.echo(f"Report: {run.refresh.report_path}")
 
@@ -275,9 +282,9 @@ EXAMPLE_QUERIES = [
         GROUP BY 1 ORDER BY 3 LIMIT 6""",
     ),
     (
-        "Cash flow per month (last 6)",
-        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents
-        FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
+        "Cash flow per month (last 6; partial: the month is still running)",
+        """SELECT strftime(month, '%Y-%m') AS month, income_cents, spending_cents, net_cents,
+        partial FROM marts.cash_flow_by_month ORDER BY month DESC LIMIT 6""",
     ),
     (
         "Net worth, first of the month (last 6)",

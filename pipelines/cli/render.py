@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,12 +24,13 @@ if TYPE_CHECKING:
         RefreshResult,
         RejectedRow,
         RulesResult,
+        ScheduleResult,
         StatusOutbox,
         StatusResult,
         WritebackResult,
     )
 
-from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
+from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS, refresh_headline
 
 VERDICT_COLOUR = {"agree": "green", "explained": "yellow", "differ": "red"}
 
@@ -65,23 +67,18 @@ def failure(f: errors.Failure, log: Path | None, *, debug: bool) -> None:
     echo("\n".join(lines), err=True)
 
 
-def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = True) -> None:
-    """A refresh's summary: rows, requests, verification, rejections, write-back, verdict."""
+def refresh_summary(
+    run: RefreshRun, warehouse: Path, *, with_verdict: bool = True, verbose: bool = False
+) -> None:
+    """A refresh for a person: one line first (what changed, how long, whether every number
+    matches the app), then only what needs reading (rejected rows, write-back, warnings, the
+    differences); `verbose` adds the plan, the requests and where everything is."""
     result = run.refresh
-    rows, requests = result.rows, result.requests
-    echo(
-        f"Refresh done in {run.seconds} s ({result.mode} ({result.reason})): {rows.total:,} transactions in the warehouse, "
-        f"{rows.changed:,} rows changed, {rows.rejected} rejected.\n"
-        f"Requests: {requests.total} (ceil(rows read / 200) = {requests.floor}); "
-        f"months checked {result.months_checked}, windows re-read {len(result.months_reread)}, drift re-reads {result.rereads}.\n"
-        f"Warehouse: {warehouse}   Dagster run: {run.run_id}"
-    )
-    verification = result.verification
-    if verification.months or verification.oldest_verified:
-        echo(
-            f"Verification: {verification.months} month(s) re-read because they were "
-            f"verified longest ago; the oldest verification is now {verification.oldest_verified or 'none'}."
-        )
+    line = refresh_headline(result, with_verdict=with_verdict)
+    colour = VERDICT_COLOUR.get(str(result.verdict)) if with_verdict else None
+    echo(click.style(line, fg=colour, bold=colour is not None))
+    if verbose:
+        _refresh_details(run, warehouse)
     if result.rejected:
         echo(
             click.style(
@@ -96,8 +93,36 @@ def refresh_summary(run: RefreshRun, warehouse: Path, *, with_verdict: bool = Tr
     _writeback_line(result.writeback, result.outbox)
     for warning in result.warnings:
         warn(warning)
-    if with_verdict and result.verdict:
+    if with_verdict and result.verdict and (verbose or result.verdict != "agree"):
         refresh_verdict(result)
+
+
+def _refresh_details(run: RefreshRun, warehouse: Path) -> None:
+    """`refresh --verbose`: the planner's choice, every row and request counted, the time's
+    parts, the verification, and where the warehouse and the Dagster run are."""
+    result = run.refresh
+    rows, requests, took = result.rows, result.requests, result.durations
+    click.echo(
+        f"Plan: {result.mode}: {result.reason}.\n"
+        f"Rows: {rows.total:,} transactions in the warehouse ({rows.new:,} new, {rows.updated:,} "
+        f"updated, {rows.removed:,} removed); {rows.changed:,} rows of every entity changed "
+        f"(accounts, settings and the service's figures too), {rows.landed:,} landed, "
+        f"{rows.rejected:,} rejected.\n"
+        f"Requests: {requests.total:,} (the fewest that could read the rows read, at 200 a "
+        f"page: {requests.floor:,}; {requests.retries} retried); months checked "
+        f"{result.months_checked}, windows re-read {len(result.months_reread)}, drift re-reads "
+        f"{result.rereads}.\n"
+        f"Time: {took.seconds:.2f} s from the refresh's start to its data, marts and "
+        f"reconciliation ready (reading and loading {took.refresh_seconds:.2f} s, marts and "
+        f"reconciliation {took.reconcile_seconds:.2f} s): the figure `centsync status` shows."
+    )
+    verification = result.verification
+    if verification.months or verification.oldest_verified:
+        click.echo(
+            f"Verification: {verification.months} month(s) re-read because they were "
+            f"verified longest ago; the oldest verification is now {verification.oldest_verified or 'none'}."
+        )
+    click.echo(f"Warehouse: {warehouse}   Dagster run: {run.run_id}")
 
 
 def fleet(result: FleetResult) -> None:
@@ -352,13 +377,20 @@ def _status_history(info: StatusResult) -> None:
     last = info.last_refresh
     if last:
         # a refresh that stopped early recorded no counts: say nothing rather than "None"
-        counts = [
-            f"{value}{unit}"
-            for value, unit in ((last.seconds, " s"), (last.requests_total, " requests"))
-            if value is not None
-        ]
-        if last.rows_changed is not None:
-            counts.append(f"{last.rows_changed} rows changed")
+        # the refresh's one duration, as its summary line prints it
+        counts = [f"{last.seconds:.2f} s"] if last.seconds is not None else []
+        if last.requests_total is not None:
+            counts.append(f"{last.requests_total} requests")
+        tx = (last.transactions_new, last.transactions_updated, last.transactions_removed)
+        if None not in tx:
+            new, updated, removed = (int(n or 0) for n in tx)
+            counts.append(
+                f"{new:,} new, {updated:,} updated, {removed:,} removed transactions"
+                if new + updated + removed
+                else "no transaction changed"
+            )
+        elif last.rows_changed is not None:  # recorded before transactions were counted
+            counts.append(f"{last.rows_changed} rows changed (every entity)")
         echo(
             f"Last refresh: {last.status} {last.mode} at {last.started_at}"
             + (f" ({', '.join(counts)})" if counts else "")
@@ -588,3 +620,25 @@ def _bank_row(c: dict[str, Any]) -> str:
 def _candidate(c: dict[str, Any]) -> str:
     """The row a statement row may duplicate: what it is, its day, payee and id."""
     return f"likely the {c['kind']} row {c['booked_at']} {c['concept'][:40]!r} ({c['id']})"
+
+
+def schedules(result: ScheduleResult) -> None:
+    """`centsync schedule list`: the time zone, then each schedule: on or off, its next run,
+    its cron line and the setting that moves it, what it does."""
+    where = (
+        "the service's time zone, from its settings"
+        if result.timezone_from == "service"
+        else "UTC until the first refresh learns the service's time zone"
+    )
+    echo(f"Times are in {result.timezone} ({where}).")
+    for s in result.schedules:
+        state = "on " if s.on else "off"
+        nxt = (
+            dt.datetime.fromisoformat(s.next_run).strftime("%a %Y-%m-%d %H:%M")
+            if s.next_run
+            else "-"
+        )
+        echo(f"{state}  {s.name:<22} next {nxt}  {s.cron:<14} ({s.setting})")
+        echo(f"     {s.description}")
+    daemon = "running" if result.daemon_running else "not running (`centsync daemon`)"
+    echo(f"Dagster home: {result.dagster_home}; daemon {daemon}.")

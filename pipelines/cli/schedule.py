@@ -3,6 +3,7 @@ Dagster instance, run by Dagster's own daemon with no browser and no webserver."
 
 from __future__ import annotations
 
+import datetime as dt
 import signal
 import subprocess
 import sys
@@ -85,34 +86,41 @@ def schedule_list(as_json: bool) -> None:
     result = ScheduleResult.from_json(schedules_state(settings()))
 
     def show() -> None:
-        for s in result.schedules:
-            state = "on " if s.on else "off"
-            click.echo(f"{state}  {s.name:<22} {s.cron:<12} {s.description}")
-        daemon = "running" if result.daemon_running else "not running (`centsync daemon`)"
-        render.echo(f"Dagster home: {result.dagster_home}; daemon {daemon}.")
+        from centsync.pipelines.cli.render import schedules
+
+        schedules(result)
 
     finish(result, as_json, show)
 
 
-def schedules_state(config: Settings) -> dict[str, Any]:
-    """The documented `schedule list --json` object: each schedule, on or off, and the daemon."""
+def schedules_state(config: Settings, now: dt.datetime | None = None) -> dict[str, Any]:
+    """The documented `schedule list --json` object: each schedule, on or off, its next run in
+    the service's time zone, and the daemon."""
     from centsync.pipelines import instance as dagster_storage
-    from centsync.pipelines.defs.schedules import schedules
+    from centsync.pipelines.defs.schedules import PLANNED, next_runs, schedules, service_timezone
 
     home = runner.dagster_home(config)
     with dagster_storage.instance(home) as instance:
         running = running_schedules(instance)
         alive = daemon_alive(instance)
+    learned = service_timezone(config.warehouse)
+    zone = learned or "UTC"
+    now = now or dt.datetime.now(dt.UTC)
+    envs = {p.name: p.env for p in PLANNED}
     return {
         "dagster_home": str(home),
+        "timezone": zone,
+        "timezone_from": "service" if learned else "default",
         "schedules": [
             {
                 "name": s.name,
                 "on": s.name in running,
                 "cron": s.cron_schedule,
                 "description": s.description,
+                "setting": envs[s.name],
+                "next_run": next_runs(str(s.cron_schedule), zone, now)[0].isoformat(),
             }
-            for s in schedules(config)
+            for s in schedules(config, zone)
         ],
         "daemon_running": alive,
     }

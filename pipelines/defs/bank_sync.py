@@ -12,7 +12,7 @@ from centsync.pipelines.clients import api_client
 from centsync.pipelines.contract_book import NOT_HERE, read_as_learned
 from centsync.pipelines.defs import OWNERS
 from centsync.pipelines.defs.failures import known_failures
-from centsync.pipelines.defs.jobs import refresh_job
+from centsync.pipelines.defs.jobs import DAEMON_RUN_LOGGERS, refresh_job
 from centsync.pipelines.settings import Settings
 from centsync.transform.shapes import SYNC_STATUS
 
@@ -101,6 +101,9 @@ def bank_sync_finished(
         if context.cursor is not None:  # the first evaluation only records where we are
             yield dg.RunRequest(
                 run_key=f"bank-sync-{stamp}",
-                run_config={"ops": {"refresh": {"config": {"mode": "hot"}}}},
+                run_config={
+                    "ops": {"refresh": {"config": {"mode": "hot"}}},
+                    "loggers": DAEMON_RUN_LOGGERS,
+                },
             )
         context.update_cursor(stamp)

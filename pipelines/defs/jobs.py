@@ -5,6 +5,11 @@ import dagster as dg
 from centsync.pipelines.defs.refresh import refresh_assets
 from centsync.pipelines.defs.writeback import WRITEBACK_JOB, outbox
 
+# The console logger of the runs the daemon starts (schedules, the bank-sync sensor): INFO and
+# up reach the daemon's log, a refresh's one summary line and its warnings; Dagster's ~70 DEBUG
+# events a run stay in the run's event log (`centsync ui`). The CLI sets its own (runner.py).
+DAEMON_RUN_LOGGERS = {"console": {"config": {"log_level": "INFO"}}}
+
 refresh_job = dg.define_asset_job(
     "refresh_job",
     selection=dg.AssetSelection.assets(outbox, refresh_assets),

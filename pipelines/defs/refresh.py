@@ -1,9 +1,11 @@
 """The refresh as assets: one per endpoint it reads, and a monthly asset for backfills."""
 
 import contextlib
+import datetime as dt
 import signal
 import sys
 import threading
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -15,6 +17,7 @@ from centsync.pipelines import failures as errors
 from centsync.pipelines.clients import api_client
 from centsync.pipelines.defs import OWNERS, marts
 from centsync.pipelines.defs.failures import known_failures
+from centsync.pipelines.outputs.verdict_words import run_line
 from centsync.pipelines.refresh.run import (
     RefreshOptions,
     RefreshSummary,
@@ -222,6 +225,12 @@ def _metadata(summary: RefreshSummary, key: str, result: RefreshResult) -> dict[
         md.update(
             {
                 "rows": summary.transactions,
+                # the transactions changed, as the summary's line counts them; rows_changed
+                # counts the rows of every entity
+                "transactions_new": summary.transactions_new,
+                "transactions_updated": summary.transactions_updated,
+                "transactions_removed": summary.transactions_removed,
+                "seconds": round(summary.took, 2),
                 "rows_changed": summary.rows_changed,
                 "rows_rejected": summary.rows_rejected,
                 "mode": f"{summary.mode} ({summary.reason})",
@@ -252,6 +261,17 @@ def _markdown(summary: RefreshSummary) -> str:
     return "\n".join(lines)
 
 
+def _service_now(timezone: str) -> dt.datetime:
+    """Now on the clock of the service's time zone (UTC when it is unknown)."""
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        zone: dt.tzinfo = ZoneInfo(timezone) if timezone else dt.UTC
+    except (ZoneInfoNotFoundError, ValueError):
+        zone = dt.UTC
+    return dt.datetime.now(zone)
+
+
 def _run(
     context: dg.AssetExecutionContext, settings: Settings, options: RefreshOptions
 ) -> Iterator[dg.MaterializeResult | dg.AssetCheckResult]:
@@ -273,12 +293,13 @@ def _run(
             summary = run_refresh(client, str(settings.warehouse), options)
     for w in summary.warnings:
         context.log.warning(w)
-    context.log.info(
+    # the details at DEBUG; a scheduled run logs INFO and up (defs/schedules.py): one line
+    context.log.debug(
         f"refresh {summary.refresh_id}: {summary.mode} ({summary.reason}); {summary.transactions} transactions, "
         f"{summary.rows_changed} rows changed, {summary.requests_total} requests (floor {summary.floor})"
     )
     if summary.verdict:
-        context.log.info(
+        context.log.debug(
             f"reconciliation {summary.recon_id}: {summary.verdict} ({summary.recon_checked} checks, "
             f"{summary.recon_explained} explained, {summary.recon_differ} differ)"
         )
@@ -291,8 +312,9 @@ def _run(
 
     report_path = report.keep_current(Path(settings.warehouse), options.report, report_warning)
     if report_path:
-        context.log.info(f"reconciliation report: {report_path}")
+        context.log.debug(f"reconciliation report: {report_path}")
     result = summary.result(str(report_path) if report_path else None)
+    context.log.info(run_line(result, _service_now(summary.timezone)))
     for key in ENDPOINT_ASSETS:
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key, result))
     yield from marts.materializations(summary, report_path)
@@ -333,38 +355,43 @@ def transactions_by_month(partitions_start: str) -> dg.AssetsDefinition:
     """The monthly asset for backfills, its partitions from `partitions_start` (a date)."""
     monthly = dg.MonthlyPartitionsDefinition(start_date=partitions_start, end_offset=1)
 
-    @dg.asset(
-        name="transactions_by_month",
-        partitions_def=monthly,
-        backfill_policy=dg.BackfillPolicy.single_run(),
-        group_name="ledger",
-        owners=OWNERS,
-        kinds={"duckdb", "python"},
-        description="Force-read a range of months of GET /v1/transactions (a backfill covers many in one run).",
-    )
-    def _asset(
-        context: dg.AssetExecutionContext, settings: dg.ResourceParam[Settings]
-    ) -> dg.MaterializeResult:
-        keys = context.partition_key_range
-        first, last = keys.start[:7], keys.end[:7]
-        with known_failures(), api_client(settings) as client:
-            summary = run_refresh(
-                client,
-                str(settings.warehouse),
-                RefreshOptions(
-                    months=(first, last),
-                    duckdb_memory=settings.duckdb_memory,
-                    contract_file=settings.contract_file,
-                    **verification_settings(None, None, settings),
-                ),
-            )
-        return dg.MaterializeResult(
-            metadata={
-                "months": f"{first}..{last}",
-                "rows": sum(r["rows"] for r in summary.months_reread),
-                "rows_changed": summary.rows_changed,
-                "requests_total": summary.requests_total,
-            }
+    # BackfillPolicy is beta in Dagster 1.13: its warning, printed by every run's process when
+    # the code location loads, would be two more lines in each scheduled run's log
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.BetaWarning)
+
+        @dg.asset(
+            name="transactions_by_month",
+            partitions_def=monthly,
+            backfill_policy=dg.BackfillPolicy.single_run(),
+            group_name="ledger",
+            owners=OWNERS,
+            kinds={"duckdb", "python"},
+            description="Force-read a range of months of GET /v1/transactions (a backfill covers many in one run).",
         )
+        def _asset(
+            context: dg.AssetExecutionContext, settings: dg.ResourceParam[Settings]
+        ) -> dg.MaterializeResult:
+            keys = context.partition_key_range
+            first, last = keys.start[:7], keys.end[:7]
+            with known_failures(), api_client(settings) as client:
+                summary = run_refresh(
+                    client,
+                    str(settings.warehouse),
+                    RefreshOptions(
+                        months=(first, last),
+                        duckdb_memory=settings.duckdb_memory,
+                        contract_file=settings.contract_file,
+                        **verification_settings(None, None, settings),
+                    ),
+                )
+            return dg.MaterializeResult(
+                metadata={
+                    "months": f"{first}..{last}",
+                    "rows": sum(r["rows"] for r in summary.months_reread),
+                    "rows_changed": summary.rows_changed,
+                    "requests_total": summary.requests_total,
+                }
+            )
 
     return _asset

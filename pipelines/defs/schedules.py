@@ -1,41 +1,120 @@
-"""When refreshes run on their own: hourly hot window, nightly fingerprints, weekly full re-read.
+"""When refreshes run on their own: the hot window, the fingerprints, a full re-read.
 
 They start stopped (Dagster's default for a new deployment): `centsync schedule on` turns them
 on in the warehouse's own Dagster instance, and `centsync daemon` (or `centsync ui`) runs them
-(docs/operations.md).
+(docs/operations.md). Each cron line is a setting, read in the service's own time zone (its
+`/v1/settings`, as the last refresh stored it in core.settings; UTC before the first refresh),
+and each schedule's label is its cron line in words (cron-descriptor), so it cannot say "every
+hour" over a cron line that runs every minute. A scheduled run logs one line at INFO (its
+summary, `defs/refresh.py`); Dagster's own DEBUG events stay in the run's event log.
 """
+
+import datetime as dt
+from dataclasses import dataclass
+from pathlib import Path
 
 import dagster as dg
 
-from centsync.pipelines.defs.jobs import refresh_job
+from centsync.extract import ConfigurationError
+from centsync.pipelines.defs.jobs import DAEMON_RUN_LOGGERS, refresh_job
 from centsync.pipelines.settings import Settings
 
 
-def _schedule(name: str, cron: str, mode: str, description: str) -> dg.ScheduleDefinition:
-    return dg.ScheduleDefinition(
-        name=name,
-        cron_schedule=cron,
-        job=refresh_job,
-        run_config={"ops": {"refresh": {"config": {"mode": mode}}}},
-        description=description,
-        default_status=dg.DefaultScheduleStatus.STOPPED,
-    )
+@dataclass(frozen=True)
+class Planned:
+    """One schedule: its name, the setting that holds its cron line, its mode and what it does."""
+
+    name: str
+    setting: str  # the Settings field (and its CENTSYNC_ variable, docs/configuration.md)
+    env: str
+    mode: str
+    does: str
 
 
-def schedules(settings: Settings) -> list[dg.ScheduleDefinition]:
-    """The three schedules; the hot window's cron line is a setting (`CENTSYNC_HOT_WINDOW_CRON`)."""
-    return [
-        _schedule(
-            "hourly_hot_window",
-            settings.hot_window_cron,
-            "hot",
-            "Every hour: re-read the hot window (current and previous month).",
-        ),
-        _schedule(
-            "nightly_fingerprints",
-            "30 2 * * *",
-            "auto",
-            "Every night: fingerprint-checked refresh of the whole history.",
-        ),
-        _schedule("weekly_full", "0 4 * * 0", "full", "Every Sunday: a full re-read."),
-    ]
+PLANNED = (
+    Planned(
+        "hourly_hot_window",
+        "hot_window_cron",
+        "CENTSYNC_HOT_WINDOW_CRON",
+        "hot",
+        "re-read the hot window (current and previous month)",
+    ),
+    Planned(
+        "nightly_fingerprints",
+        "nightly_cron",
+        "CENTSYNC_NIGHTLY_CRON",
+        "auto",
+        "fingerprint-checked refresh of the whole history",
+    ),
+    Planned("weekly_full", "weekly_cron", "CENTSYNC_WEEKLY_CRON", "full", "a full re-read"),
+)
+
+
+def cron_words(cron: str) -> str:
+    """A cron line in words ("At 5 minutes past the hour", "At 02:30, only on Sunday")."""
+    from cron_descriptor import Options, get_description
+
+    options = Options()
+    options.use_24hour_time_format = True
+    return str(get_description(cron, options))
+
+
+def service_timezone(warehouse: Path) -> str | None:
+    """The service's time zone as the last refresh stored it (None: no refresh yet, or a
+    warehouse that cannot be read now: held by a writer that is not ours, or damaged)."""
+    if not warehouse.exists():
+        return None
+    import duckdb
+
+    from centsync.warehouse import connect_readonly, reads
+
+    try:
+        con = connect_readonly(warehouse)
+    except (duckdb.Error, OSError):
+        return None
+    try:
+        return reads.settings_timezone(con)
+    except duckdb.Error:
+        return None  # not migrated yet
+    finally:
+        con.close()
+
+
+def next_runs(cron: str, timezone: str, now: dt.datetime, count: int = 1) -> list[dt.datetime]:
+    """The next `count` times `cron` runs after `now`, in `timezone` (aware datetimes)."""
+    from zoneinfo import ZoneInfo
+
+    from cronsim import CronSim
+
+    local = now.astimezone(ZoneInfo(timezone)).replace(microsecond=0)
+    it = CronSim(cron, local)
+    return [next(it) for _ in range(count)]
+
+
+def _schedule(planned: Planned, cron: str, timezone: str) -> dg.ScheduleDefinition:
+    try:
+        return dg.ScheduleDefinition(
+            name=planned.name,
+            cron_schedule=cron,
+            execution_timezone=timezone,
+            job=refresh_job,
+            run_config={
+                "ops": {"refresh": {"config": {"mode": planned.mode}}},
+                "loggers": DAEMON_RUN_LOGGERS,
+            },
+            description=f"{cron_words(cron)} ({timezone}): {planned.does}.",
+            default_status=dg.DefaultScheduleStatus.STOPPED,
+        )
+    except dg.DagsterInvalidDefinitionError as exc:
+        raise ConfigurationError(
+            f"{planned.env}={cron!r} is not a cron line Dagster runs ({exc}): set it to five "
+            "fields (e.g. '5 * * * *'), or unset it for the default"
+        ) from None
+
+
+def schedules(settings: Settings, timezone: str | None = None) -> list[dg.ScheduleDefinition]:
+    """The three schedules, each on its setting's cron line in the service's time zone
+    (`timezone`, else the warehouse's: read once, when the code location loads; UTC before the
+    first refresh)."""
+    zone = timezone or service_timezone(settings.warehouse) or "UTC"
+    return [_schedule(p, getattr(settings, p.setting), zone) for p in PLANNED]

@@ -49,7 +49,8 @@ def outbox(
             return dg.MaterializeResult(metadata={"skipped": str(e)})
     for w in summary.warnings:
         context.log.warning(w)
-    context.log.info(line(summary))
+    # a refresh's step that had nothing to send stays out of a scheduled run's one INFO line
+    (context.log.info if strict or summary.plan else context.log.debug)(line(summary))
     return dg.MaterializeResult(
         metadata={
             "sent": summary.sent,

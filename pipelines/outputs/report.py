@@ -238,7 +238,14 @@ def _tables(data: dict[str, Any]) -> dict[str, Any]:
         .with_columns(pl.col("scope").alias("month"))
     )
     embedded = set(drill["embedded"])
+    flow = data["flow"]
+    running = (
+        {str(m)[:7] for m in flow.filter(pl.col("partial"))["month"].to_list()}
+        if "partial" in flow.columns
+        else set()
+    )
     return {
+        "partial_months": sorted(running),
         "differences": report_data.difference_rows(
             diffs.head(MAX_DIFFERENCES).to_dicts(),
             sorted(
@@ -251,7 +258,8 @@ def _tables(data: dict[str, Any]) -> dict[str, Any]:
         ),
         "more_differences": max(0, diffs.height - MAX_DIFFERENCES),
         "months": [
-            {**_money_row(m), "embedded": m["month"] in embedded} for m in months.to_dicts()
+            {**_money_row(m), "embedded": m["month"] in embedded, "partial": m["month"] in running}
+            for m in months.to_dicts()
         ],
         "categories": [
             {"name": c["category_name"], "spent": cents_text(-c["amount_cents"])}

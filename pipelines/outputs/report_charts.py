@@ -106,22 +106,37 @@ def net_worth_chart(daily: pl.DataFrame, snapshots: pl.DataFrame) -> dict[str, A
 
 
 def cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
-    """Income, spending and net per month, side by side (click: the month's rows)."""
-    long = flow.select(
-        pl.col("month").cast(pl.String).str.slice(0, 7).alias("ym"),
-        pl.col("month").cast(pl.String).alias("month"),
-        (pl.col("income_cents") / 100).alias("income"),
-        (pl.col("spending_cents") / 100).alias("spending"),
-        (pl.col("net_cents") / 100).alias("net"),
-    ).unpivot(index=["ym", "month"], variable_name="kind")
+    """Income, spending and net per month, side by side (click: the month's rows); the month
+    still running (marts' `partial`) is pale, and its axis label and tooltip say "so far"."""
+    partial = flow["partial"] if "partial" in flow.columns else pl.repeat(False, flow.height)
+    long = (
+        flow.with_columns(partial.alias("partial"))
+        .select(
+            pl.col("month").cast(pl.String).str.slice(0, 7).alias("ym"),  # what a click drills into
+            (
+                pl.col("month").cast(pl.String).str.slice(0, 7)
+                + pl.when(pl.col("partial")).then(pl.lit(" so far")).otherwise(pl.lit(""))
+            ).alias("axis"),
+            pl.col("month").cast(pl.String).alias("month"),
+            pl.when(pl.col("partial"))
+            .then(pl.lit("so far: the month is still running"))
+            .otherwise(pl.lit("whole month"))
+            .alias("state"),
+            (pl.col("income_cents") / 100).alias("income"),
+            (pl.col("spending_cents") / 100).alias("spending"),
+            (pl.col("net_cents") / 100).alias("net"),
+        )
+        .unpivot(index=["ym", "axis", "month", "state"], variable_name="kind")
+    )
     chart = (
         alt.Chart(alt.Data(values=long.to_dicts()))
         .mark_bar(cursor="pointer")
         .encode(
             x=alt.X(
-                "ym:O",
+                "axis:O",
                 axis=alt.Axis(
-                    labelExpr="utcFormat(toDate(datum.value + '-01'), '%b %Y')",
+                    labelExpr="utcFormat(toDate(slice(datum.value, 0, 7) + '-01'), '%b %Y')"
+                    " + (length(datum.value) > 7 ? ' (so far)' : '')",
                     labelAngle=-40,
                     labelOverlap=True,
                     title=None,
@@ -130,7 +145,8 @@ def cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
             y=alt.Y("value:Q", title=None),
             color=alt.Color("kind:N", title=None),
             xOffset="kind:N",
-            tooltip=_month_tip("kind"),
+            opacity=alt.condition("datum.state == 'whole month'", alt.value(1.0), alt.value(0.4)),
+            tooltip=[*_month_tip("kind"), alt.Tooltip("state:N", title="counted")],
         )
         .properties(width="container", height=240)
     )

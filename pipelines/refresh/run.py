@@ -108,6 +108,9 @@ def run_refresh(
             # what it did: full (asked, or the timezone changed, nothing local), hot, months
             mode=_recorded_mode(summary.mode),
         )
+        # the one duration a person reads, here and in `status`: as ops.refreshes records it
+        recorded = warehouse_reads.latest_refresh(warehouse.con) or {}
+        summary.took = float(recorded.get("seconds") or 0.0)
         if options.finished is not None:
             options.finished(warehouse.con, marts)
     return summary
@@ -130,6 +133,9 @@ def _count(
     summary.retries = sum(e.retries for e in client.stats.endpoints.values())
     stats = warehouse.stats
     summary.rows_landed, summary.rows_changed = stats.rows_landed, stats.rows_changed
+    summary.transactions_new = stats.transactions_new
+    summary.transactions_updated = stats.transactions_updated
+    summary.transactions_removed = stats.transactions_removed
     summary.refresh_id = warehouse.refresh_id or ""
     # a row read twice (a first sync, then its month again) is one rejected row; ops.refreshes
     # records the same figure as the summary

@@ -86,9 +86,13 @@ class RefreshSummary:
     mode: RefreshMode = "incremental"  # what it did (plan.choose_mode)
     reason: str = ""
     rows_landed: int = 0
-    rows_changed: int = 0
+    rows_changed: int = 0  # rows of every entity (accounts, settings, aggregates too)
     rows_rejected: int = 0
     transactions: int = 0
+    # the transactions this refresh found new, altered, and gone from the service
+    transactions_new: int = 0
+    transactions_updated: int = 0
+    transactions_removed: int = 0
     requests: dict[str, int] = field(default_factory=dict)
     requests_total: int = 0
     rereads: int = 0
@@ -100,7 +104,10 @@ class RefreshSummary:
     # oldest verification left after this refresh (ISO date on the service's clock)
     months_verified: int = 0
     oldest_verified: str | None = None
-    seconds: float = 0.0
+    seconds: float = 0.0  # the steps alone (reading and loading)
+    # the refresh as ops.refreshes records it (what `status` shows): from its start to its data,
+    # marts and reconciliation ready to publish
+    took: float = 0.0
     warnings: list[str] = field(default_factory=list)
     timezone: str = ""
     owner: str = ""  # the account id of GET /v1/me: whose data the warehouse holds
@@ -145,7 +152,9 @@ class RefreshSummary:
                 "refresh_id": s.refresh_id,
                 "source": {"base_url": s.source, "owner": s.owner},
                 "rows": {"total": s.transactions, "changed": s.rows_changed}
-                | {"rejected": s.rows_rejected, "landed": s.rows_landed},
+                | {"rejected": s.rows_rejected, "landed": s.rows_landed}
+                | {"new": s.transactions_new, "updated": s.transactions_updated}
+                | {"removed": s.transactions_removed},
                 "requests": {"total": s.requests_total, "floor": s.floor, "retries": s.retries}
                 | {"by_endpoint": dict(sorted(s.requests.items()))},
                 "months_checked": s.months_checked,
@@ -155,6 +164,7 @@ class RefreshSummary:
                 "durations": {
                     "refresh_seconds": round(s.seconds, 3),
                     "reconcile_seconds": round(s.recon_seconds, 3),
+                    "seconds": round(s.took, 2),
                 },
                 "verdict": s.verdict or None,
                 "reconciliation": recon | {"differences": s.differences},

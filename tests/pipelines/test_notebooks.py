@@ -34,7 +34,7 @@ pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
 # What each notebook must show once it ran through (not stopped early), and its charts.
 EXPECTED = {
-    "spending": (["Last 12 months:", "Top merchants", "Drill down"], 3),
+    "spending": (["Last 12 months:", "is still running", "Top merchants", "Drill down"], 3),
     "net_worth": (["Net worth on", "Assets against liabilities", "Per-refresh snapshots"], 3),
     "reconciliation": (["AGREE", "What differs", "History of verdicts"], 2),
     "writeback": (["The outbox by state", "Rejected rows and their reasons", "Every request"], 1),
