@@ -328,6 +328,8 @@ def demo() -> None:
 
 def _example_queries(path: Path) -> None:
     """Run the example queries on the published warehouse and print them with their rows."""
+    import polars as pl
+
     from centsync.pipelines.cli.sql import _currency, as_money
     from centsync.warehouse import analysis, connect_readonly
 
@@ -337,6 +339,8 @@ def _example_queries(path: Path) -> None:
         for title, sql in EXAMPLE_QUERIES:
             # money as `centsync sql` shows it: cents as the settings' currency
             frame = as_money(analysis.result_frame(con.sql(sql)), _currency(con))
+            # true/false as `centsync sql` prints them, not Python's True/False
+            frame = frame.with_columns(pl.col(pl.Boolean).cast(pl.String))
             render.query(title, sql, frame.columns, frame.rows())
     finally:
         con.close()
