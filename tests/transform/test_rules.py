@@ -119,9 +119,26 @@ def test_current_values_mean_a_second_run_plans_nothing() -> None:
         ),
         ("[rules]\n", "unknown table(s) rules"),
         ("[[rule]\n", "not valid TOML"),
+        # what RE2 cannot run in linear time is refused when the file is read, naming the rule
+        ("[[rule]]\nid='twice'\nconcept='(a)\\1'\nset={notes='n'}", "rule 'twice': concept"),
+        ("[[rule]]\nid='look'\nconcept='a(?=b)'\nset={notes='n'}", "no backreferences"),
     ],
 )
 def test_a_rules_file_that_cannot_be_used_says_what_is_wrong(text: str, words: str) -> None:
     with pytest.raises(rules.RulesError, match=None) as e:
         rules.parse(text, name="r.toml")
     assert words in str(e.value) and str(e.value).startswith("r.toml")
+
+
+def test_a_pattern_that_backtracks_catastrophically_runs_in_linear_time() -> None:
+    """`(a+)+$` over a long run of `a` and a `b`: Python's `re` takes exponential time (it
+    never finishes at this length); RE2 answers at once."""
+    import time
+
+    text = "[[rule]]\nid='slow'\nconcept='(a+)+$'\nset={notes='n'}"
+    ledger_rows = ledger().with_columns(concept=pl.lit("a" * 5000 + "b"))
+    started = time.monotonic()
+    found = rules.changes(rules.parse(text).rules, ledger_rows, CATEGORIES)
+    assert found == [] and time.monotonic() - started < 2
+    matching = ledger_rows.with_columns(concept=pl.lit("a" * 5000))
+    assert len(rules.changes(rules.parse(text).rules, matching, CATEGORIES)) == 3
