@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from centsync.extract import ConfigurationError
+from centsync.pipelines import setting_checks as check
 
 WAREHOUSE_NAME = "centsync.duckdb"
 
@@ -327,6 +328,14 @@ class Settings:
                 values[f.name] = _dialect(raw)
             elif f.name == "api_base_url":
                 values[f.name] = _base_url(raw)
+            elif f.name == "api_key":
+                values[f.name] = check.key("CENTSYNC_API_KEY", raw)
+            elif f.name.endswith("_cron"):
+                values[f.name] = check.cron(f.metadata["env"], raw)
+            elif f.name == "partitions_start":
+                values[f.name] = check.date(f.metadata["env"], raw)
+            elif f.name == "alert_url":
+                values[f.name] = check.alert_url(raw)
             elif f.name == "duckdb_memory":
                 values[f.name] = _duckdb_memory(raw)
             elif f.name == "http_transport":
@@ -349,6 +358,7 @@ class Settings:
                 "too (or unset CENTSYNC_API_KEY to use the sandbox)."
             )
         built = cls(**values)
+        check.paths(built)  # a folder where a file goes, a file where a folder goes
         return built.for_owner(built.owner, env) if built.owner else built
 
     def for_owner(self, name: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -371,6 +381,7 @@ class Settings:
                 )
         else:
             key = owners.keyring_key(owner)
+        check.key(f"owner {name}'s key ({owner.key_source()})", key)
         home = owners.owner_home(self.data_home, name)
         return dataclasses.replace(
             self,

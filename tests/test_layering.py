@@ -60,7 +60,8 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "owners": set(),
     "failures": set(),
     "instance": set(),
-    "settings": {"owners"},
+    "setting_checks": set(),
+    "settings": {"owners", "setting_checks"},
     "clients": {"settings"},
     "alerts": {"failures"},
     # what a run returns across the Dagster boundary: typed results, written once
