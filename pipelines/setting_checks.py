@@ -121,6 +121,10 @@ def paths(settings: Any) -> None:
                 "made), or move the file away"
             )
         _parent_is_folder(env, path)
+    if settings.contract_file.is_file():  # read by every refresh: its mistakes before any run
+        from centsync.pipelines.contract_book import load_pins
+
+        load_pins(settings.contract_file)
 
 
 def _parent_is_folder(env: str, path: Path) -> None:

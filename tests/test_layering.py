@@ -60,7 +60,7 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "owners": set(),
     "failures": set(),
     "instance": set(),
-    "setting_checks": set(),
+    "setting_checks": {"contract_book"},
     "settings": {"owners", "setting_checks"},
     "clients": {"settings"},
     "alerts": {"failures"},

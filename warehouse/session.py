@@ -517,15 +517,10 @@ def _record_failure(
         finally:
             con.close()
         paths.publish_file(tmp, published)
-    except Exception as record_error:  # the refresh's own error matters more than this record
-        # one line (a full disk, a read-only folder): the traceback only under --debug
-        log.warning(
-            "could not record the failed refresh %s in ops.refreshes (%s); the refresh's own "
-            "error follows",
-            refresh_id,
-            str(record_error).splitlines()[0] if str(record_error) else type(record_error).__name__,
-            exc_info=log.isEnabledFor(logging.DEBUG),
-        )
+    except Exception as e:  # the refresh's error matters more: one line, traceback with --debug
+        why = str(e).partition("\n")[0] or type(e).__name__  # a full disk, a read-only folder
+        log.warning("could not record the failed refresh %s (%s)", refresh_id, why,
+                    exc_info=log.isEnabledFor(logging.DEBUG))  # fmt: skip
         paths.remove(tmp)
 
 
