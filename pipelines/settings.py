@@ -160,6 +160,12 @@ class Settings:
         "Seconds one request may wait for a rate limit to clear before it gives up.",
         600.0,
     )
+    http_timeout: float = _setting(
+        "CENTSYNC_HTTP_TIMEOUT",
+        "Seconds one request waits for the service's answer; a service that accepts the "
+        "connection and never answers is tried 3 times, each named on stderr, then exit 4.",
+        30.0,
+    )
     http_transport: str = _setting(
         "CENTSYNC_HTTP_TRANSPORT",
         "The HTTP layer under httpx: `aiohttp` (faster) or `httpcore` (httpx's own).",
@@ -310,6 +316,13 @@ class Settings:
                 "contract_file",
             ):
                 values[f.name] = Path(raw)
+            elif f.name == "http_timeout":
+                values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")
+                if not values[f.name]:
+                    raise ConfigurationError(
+                        f"CENTSYNC_HTTP_TIMEOUT={raw!r}: a request needs more than 0 s to be "
+                        "answered; set a number of seconds (the default is 30), or unset it"
+                    )
             elif f.name == "max_wait":
                 values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")
             elif f.name == "verify_days":
