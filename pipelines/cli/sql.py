@@ -212,7 +212,7 @@ def harlequin_cache(warehouse: Path) -> Path:
     return warehouse.with_name(warehouse.stem + ".harlequin")
 
 
-def workbench(warehouse: Path, environ: dict[str, str]) -> int:
+def workbench(warehouse: Path, child_env: dict[str, str]) -> int:
     """Run Harlequin on the warehouse, read only, until it quits; its exit code as ours.
 
     A child process in our own process group (it needs the terminal); SIGTERM, SIGHUP and
@@ -226,7 +226,7 @@ def workbench(warehouse: Path, environ: dict[str, str]) -> int:
     cache = harlequin_cache(warehouse)
     cache.mkdir(mode=0o700, exist_ok=True)
     terminal = _terminal_state()
-    child = subprocess.Popen(cmd, env={**environ, "XDG_CACHE_HOME": str(cache)})
+    child = subprocess.Popen(cmd, env={**child_env, "XDG_CACHE_HOME": str(cache)})
     received: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:
