@@ -28,6 +28,7 @@ from centsync.extract import ConfigurationError
 # an owner's name is a file name and a lake partition value: nothing that needs quoting
 _NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,62}$")
 _KEY_LIKE = re.compile(r"^(pfd_|sk_|Bearer\s)|^[A-Za-z0-9_]{32,}$")
+_KEY_PREFIX = re.compile(r"^(pfd_|sk_|Bearer\s)")
 _OWNER_FIELDS = {"name", "base_url", "key_env", "keyring"}
 _SECRET_FIELDS = {"key", "api_key", "token", "secret", "password"}
 
@@ -179,7 +180,12 @@ def _refuse_secrets(path: Path, doc: Any, trail: str = "") -> None:
     elif isinstance(doc, list):
         for i, v in enumerate(doc):
             _refuse_secrets(path, v, f"{trail}[{i}]")
-    elif isinstance(doc, str) and _KEY_LIKE.match(doc) and not trail.endswith(("key_env", "user")):
+    elif (
+        isinstance(doc, str)
+        and _KEY_LIKE.match(doc)
+        # a long name may be a variable's or a keyring user's; a key's own prefix never is
+        and (_KEY_PREFIX.match(doc) or not trail.endswith(("key_env", "user")))
+    ):
         raise ConfigurationError(_secret_message(path, trail))
 
 

@@ -45,7 +45,6 @@ class Case:
     env: dict[str, str]
     says: list[str]
     stderr_says: list[str] = field(default_factory=list)  # said while it works (retries)
-    no_log: bool = False  # a usage error outside a run: no log file written
 
 
 class _Redirect(http.server.BaseHTTPRequestHandler):
@@ -198,7 +197,7 @@ def _setting_cases(e: Envs) -> list[Case]:
     ]  # fmt: skip
     dialect = e.plain("dialect", CENTSYNC_SANDBOX_DIALECT="klingon")
     cases.append(Case("bad dialect", USAGE, REFRESH, dialect, ["CENTSYNC_SANDBOX_DIALECT='klingon'"]))  # fmt: skip
-    return [Case(c.name, c.code, c.args, c.env, c.says, no_log=True) for c in cases]
+    return cases
 
 
 def _path_cases(e: Envs) -> list[Case]:
@@ -219,7 +218,7 @@ def _path_cases(e: Envs) -> list[Case]:
     ]
     return [
         Case(f"{env} {why}", USAGE, REFRESH, e.service(f"path{n}", **{env: value}),
-             [f"{env}={value!r}", why], no_log=True)
+             [f"{env}={value!r}", why])
         for n, (env, value, why) in enumerate(wrong)
     ]  # fmt: skip
 
@@ -230,6 +229,7 @@ def _file_cases(e: Envs, warehouse: Path, account: str) -> list[Case]:
     owners = f'[[owner]]\nname = "alice"\nbase_url = "{e.url}"\nkey_env = "ALICE_KEY"\n'
     good_owners = _write(files / "owners.toml", owners)
     broken = _write(files / "broken.toml", "[[owner]\nname = 'x'\n")
+    pasted = _write(files / "pasted.toml", owners.replace('"ALICE_KEY"', f'"{e.key}"'))
     contract = _write(files / "contract.toml", "nonsense = [\n")
     surface = _write(files / "surface.toml", '[surfaces."GET /v1/nope"]\ntimezone = "tz"\n')
     backref = _write(files / "backref.toml", "[[rule]]\nid = 'twice'\nconcept = '(a)\\1'\nset.notes = 'n'\n")  # fmt: skip
@@ -239,13 +239,16 @@ def _file_cases(e: Envs, warehouse: Path, account: str) -> list[Case]:
     built = {"CENTSYNC_WAREHOUSE": str(warehouse)}
     return [
         Case("owners file not TOML", USAGE, ["--owner", "alice", *REFRESH],
-             e.plain("owners1", CENTSYNC_OWNERS_FILE=broken), [broken, "not valid TOML"], no_log=True),
+             e.plain("owners1", CENTSYNC_OWNERS_FILE=broken), [broken, "not valid TOML"]),
+        Case("a key pasted where a variable's name goes", USAGE, ["--owner", "alice", *REFRESH],
+             e.plain("owners3", CENTSYNC_OWNERS_FILE=pasted),
+             ["holds what looks like an API key (owner[0].key_env)", "key_env = \"ALICE_KEY\""]),
         Case("an owner's name in another case", USAGE, ["--owner", "Alice", *REFRESH],
-             e.plain("owners2", **with_alice), ["no owner 'Alice'", "did you mean 'alice'?"], no_log=True),
+             e.plain("owners2", **with_alice), ["no owner 'Alice'", "did you mean 'alice'?"]),
         Case("contract file not TOML", USAGE, REFRESH,
-             e.service("contract1", CENTSYNC_CONTRACT_FILE=contract), [contract, "is not TOML"], no_log=True),
+             e.service("contract1", CENTSYNC_CONTRACT_FILE=contract), [contract, "is not TOML"]),
         Case("contract file naming no surface", USAGE, REFRESH,
-             e.service("contract2", CENTSYNC_CONTRACT_FILE=surface), ["'GET /v1/nope'", "use one of"], no_log=True),
+             e.service("contract2", CENTSYNC_CONTRACT_FILE=surface), ["'GET /v1/nope'", "use one of"]),
         Case("a rule with a backreference", USAGE, ["rules", backref, "--json"],
              e.plain("rules1"), ["rule 'twice'", "no backreferences", "rewrite it"]),
         Case("a rule with lookaround", USAGE, ["rules", lookaround, "--json"],
