@@ -32,6 +32,17 @@ def key(where: str, raw: str) -> str:
     return raw
 
 
+def flag(env: str, raw: str) -> bool:
+    """An on/off setting: on when set to anything. A value that reads as "off" (0, false, no,
+    off) would turn it on: refused, saying so, rather than done against what was meant."""
+    if raw.strip().lower() in ("0", "false", "no", "off", "n", "f"):
+        raise ConfigurationError(
+            f"{env}={raw!r} would turn it on (any value does): unset it to leave it off, or set "
+            f"{env}=1 to turn it on"
+        )
+    return True
+
+
 def cron(env: str, raw: str) -> str:
     """A schedule's cron line, checked by Dagster's own rule (5 fields), before any schedule is
     built: else the run fails inside Dagster with a message that names neither."""

@@ -336,7 +336,7 @@ class Settings:
                     )
                 values[f.name] = raw.lower()
             elif f.name in ("progress", "allow_future"):
-                values[f.name] = True
+                values[f.name] = check.flag(f.metadata["env"], raw)
             elif f.name == "sandbox_dialect":
                 values[f.name] = _dialect(raw)
             elif f.name == "api_base_url":
@@ -461,9 +461,12 @@ def configuration_markdown() -> str:
         "",
         "<!-- Generated from centsync.pipelines.settings.Settings by `centsync docs`; do not edit. -->",
         "",
-        "Every setting centsync reads, all from the environment, read once when a command (or a",
-        "run Dagster starts) begins. Flags of a command override them for that command. A value",
-        "that cannot be used stops the command with exit code 2 and says which variable to fix.",
+        "Every setting centsync reads, all from the environment, read once when a command (or a "
+        "run Dagster starts) begins. Flags of a command override them for that command.",
+        "A value that cannot be used stops the command with exit code 2, naming the variable, its "
+        "value (never a secret's) and the fix, before any request or file is touched.",
+        "An on/off setting is on when set; a value that reads as off (`0`, `false`, `no`, `off`) "
+        "is refused rather than taken as on.",
         "",
         "| variable | setting | default | meaning |",
         "| - | - | - | - |",

@@ -183,6 +183,8 @@ def _setting_cases(e: Envs) -> list[Case]:
         ("CENTSYNC_DUCKDB_MEMORY", "1KB", ["CENTSYNC_DUCKDB_MEMORY='1KB'", "16MB"]),
         ("CENTSYNC_API_BASE_URL", "ftp://host", ["CENTSYNC_API_BASE_URL='ftp://host'"]),
         ("CENTSYNC_ALERT_URL", f"nope://{SECRET_ALERT}", ["CENTSYNC_ALERT_URL", "Apprise"]),
+        ("CENTSYNC_PROGRESS", "0", ["CENTSYNC_PROGRESS='0' would turn it on", "unset it"]),
+        ("CENTSYNC_ALLOW_FUTURE", "false", ["CENTSYNC_ALLOW_FUTURE='false' would turn it on"]),
     ]  # fmt: skip
     cases = [
         Case(f"bad {env}", USAGE, REFRESH, e.service(env.lower(), **{env: raw}), says)
