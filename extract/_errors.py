@@ -4,12 +4,14 @@
 
     ExtractError                      anything this package raises
     ├── ConfigurationError            bad base URL (http:// off loopback), empty key
+    │   └── Redirected                the service answered 3xx: the base URL is not the service
     ├── ResponseFormatError           a body that is not the documented shape
     │   └── WriteUnconfirmed          a write accepted (2xx) whose transaction is not found
     ├── DriftError                    a window kept changing past the re-read budget
     ├── TransportFailure              connection dropped/refused/timed out (retryable)
-    │   └── ServiceUnreachable        no connection at all: refused, unknown host, TLS
-    │                                 (tried three times within about a second)
+    │   ├── ServiceUnreachable        no connection at all: refused, unknown host, TLS
+    │   │                             (tried three times within about a second)
+    │   └── ServiceSilent             connected, but no answer within the timeout (three tries)
     └── ApiError                      the server answered with an error status
         ├── InvalidRequest            400 invalid_request            permanent
         ├── Unauthenticated           401 unauthenticated            permanent
@@ -67,6 +69,23 @@ class ConfigurationError(ExtractError):
     outcome = Outcome.USAGE
     headline = "a setting is not usable"
     what_to_do = "fix the variable named above (every setting: docs/configuration.md)."
+
+
+class Redirected(ConfigurationError):
+    """The service answered a redirect (3xx). It is not followed: the key would go with it to
+    wherever it points. The base URL is the setting to fix (exit 2), not the service's body."""
+
+    headline = "the service redirected the request elsewhere (not followed: the key would go too)"
+    what_to_do = (
+        "if the address named above is your service, set CENTSYNC_API_BASE_URL to it; "
+        "else check CENTSYNC_API_BASE_URL (a proxy or a login page answers there)."
+    )
+
+    def __init__(self, method: str, path: str, status: int, location: str, base: str) -> None:
+        self.location = location
+        where = location or "nowhere (no Location header)"
+        fix = f" (if that is your service: CENTSYNC_API_BASE_URL={base})" if base else ""
+        super().__init__(f"{method} {path}: redirected ({status}) to {where}{fix}")
 
 
 class ResponseFormatError(ExtractError):
@@ -134,6 +153,26 @@ class ServiceUnreachable(TransportFailure):
         super().__init__(method, path, cause)
         self.reason = reason
         self.args = (f"{method} {path}: {reason}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ServiceSilent(TransportFailure):
+    """A connection was made but no answer came within the timeout: a service that hangs, or
+    another program listening on the port. Retried as briefly as an unreachable service."""
+
+    outcome = Outcome.UNREACHABLE
+    headline = "the service accepted the connection but did not answer"
+    what_to_do = (
+        "check that CENTSYNC_API_BASE_URL is the service (not another program on that port) "
+        "and the service's status; then run the command again."
+    )
+
+    def __init__(self, method: str, path: str, cause: BaseException, seconds: float) -> None:
+        super().__init__(method, path, cause)
+        self.seconds = seconds
+        self.args = (f"{method} {path}: connected, but no answer within {seconds:g} s",)
 
     def __str__(self) -> str:
         return str(self.args[0])

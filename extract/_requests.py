@@ -22,6 +22,8 @@ from ._errors import (
     ConfigurationError,
     ExtractError,
     RateLimited,
+    Redirected,
+    ServiceSilent,
     ServiceUnreachable,
     TransportFailure,
     classed_by_status,
@@ -37,7 +39,14 @@ from ._pacing import (
     reset_wait,
 )
 from ._pacing import retry_after as parse_retry_after
-from ._retry import _TRANSPORT_ERRORS, DEFAULT_MAX_WAIT, RetryPolicy, past_budget, rate_limited
+from ._retry import (
+    _TRANSPORT_ERRORS,
+    DEFAULT_MAX_WAIT,
+    UNREACHABLE_ATTEMPTS,
+    RetryPolicy,
+    past_budget,
+    rate_limited,
+)
 from ._runtime import PARSE_NICE, background_priority
 from ._stats import RequestStats, endpoint_name
 from ._transport import (
@@ -74,7 +83,9 @@ class ClientSettings(Protocol):
 
 def settings_options(settings: ClientSettings) -> dict[str, Any]:
     """The constructor's options a settings object decides (the URL and key aside)."""
-    return {"max_wait": settings.max_wait, "http_transport": settings.http_transport}
+    options = {"max_wait": settings.max_wait, "http_transport": settings.http_transport}
+    timeout = getattr(settings, "http_timeout", None)  # optional: a settings object may not say
+    return options | ({"timeout": timeout} if timeout else {})
 
 
 class RequestCore:
@@ -276,10 +287,7 @@ class RequestCore:
         except _TRANSPORT_ERRORS as exc:
             self.stats.add(endpoint, errors=1, transport_errors=1)
             log.info("%s %s: transport error %s", method, path, type(exc).__name__)
-            reason = unreachable_reason(exc)
-            if reason is not None:
-                raise ServiceUnreachable(method, path, exc, reason) from None
-            raise TransportFailure(method, path, exc) from None
+            raise transport_failure(method, path, exc, self._http.timeout.read) from None
         finally:
             self.pacer.release(None if response is None else response.headers)
         self._note_service_time(response.headers.get("date"))
@@ -292,6 +300,8 @@ class RequestCore:
             (time.monotonic() - started) * 1000,
             len(response.content),
         )
+        if 300 <= response.status_code < 400:
+            raise redirected(response, method, path)
         if response.status_code >= 400:
             error = self._error(response, method, path)
             self.stats.add(endpoint, errors=1)
@@ -401,6 +411,12 @@ class RequestCore:
                     self.max_wait,
                 )
                 return
+            if isinstance(exc, ServiceSilent):  # what it waits for, and for how long
+                log.warning(
+                    "%s (attempt %d of at most %d); trying again in %.1f s",
+                    exc, state.attempt_number, UNREACHABLE_ATTEMPTS, wait,
+                )  # fmt: skip
+                return
             level = logging.WARNING if wait >= 10 else logging.INFO
             log.log(level, "retrying in %.2f s after: %s", wait, exc)
 
@@ -415,6 +431,36 @@ class RequestCore:
     ) -> tuple[Any, str]:
         response = await self.request("GET", path, params=params)
         return _json(response), response.text
+
+
+def transport_failure(
+    method: str, path: str, exc: BaseException, read_timeout: float | None
+) -> TransportFailure:
+    """A transport error by what happened: no connection at all, a connection that was never
+    answered within the timeout, or one dropped (the request may have arrived)."""
+    reason = unreachable_reason(exc)
+    if reason is not None:
+        return ServiceUnreachable(method, path, exc, reason)
+    if isinstance(exc, httpx.ReadTimeout):  # connected; the answer never came
+        return ServiceSilent(method, path, exc, read_timeout or 0.0)
+    return TransportFailure(method, path, exc)
+
+
+def redirected(response: httpx.Response, method: str, path: str) -> Redirected:
+    """A 3xx, named with where it points (scheme, host and path only: a query may hold a
+    token) and the base URL to set when it is the same API elsewhere."""
+    raw = response.headers.get("location", "")
+    try:
+        there = response.request.url.join(raw) if raw else None
+    except httpx.InvalidURL:
+        there = None
+    if there is None:
+        return Redirected(method, path, response.status_code, "", "")
+    origin = f"{there.scheme}://{there.host}" + (f":{there.port}" if there.port else "")
+    shown = origin + there.path
+    tail = response.request.url.path
+    base = origin + there.path[: -len(tail)] if tail and there.path.endswith(tail) else ""
+    return Redirected(method, path, response.status_code, shown, base)
 
 
 def wait_hint(headers: httpx.Headers) -> float | None:

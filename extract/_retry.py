@@ -20,7 +20,13 @@ from tenacity import (
 from tenacity.stop import stop_base
 from tenacity.wait import wait_base
 
-from ._errors import ExtractError, RateLimited, ServiceUnavailable, ServiceUnreachable
+from ._errors import (
+    ExtractError,
+    RateLimited,
+    ServiceSilent,
+    ServiceUnavailable,
+    ServiceUnreachable,
+)
 
 T = TypeVar("T")
 
@@ -54,13 +60,14 @@ class _Wait(wait_base):
 
 
 class _UnreachableThrice(stop_base):
-    """Stop after three attempts that could not connect at all (about a second in all)."""
+    """Stop after three attempts that could not connect at all (about a second in all), or
+    that connected and got no answer within the timeout (three timeouts, then a message)."""
 
     def __call__(self, retry_state: RetryCallState) -> bool:
         outcome = retry_state.outcome
         exc = outcome.exception() if outcome else None
         return (
-            isinstance(exc, ServiceUnreachable)
+            isinstance(exc, (ServiceUnreachable, ServiceSilent))
             and retry_state.attempt_number >= UNREACHABLE_ATTEMPTS
         )
 
@@ -170,4 +177,8 @@ class RetryPolicy:
         except RateLimited as exc:
             waited = retrying.statistics.get("idle_for", 0.0)
             raise past_budget(exc, waited, self.max_wait) from None
+        except ServiceSilent as exc:  # how long it waited in all, said once
+            tries = retrying.statistics.get("attempt_number", 1)
+            exc.args = (f"{exc.args[0]}, {tries} times ({tries * exc.seconds:g} s in all)",)
+            raise
         return result

@@ -136,6 +136,16 @@ DISK_FULL = Kind(
     "free space next to the warehouse (a refresh needs about twice its size).",
 )
 
+# a file centsync keeps that cannot be written: a read-only folder or file, or another user's
+NOT_WRITABLE = Kind(
+    WAREHOUSE,
+    "a file centsync keeps cannot be written (read-only, or not this user's)",
+    "make the folder named above writable for this user, or point CENTSYNC_WAREHOUSE (the "
+    "warehouse and the files kept beside it) or DAGSTER_HOME at a folder that is; a read-only "
+    "warehouse can still be queried (`centsync sql`, `status`).",
+)
+_NOT_WRITABLE = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
+
 
 _NOT_DUCKDB = "not a valid DuckDB database file"
 _A_FOLDER = "Is a directory"
@@ -208,8 +218,11 @@ def kind_of(exc: BaseException) -> Kind | None:
     if (
         (isinstance(exc, OSError) and exc.errno == errno.ENOSPC)
         or os.strerror(errno.ENOSPC) in str(exc)
+        or "database or disk is full" in str(exc)  # SQLite's (the Dagster home)
     ) and getattr(type(exc), "outcome", None) is None:
         return DISK_FULL  # the real cause, not "check the path and its permissions"
+    if isinstance(exc, OSError) and exc.errno in _NOT_WRITABLE:
+        return NOT_WRITABLE
     for cls in type(exc).__mro__:
         for known_cls, kind, exact in table:
             if cls is known_cls and (not exact or type(exc) is known_cls):

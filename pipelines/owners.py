@@ -98,9 +98,11 @@ class OwnersFile:
         found = self.owners.get(name)
         if found is None:
             known = ", ".join(sorted(self.owners)) or "none"
+            same = [o for o in self.owners if o.casefold() == name.casefold()]
+            hint = f"did you mean {same[0]!r}? Names are exact; " if same else ""
             raise ConfigurationError(
-                f"no owner {name!r} in the owners file {self.path} (owners: {known}): add an "
-                "[[owner]] with that name, or choose one of those"
+                f"no owner {name!r} in the owners file {self.path} (owners: {known}): {hint}add "
+                "an [[owner]] with that name, or choose one of those"
             )
         return found
 

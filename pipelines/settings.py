@@ -12,7 +12,6 @@ UI) builds its own the same way when the run starts. Nothing below writes the en
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import os
 import re
 import urllib.parse
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from centsync.extract import ConfigurationError
+from centsync.pipelines import setting_checks as check
 
 WAREHOUSE_NAME = "centsync.duckdb"
 
@@ -113,25 +113,6 @@ def _refuse_a_key(env: str, raw: str, secret: bool) -> None:
         )
 
 
-def _cron(env: str, raw: str) -> str:
-    """A schedule's cron line checked before Dagster sees it: five fields cron understands."""
-    from cronsim import CronSim, CronSimError
-
-    try:
-        CronSim(raw, dt.datetime(2000, 1, 1))
-    except CronSimError as exc:
-        reason = str(exc)
-    else:
-        if len(raw.split()) == 5:
-            return " ".join(raw.split())
-        reason = "not five fields"
-    raise ConfigurationError(
-        f"{env}={raw!r} is not a cron line ({reason}): set it to five fields, minute hour "
-        "day-of-month month day-of-week (e.g. '5 * * * *', every hour at minute 5), or unset "
-        "it for the default"
-    )
-
-
 def _dialect(raw: str) -> str:
     """CENTSYNC_SANDBOX_DIALECT checked before any run: a known dialect's name."""
     from centsync.sandbox.dialects import DIALECTS
@@ -191,6 +172,12 @@ class Settings:
         "CENTSYNC_MAX_WAIT",
         "Seconds one request may wait for a rate limit to clear before it gives up.",
         600.0,
+    )
+    http_timeout: float = _setting(
+        "CENTSYNC_HTTP_TIMEOUT",
+        "Seconds one request waits for the service's answer; a service that accepts the "
+        "connection and never answers is tried 3 times, each named on stderr, then exit 4.",
+        30.0,
     )
     http_transport: str = _setting(
         "CENTSYNC_HTTP_TRANSPORT",
@@ -364,6 +351,13 @@ class Settings:
                 "category_names",
             ):
                 values[f.name] = Path(raw)
+            elif f.name == "http_timeout":
+                values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")
+                if not values[f.name]:
+                    raise ConfigurationError(
+                        f"CENTSYNC_HTTP_TIMEOUT={raw!r}: a request needs more than 0 s to be "
+                        "answered; set a number of seconds (the default is 30), or unset it"
+                    )
             elif f.name == "max_wait":
                 values[f.name] = _number(f.metadata["env"], raw, float, "a number of seconds")
             elif f.name == "verify_days":
@@ -377,13 +371,19 @@ class Settings:
                     )
                 values[f.name] = raw.lower()
             elif f.name in ("progress", "allow_future"):
-                values[f.name] = True
-            elif f.name.endswith("_cron"):
-                values[f.name] = _cron(f.metadata["env"], raw)
+                values[f.name] = check.flag(f.metadata["env"], raw)
             elif f.name == "sandbox_dialect":
                 values[f.name] = _dialect(raw)
             elif f.name == "api_base_url":
                 values[f.name] = _base_url(raw)
+            elif f.name == "api_key":
+                values[f.name] = check.key("CENTSYNC_API_KEY", raw)
+            elif f.name.endswith("_cron"):
+                values[f.name] = check.cron(f.metadata["env"], raw)
+            elif f.name == "partitions_start":
+                values[f.name] = check.date(f.metadata["env"], raw)
+            elif f.name == "alert_url":
+                values[f.name] = check.alert_url(raw)
             elif f.name == "duckdb_memory":
                 values[f.name] = _duckdb_memory(raw)
             elif f.name == "http_transport":
@@ -406,6 +406,7 @@ class Settings:
                 "too (or unset CENTSYNC_API_KEY to use the sandbox)."
             )
         built = cls(**values)
+        check.paths(built)  # a folder where a file goes, a file where a folder goes
         return built.for_owner(built.owner, env) if built.owner else built
 
     def for_owner(self, name: str, environ: Mapping[str, str] | None = None) -> Settings:
@@ -428,6 +429,7 @@ class Settings:
                 )
         else:
             key = owners.keyring_key(owner)
+        check.key(f"owner {name}'s key ({owner.key_source()})", key)
         home = owners.owner_home(self.data_home, name)
         return dataclasses.replace(
             self,
@@ -494,9 +496,12 @@ def configuration_markdown() -> str:
         "",
         "<!-- Generated from centsync.pipelines.settings.Settings by `centsync docs`; do not edit. -->",
         "",
-        "Every setting centsync reads, all from the environment, read once when a command (or a",
-        "run Dagster starts) begins. Flags of a command override them for that command. A value",
-        "that cannot be used stops the command with exit code 2 and says which variable to fix.",
+        "Every setting centsync reads, all from the environment, read once when a command (or a "
+        "run Dagster starts) begins. Flags of a command override them for that command.",
+        "A value that cannot be used stops the command with exit code 2, naming the variable, its "
+        "value (never a secret's) and the fix, before any request or file is touched.",
+        "An on/off setting is on when set; a value that reads as off (`0`, `false`, `no`, `off`) "
+        "is refused rather than taken as on.",
         "",
         "| variable | setting | default | meaning |",
         "| - | - | - | - |",

@@ -60,7 +60,8 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "owners": set(),
     "failures": set(),
     "instance": set(),
-    "settings": {"owners"},
+    "setting_checks": {"contract_book"},
+    "settings": {"owners", "setting_checks"},
     "kept": {"settings"},  # what centsync keeps: guarded from outputs, private to its owner
     "clients": {"settings"},
     "alerts": {"failures"},

@@ -37,6 +37,7 @@ from typing import Any
 
 import orjson
 import polars as pl
+import re2
 
 from centsync.transform.contract import TRANSACTION_TYPES, UUID_RE
 from centsync.transform.spending import merchant_key
@@ -59,7 +60,7 @@ class Rule:
 
     id: str
     version: str
-    concept: re.Pattern[str] | None = None
+    concept: Any = None  # a compiled RE2 pattern: linear time, whatever the text
     merchant: str | None = None
     account: str | None = None
     type: str | None = None
@@ -145,12 +146,7 @@ def _rule(raw: Any, n: int, currency: str, name: str) -> Rule:
         raise RulesError(f"{where}: `set` must give one or more of {', '.join(SET_KEYS)}")
     if not any(k in raw for k in MATCH_KEYS):
         raise RulesError(f"{where}: match on at least one of {', '.join(MATCH_KEYS)}")
-    try:
-        concept = re.compile(str(raw["concept"])) if "concept" in raw else None
-    except re.error as e:
-        raise RulesError(
-            f"{where}: concept {raw['concept']!r} is not a regular expression ({e})"
-        ) from None
+    concept = _pattern(where, raw["concept"]) if "concept" in raw else None
     typ = raw.get("type")
     if typ is not None and typ not in TRANSACTION_TYPES:
         raise RulesError(f"{where}: type {typ!r}: use expense, income or transfer")
@@ -177,6 +173,24 @@ def _rule(raw: Any, n: int, currency: str, name: str) -> Rule:
         notes=None if sets.get("notes") is None else str(sets["notes"]),
         **bounds,
     )
+
+
+def _pattern(where: str, raw: Any) -> Any:
+    """A rule's `concept`, compiled by RE2: it runs in time linear in the text, so no pattern
+    backtracks for ever (`(a+)+$`); what RE2 cannot run in linear time (backreferences such as
+    `\\1`, lookaround such as `(?=...)`) is refused here, naming the rule and why."""
+    options = re2.Options()
+    options.log_errors = False  # the reason is in the error, said once, below
+    try:
+        return re2.compile(str(raw), options)
+    except re2.error as e:
+        why = e.args[0].decode() if e.args and isinstance(e.args[0], bytes) else str(e)
+        raise RulesError(
+            f"{where}: concept {raw!r} is not a regular expression centsync can run ({why}): rule patterns "
+            "are RE2 regular expressions, which run in linear time and so have no "
+            "backreferences (\\1) or lookaround ((?=...), (?!...), (?<=...)); rewrite it "
+            "without them"
+        ) from None
 
 
 def _content_version(raw: Mapping[str, Any]) -> str:

@@ -358,6 +358,14 @@ def _cell(cells: Mapping[str, str], name: str) -> str:
     return cells.get(name) or ""
 
 
+def did_you_mean(value: str, names: Iterable[str]) -> str:
+    """`did you mean 'Cash Wallet'? ` when `value` is one of `names` in another case (or with
+    other spaces), else "": names are matched exactly, and a person types them as they say them."""
+    wanted = " ".join(value.split()).casefold()
+    same = sorted({n for n in names if " ".join(str(n).split()).casefold() == wanted})
+    return f"did you mean {same[0]!r}? " if same and same[0] != value else ""
+
+
 def _by_id_or_name(frame: pl.DataFrame, v: str) -> pl.DataFrame:
     """The rows of ``frame`` whose id (a uuid, any case) or exact name is ``v``."""
     if UUID_RE.match(v):
@@ -370,8 +378,13 @@ def _account(value: str, ref: Reference) -> tuple[str, str]:
     acc = ref.accounts
     hit = _by_id_or_name(acc, v)
     if hit.height == 0:
-        names = ", ".join(sorted(acc.get_column("name").to_list())[:8])
-        raise RowError("account", f"no account {v!r}: use an account's id or exact name ({names})")
+        every = acc.get_column("name").to_list()
+        names = ", ".join(sorted(every)[:8])
+        raise RowError(
+            "account",
+            f"no account {v!r}: {did_you_mean(v, every)}use an account's id or exact name "
+            f"({names})",
+        )
     if hit.height > 1:
         raise RowError("account", f"{hit.height} accounts are named {v!r}: use the account's id")
     return str(hit.item(0, "id")), str(hit.item(0, "currency") or "EUR")
@@ -384,7 +397,10 @@ def _category(value: str, ref: Reference) -> str:
     if hit.height != 1:
         names = ", ".join(sorted(cats.get_column("name").to_list())[:15])
         why = "several categories" if hit.height else "no category"
-        raise RowError("category", f"{why} {v!r}: use a category's id or exact name ({names})")
+        hint = did_you_mean(v, cats.get_column("name").to_list()) if not hit.height else ""
+        raise RowError(
+            "category", f"{why} {v!r}: {hint}use a category's id or exact name ({names})"
+        )
     return str(hit.item(0, "id"))
 
 

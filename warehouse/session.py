@@ -522,8 +522,10 @@ def _record_failure(
         finally:
             con.close()
         paths.publish_file(tmp, published)
-    except Exception:  # the refresh's own error matters more than this record
-        log.exception("could not record the failed refresh %s", refresh_id)
+    except Exception as e:  # the refresh's error matters more: one line, traceback with --debug
+        why = str(e).partition("\n")[0] or type(e).__name__  # a full disk, a read-only folder
+        log.warning("could not record the failed refresh %s (%s)", refresh_id, why,
+                    exc_info=log.isEnabledFor(logging.DEBUG))  # fmt: skip
         paths.remove(tmp)
 
 

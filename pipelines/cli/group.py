@@ -155,7 +155,10 @@ class Failed(click.ClickException):
         from centsync.pipelines.cli import render
 
         log = None
-        if self.home is not None:
+        # a usage error outside a run (a flag, a setting, a query DuckDB refused) is said whole
+        # on the spot: no log file, and nothing written into the Dagster home
+        said_whole = self.failure.code == errors.USAGE and self.failure.run_id is None
+        if self.home is not None and not said_whole:
             with suppress(OSError):
                 log = errors.write_log(self.home, self.failure)
         if JSON_OUTPUT.get():

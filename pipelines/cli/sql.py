@@ -76,7 +76,7 @@ def sql(
     if query is None and sys.stdin.isatty():
         if fmt or out:
             raise click.UsageError("--format and --out print a query's result: give the QUERY")
-        raise SystemExit(workbench(warehouse))
+        raise SystemExit(workbench(warehouse, settings().child_environ()))
     text = sys.stdin.read() if query in (None, "-") else query
     fmt = fmt or (SUFFIXES.get(out.suffix.lower(), "") if out else "") or "table"
     if out is None and fmt == "parquet" and sys.stdout.isatty():
@@ -248,17 +248,28 @@ def _write(
         stdout.flush()
 
 
-def workbench(warehouse: Path) -> int:
+def harlequin_cache(warehouse: Path) -> Path:
+    """Harlequin's own folder for one warehouse (`<warehouse name>.harlequin/`, private):
+    its editor buffers, catalog cache and query history, so that one warehouse's buffers
+    never open on another's."""
+    return warehouse.with_name(warehouse.stem + ".harlequin")
+
+
+def workbench(warehouse: Path, child_env: dict[str, str]) -> int:
     """Run Harlequin on the warehouse, read only, until it quits; its exit code as ours.
 
     A child process in our own process group (it needs the terminal); SIGTERM, SIGHUP and
-    SIGINT sent to centsync are passed on to it, so it never outlives the command.
+    SIGINT sent to centsync are passed on to it, so it never outlives the command. Harlequin
+    keeps its buffers in the user's cache folder (platformdirs: `$XDG_CACHE_HOME/harlequin`),
+    one for every database it opens; the child's XDG_CACHE_HOME is this warehouse's own.
     """
     cmd = [sys.executable, "-m", "harlequin", "--adapter", "duckdb", "--read-only"]
     # ~/.duckdbrc is the DuckDB shell's, and may hold dot-commands Harlequin cannot run
     cmd += ["--no-init", str(warehouse)]
+    cache = harlequin_cache(warehouse)
+    cache.mkdir(mode=0o700, exist_ok=True)
     terminal = _terminal_state()
-    child = subprocess.Popen(cmd)
+    child = subprocess.Popen(cmd, env={**child_env, "XDG_CACHE_HOME": str(cache)})
     received: list[int] = []
 
     def forward(signum: int, _frame: object) -> None:

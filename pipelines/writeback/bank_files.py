@@ -212,7 +212,8 @@ def _account_ids(cells: list[dict[str, str]], ref: wb.Reference, name: str) -> d
             raise BankFileError(
                 f"{name}: the account map names {account!r}, which is "
                 f"{'not an account' if not found.height else 'several accounts'} of the "
-                "warehouse: map the file's account id to an account's exact name or id"
+                f"warehouse: {wb.did_you_mean(account, ref.accounts['name'].to_list())}map the "
+                "file's account id to an account's exact name or id"
             )
         out[account] = str(found.item(0, "id"))
     return out

@@ -79,6 +79,20 @@ def _current(frame: pl.DataFrame, outbox: Outbox) -> pl.DataFrame:
     return pl.DataFrame(rows, schema=[*frame.schema.items(), ("notes", pl.String)])
 
 
+def _check_accounts(rules: policy.RulesFile, frame: pl.DataFrame, name: str) -> None:
+    """Every account a rule matches on must be one the warehouse knows (by exact name or id):
+    else the rule would match nothing, silently."""
+    names = set(frame["account_name"].cast(pl.String).drop_nulls().to_list())
+    ids = set(frame["account_id"].cast(pl.String).drop_nulls().to_list())
+    for r in rules.rules:
+        a = r.account
+        if a is not None and a not in names and a.lower() not in ids:
+            raise policy.RulesError(
+                f"{name}, rule {r.id!r}: no account {a!r}: {wb.did_you_mean(a, names)}use an "
+                f"account's exact name or id ({', '.join(sorted(names)[:10])})"
+            )
+
+
 def _check_categories(rules: policy.RulesFile, categories: dict[str, str], name: str) -> None:
     """Every category a rule sets must be one the warehouse knows (by exact name or id)."""
     for r in rules.rules:
@@ -86,8 +100,8 @@ def _check_categories(rules: policy.RulesFile, categories: dict[str, str], name:
         if c is not None and not UUID_RE.match(c) and c not in categories:
             known = ", ".join(sorted(categories)[:15])
             raise policy.RulesError(
-                f"{name}, rule {r.id!r}: no category {c!r}: use a category's exact name or id "
-                f"({known})"
+                f"{name}, rule {r.id!r}: no category {c!r}: {wb.did_you_mean(c, categories)}use "
+                f"a category's exact name or id ({known})"
             )
 
 
@@ -95,9 +109,11 @@ def apply_rules(
     warehouse: Path, rules_path: Path, now: dt.datetime, *, dry_run: bool
 ) -> RulesResult:
     """Plan a rules file against the warehouse; unless dry, queue its rows in the outbox."""
-    frame, categories, currency = _warehouse(warehouse)
+    load(rules_path)  # the file's own mistakes first (missing, not TOML, a pattern), then
+    frame, categories, currency = _warehouse(warehouse)  # the warehouse's; amounts in its currency
     rules = load(rules_path, currency)
     _check_categories(rules, categories, Path(rules_path).name)
+    _check_accounts(rules, frame, Path(rules_path).name)
     outbox = Outbox(outbox_path(Path(warehouse)))
     run = RulesResult(
         rules_file=Path(rules_path).name, rules=len(rules.rules), transactions=frame.height,

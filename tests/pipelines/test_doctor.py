@@ -93,7 +93,7 @@ def test_a_warehouse_of_another_source_exits_6(
 
 @pytest.mark.parametrize(
     ("variable", "value", "check"),
-    [("CENTSYNC_MAX_WAIT", "soon", "settings"), ("CENTSYNC_ALERT_URL", "nope://x", "alerts")],
+    [("CENTSYNC_MAX_WAIT", "soon", "settings"), ("CENTSYNC_ALERT_URL", "nope://x", "settings")],
 )
 def test_an_unusable_setting_exits_2(
     http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, check: str

@@ -293,6 +293,7 @@ class Terminal:
     writes the command's exit code to a file when it ends."""
 
     def __init__(self, tmp: Path, command: list[str], env: dict[str, str]) -> None:
+        self.env = env
         self.socket = str(tmp / "tmux.sock")
         self.rc = tmp / "exit-code"
         # pytest's own COLUMNS and LINES would tell the program a terminal of 80x24
@@ -409,6 +410,12 @@ def test_the_workbench_runs_a_typed_query_and_quits_cleanly(
         save_screenshot(workbench.screen(ansi=True), Path(shot))
     workbench.tmux("send-keys", "-t", "t", "C-q")
     assert workbench.exit_code() == 0
+    # the buffer is this warehouse's own (`<warehouse>.harlequin/`), not the user's cache's,
+    # which every warehouse would share
+    own = demo_warehouse.with_name(demo_warehouse.stem + ".harlequin") / "harlequin"
+    assert list(own.glob("cache-*.pickle")), sorted(p.name for p in own.parent.rglob("*"))
+    shared = Path(workbench.env["XDG_CACHE_HOME"]) / "harlequin"
+    assert not list(shared.glob("cache-*.pickle"))
 
 
 def test_sigterm_stops_centsync_and_the_workbench_with_it(workbench: Terminal) -> None:

@@ -119,6 +119,9 @@ def test_current_values_mean_a_second_run_plans_nothing() -> None:
         ),
         ("[rules]\n", "unknown table(s) rules"),
         ("[[rule]\n", "not valid TOML"),
+        # what RE2 cannot run in linear time is refused when the file is read, naming the rule
+        ("[[rule]]\nid='twice'\nconcept='(a)\\1'\nset={notes='n'}", "rule 'twice': concept"),
+        ("[[rule]]\nid='look'\nconcept='a(?=b)'\nset={notes='n'}", "no backreferences"),
     ],
 )
 def test_a_rules_file_that_cannot_be_used_says_what_is_wrong(text: str, words: str) -> None:
@@ -135,3 +138,17 @@ def test_the_merchants_table_renames_by_merchant_key_and_is_checked() -> None:
     for bad in ("[merchants]\nzara = 3\n", '[merchants]\nzara = "  "\n', "merchants = 1\n"):
         with pytest.raises(rules.RulesError, match=r"\[merchants\] maps a merchant"):
             rules.parse(bad)
+
+
+def test_a_pattern_that_backtracks_catastrophically_runs_in_linear_time() -> None:
+    """`(a+)+$` over a long run of `a` and a `b`: Python's `re` takes exponential time (it
+    never finishes at this length); RE2 answers at once."""
+    import time
+
+    text = "[[rule]]\nid='slow'\nconcept='(a+)+$'\nset={notes='n'}"
+    ledger_rows = ledger().with_columns(concept=pl.lit("a" * 5000 + "b"))
+    started = time.monotonic()
+    found = rules.changes(rules.parse(text).rules, ledger_rows, CATEGORIES)
+    assert found == [] and time.monotonic() - started < 2
+    matching = ledger_rows.with_columns(concept=pl.lit("a" * 5000))
+    assert len(rules.changes(rules.parse(text).rules, matching, CATEGORIES)) == 3
