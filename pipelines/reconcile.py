@@ -134,7 +134,16 @@ def rebuild_marts(
         today=today,
     )
     marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
-    store.replace_marts(con, marts, current_month=today.replace(day=1))
+    # a monthly mart's current month (the service's) and any later one are still running:
+    # `partial` (their figures are to date), in the frames handed on as in the tables
+    first = today.replace(day=1)
+    marts = {
+        name: frame.with_columns(partial=pl.col("month") >= first)
+        if "month" in frame.columns
+        else frame
+        for name, frame in marts.items()
+    }
+    store.replace_marts(con, marts)
     rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
     return dict(marts)
 

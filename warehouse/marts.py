@@ -331,14 +331,10 @@ def narrowed_by_refresh(con: duckdb.DuckDBPyConnection, refresh_id: str) -> pl.D
 
 
 def replace_marts(
-    con: duckdb.DuckDBPyConnection,
-    frames: Mapping[str, pl.DataFrame],
-    current_month: dt.date | None = None,
+    con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame]
 ) -> dict[str, int]:
-    """Replace every mart with its new rows, all in one transaction; returns rows per mart.
-
-    A monthly mart's `partial` is set for `current_month` (the service's) and any later one:
-    still running, its figures are to date (migration 011)."""
+    """Replace every mart with its new rows, all in one transaction; returns rows per mart
+    (a monthly mart's frame carries its `partial` column, migration 012)."""
     missing = set(MART_TABLES) - set(frames)
     if missing:
         raise ValueError(f"marts missing from the rebuild: {sorted(missing)}")
@@ -349,14 +345,7 @@ def replace_marts(
             con.register("_mart", _arrow(frame))  # replaces the last mart's frame
             cols = ", ".join(f'"{c}"' for c in frame.columns)
             con.execute(f"DELETE FROM marts.{name}")
-            if current_month is not None and "month" in frame.columns:
-                con.execute(
-                    f"INSERT INTO marts.{name} ({cols}, partial) "
-                    f"SELECT {cols}, month >= ? FROM _mart",
-                    [current_month],
-                )
-            else:
-                con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
+            con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
         con.commit()
     except BaseException:
         con.rollback()

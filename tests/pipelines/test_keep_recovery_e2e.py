@@ -1,5 +1,5 @@
 """Recovery advice that does what it says (issue 43): a warehouse damaged five ways (truncated to
-half, its first 8 KiB overwritten, zero bytes, a folder in its place, a text file), on the
+half, its first 8 KiB overwritten, zero bytes, a text file), on the
 embedded sandbox and on a served one: `centsync refresh` exits 6 without a traceback and advises
 one command; running exactly that command keeps the damaged thing aside (named), builds a new
 warehouse that `status` and a query read, and leaves the outbox's requests as they were."""
@@ -23,9 +23,10 @@ from .test_sql_cli import shared_demo
 
 pytestmark = pytest.mark.e2e
 
-KINDS = ("half", "head8k", "zero", "folder", "text")
+# (a folder at the path is a set-up mistake, exit 2 naming CENTSYNC_WAREHOUSE: test_setup_mistakes)
+KINDS = ("half", "head8k", "zero", "text")
 # one kind a mode in the fast suite; every pair under RUN_SLOW
-FAST = {("embedded", "half"), ("served", "head8k"), ("served", "folder")}
+FAST = {("embedded", "half"), ("served", "head8k")}
 
 
 def damage(warehouse: Path, kind: str) -> None:
