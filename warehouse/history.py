@@ -61,6 +61,8 @@ def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime
     and the `_new_tx` view (the rows as sent, typed) exist and before core.transactions is
     rewritten (its rows are the versions being replaced). `seen_at`: the service's clock.
     """
+    if not con.execute("SELECT count(*) FROM _changed_tx").fetchall()[0][0]:
+        return 0  # a month read unchanged: nothing to keep
     note_clock(con, refresh_id, seen_at)
     differs = ", ".join(f"CASE WHEN n.{f} IS DISTINCT FROM o.{f} THEN '{f}' END" for f in COMPARED)
     con.execute(
@@ -95,15 +97,19 @@ def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime
 def _write_versions(con: duckdb.DuckDBPyConnection, refresh_id: str) -> None:
     """Close the replaced versions (writing those never written) and open the new ones."""
     seen = "(SELECT seen_at FROM history.refresh_clock WHERE refresh_id = $rid)"
-    when = "coalesce(r.seen_at, now())"
+    # when a refresh read: its clock, else its start (no window over ops.refreshes: cheaper)
+    when = "coalesce(c.seen_at, r.started_at, now())"
+    clock = (
+        "LEFT JOIN history.refresh_clock c ON c.refresh_id = o.refresh_id "
+        "LEFT JOIN ops.refreshes r ON r.refresh_id = o.refresh_id"
+    )
     # a version left open though core moved on without history (a bypassing writer): closed
     # where the core row's version begins
     con.execute(
         f"""
         UPDATE history.transaction_versions v SET valid_to_refresh = o.refresh_id,
                valid_to = {when}
-        FROM core.transactions o JOIN _hist_events USING (id)
-        LEFT JOIN history.refreshes r ON r.refresh_id = o.refresh_id
+        FROM core.transactions o JOIN _hist_events USING (id) {clock}
         WHERE v.id = o.id AND v.valid_to_refresh IS NULL AND v.valid_from_refresh <> o.refresh_id
         """
     )
@@ -115,8 +121,7 @@ def _write_versions(con: duckdb.DuckDBPyConnection, refresh_id: str) -> None:
                CASE WHEN EXISTS (SELECT 1 FROM history.transaction_versions v WHERE v.id = o.id)
                     THEN 'came back' ELSE 'first seen' END,
                NULL, 'service', {_values("o")}
-        FROM core.transactions o JOIN _hist_events USING (id)
-        LEFT JOIN history.refreshes r ON r.refresh_id = o.refresh_id
+        FROM core.transactions o JOIN _hist_events USING (id) {clock}
         WHERE NOT EXISTS (SELECT 1 FROM history.transaction_versions v
                           WHERE v.id = o.id AND v.valid_from_refresh = o.refresh_id)
         """

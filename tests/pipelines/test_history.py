@@ -28,6 +28,7 @@ from starlette.testclient import TestClient
 from centsync.extract import ApiClient
 from centsync.pipelines import history
 from centsync.pipelines.cli.main import main
+from centsync.pipelines.outputs import report
 from centsync.pipelines.refresh.run import run_refresh
 from centsync.pipelines.refresh.summary import RefreshOptions
 from centsync.pipelines.writeback import rules as writeback_rules
@@ -209,6 +210,14 @@ def test_history_keeps_every_version_and_explains_every_total(tmp_path: Path) ->
             "WHERE concept IN ('Café Central', 'Bus ticket', 'Sold old bike') GROUP BY ALL"
         ).fetchall()
     assert ours == [("added", "write-back", 4)]
+
+    # the report lists what changed since the page before it
+    page = report.write(hh.warehouse)
+    assert report.shown_refresh(page) == 3
+    html = page.read_text()
+    assert "MERCADONA amount -45.10 -&gt; -57.50, booked_at 2026-11-15 -&gt; 2026-11-16" in html
+    report.write(hh.warehouse)
+    assert 'id="changes-none"' in page.read_text()
 
     # 4: an account hidden (its rows deleted), seen by a --full re-read; nothing else is new
     with hh.read() as con:
