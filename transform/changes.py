@@ -21,6 +21,13 @@ from centsync.transform.money import cents_text
 UNCATEGORISED = "Uncategorized"
 # fields a change's words name (created_at, updated_at and month follow from these)
 SHOWN = ("concept", "amount", "booked_at", "type", "category_id", "account_id", "expense_goal_id")
+# how the words name a field (the JSON's `fields` keep the column names)
+LABELS = {
+    "booked_at": "date",
+    "category_id": "category",
+    "account_id": "account",
+    "expense_goal_id": "Expense goal",
+}
 BY = {"service": "by the service", "write-back": "by our write-back", "rule": "by our rule"}
 
 
@@ -121,7 +128,8 @@ def _changed(
     """A changed row: one entry when it stays in its month's category, else one in each."""
     fields = [f for f in SHOWN if f in (row["changed_fields"] or [])]
     diffs = ", ".join(
-        f"{f} {_shown(row['b_' + f], f, names)} -> {_shown(row[f], f, names)}" for f in fields
+        f"{LABELS.get(f, f)} {_shown(row['b_' + f], f, names)} -> {_shown(row[f], f, names)}"
+        for f in fields
     )
     words = f"{row['b_concept']} {diffs or 'payload'} on {on} (changed {by})"
     was = (_month(row["b_booked_at"]), _name(row["b_category_id"], names))

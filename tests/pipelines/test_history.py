@@ -215,7 +215,7 @@ def test_history_keeps_every_version_and_explains_every_total(tmp_path: Path) ->
     page = report.write(hh.warehouse)
     assert report.shown_refresh(page) == 3
     html = page.read_text()
-    assert "MERCADONA amount -45.10 -&gt; -57.50, booked_at 2026-11-15 -&gt; 2026-11-16" in html
+    assert "MERCADONA amount -45.10 -&gt; -57.50, date 2026-11-15 -&gt; 2026-11-16" in html
     report.write(hh.warehouse)
     assert 'id="changes-none"' in page.read_text()
 
@@ -313,7 +313,7 @@ def _changes_explain_every_total(hh: Household) -> None:
         assert {k: v for k, v in effects.items() if v} == {k: v for k, v in moved.items() if v}
     words = [c["explanation"] for c in _changes(hh.warehouse, "--since", "2")["changes"]]
     assert (
-        "MERCADONA amount -45.10 -> -57.50, booked_at 2026-11-15 -> 2026-11-16 on 2026-11-16 (changed by the service)"
+        "MERCADONA amount -45.10 -> -57.50, date 2026-11-15 -> 2026-11-16 on 2026-11-16 (changed by the service)"
         in words
     )
     assert any(w.endswith("(added by our write-back)") for w in words)
