@@ -131,7 +131,10 @@ def _changed(
         f"{LABELS.get(f, f)} {_shown(row['b_' + f], f, names)} -> {_shown(row[f], f, names)}"
         for f in fields
     )
-    words = f"{row['b_concept']} {diffs or 'payload'} on {on} (changed {by})"
+    what = diffs or (
+        "its payload as sent" if "payload" in (row["changed_fields"] or []) else "updated_at"
+    )
+    words = f"{row['b_concept']} {what} on {on} (changed {by})"
     was = (_month(row["b_booked_at"]), _name(row["b_category_id"], names))
     if was == here:
         effect = row["amount"] - row["b_amount"]
@@ -162,13 +165,22 @@ def _changed(
     ]
 
 
+def touched_only(change: Mapping[str, Any]) -> bool:
+    """A change of no field the words name (only updated_at, or a field core does not keep:
+    a pending charge settled as it was): kept in `--json`, counted in the words."""
+    return change["kind"] == "changed" and not any(f in SHOWN for f in change["fields"])
+
+
 def lines(changes: Iterable[Mapping[str, Any]]) -> list[str]:
     """The changes as people read them, by month and category with each total's change:
     '2026-10 Groceries -12.40: MERCADONA amount -45.10 -> -57.50 on 2026-11-03 (changed by the
-    service)'; a total moved by several rows gets a line of its own and one per row."""
+    service)'; a total moved by several rows gets a line of its own and one per row. Rows only
+    touched (`touched_only`) are counted on a last line."""
     key = lambda c: (c["month"], c["category"])  # noqa: E731
+    every = list(changes)
+    shown = [c for c in every if not touched_only(c)]
     out: list[str] = []
-    for (month, category), group in groupby(sorted(changes, key=key), key=key):
+    for (month, category), group in groupby(sorted(shown, key=key), key=key):
         rows = list(group)
         total = cents_text(sum(c["effect_cents"] for c in rows))
         if len(rows) == 1:
@@ -176,4 +188,9 @@ def lines(changes: Iterable[Mapping[str, Any]]) -> list[str]:
             continue
         out.append(f"{month} {category} {total}:")
         out.extend(f"  {cents_text(c['effect_cents'])}: {c['explanation']}" for c in rows)
+    if len(shown) < len(every):
+        out.append(
+            f"and {len(every) - len(shown)} rows updated with no field shown changed "
+            "(updated_at or the payload only: a pending charge settled as it was; --json lists them)"
+        )
     return out

@@ -185,6 +185,16 @@ def kept(con: duckdb.DuckDBPyConnection) -> bool:
     )
 
 
+def table_macros(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str, str]]:
+    """The history's table macros: (name with its parameters, comment), for the dictionary."""
+    rows = con.execute(
+        "SELECT DISTINCT schema_name || '.' || function_name, array_to_string(parameters, ', '), "
+        "coalesce(comment, '') FROM duckdb_functions() WHERE function_type = 'table_macro' "
+        "AND schema_name = 'history' ORDER BY 1"
+    ).fetchall()
+    return [(f"{name}({params})", comment, "") for name, params, comment in rows]
+
+
 def latest_refresh_no(con: duckdb.DuckDBPyConnection) -> int:
     """The number of the last refresh (0 when none)."""
     return int(
@@ -293,4 +303,5 @@ __all__ = [
     "record",
     "refresh_no_at",
     "refresh_seen",
+    "table_macros",
 ]

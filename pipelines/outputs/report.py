@@ -172,8 +172,15 @@ def _changes(con: Any, since: int | None) -> dict[str, Any]:
     rows = [
         {**c, "money": cents_text(c["effect_cents"])}
         for c in sorted(found, key=lambda c: (c["month"], c["category"]), reverse=True)
+        if not change_words.touched_only(c)
     ]
-    return {"rows": rows[:MAX_CHANGES], "since": after, "to": last, "more": len(rows) - MAX_CHANGES}
+    return {
+        "rows": rows[:MAX_CHANGES],
+        "since": after,
+        "to": last,
+        "more": len(rows) - MAX_CHANGES,
+        "touched": len(found) - len(rows),
+    }
 
 
 def shown_refresh(page: Path) -> int | None:

@@ -17,6 +17,7 @@ import json
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
+from unittest.mock import ANY
 
 import duckdb
 import httpx
@@ -311,6 +312,15 @@ def _changes_explain_every_total(hh: Household) -> None:
         then = _totals(hh.ledgers[since - 1], names)
         moved = {k: last.get(k, 0) - then.get(k, 0) for k in set(last) | set(then)}
         assert {k: v for k, v in effects.items() if v} == {k: v for k, v in moved.items() if v}
+    # a day: the changes after the last refresh seen before it began (the clock's 2026-11-15)
+    assert _changes(hh.warehouse, "--since", "2026-11-16") == {
+        **_changes(hh.warehouse, "--since", "2"),
+        "seconds": ANY,
+    }
+    refused = CliRunner(env={"CENTSYNC_WAREHOUSE": str(hh.warehouse)}).invoke(
+        main, ["changes", "--since", "yesterday"]
+    )
+    assert refused.exit_code == 2 and "neither a day" in refused.output
     words = [c["explanation"] for c in _changes(hh.warehouse, "--since", "2")["changes"]]
     assert (
         "MERCADONA amount -45.10 -> -57.50, date 2026-11-15 -> 2026-11-16 on 2026-11-16 (changed by the service)"

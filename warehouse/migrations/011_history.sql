@@ -134,3 +134,5 @@ SELECT id, account_id, concept, amount, booked_at, month, type, category_id, exp
        created_at, updated_at, valid_from_refresh AS refresh_id
 FROM history.transaction_timeline
 WHERE kind <> 'deleted' AND valid_from_no <= n AND (valid_to_no IS NULL OR valid_to_no > n);
+COMMENT ON MACRO TABLE history.ledger_as_of IS 'The ledger as it stood at the moment ts (the service''s clock; a DATE is its midnight in the session''s time zone): core.transactions'' columns, refresh_id being the refresh that first saw each version. E.g. FROM history.ledger_as_of(TIMESTAMPTZ ''2026-11-01 00:00:00+00'').';
+COMMENT ON MACRO TABLE history.ledger_as_of_refresh IS 'The ledger as it stood after refresh number n (history.refreshes.refresh_no, 1 for the first): core.transactions'' columns. E.g. FROM history.ledger_as_of_refresh(12).';
