@@ -68,6 +68,7 @@ def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime
     con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _hist_events AS
+        FROM (
         SELECT c.id,
                CASE WHEN c.gone THEN 'deleted'
                     WHEN c.in_core THEN 'changed'
@@ -83,10 +84,11 @@ def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime
         LEFT JOIN _new_tx n ON n.id = c.id
         LEFT JOIN core.transactions o ON o.id = c.id
         WHERE c.in_core OR NOT c.gone
+        )
+        -- a row new in a month never read before is first seen: its core row says it all
+        WHERE kind <> 'added' OR month_read
         """
     )
-    # a row new in a month never read before is first seen: its core row says it all
-    con.execute("DELETE FROM _hist_events WHERE kind = 'added' AND NOT month_read")
     count = con.execute("SELECT count(*) FROM _hist_events").fetchall()[0][0]
     if count:
         _write_versions(con, refresh_id)
@@ -95,47 +97,45 @@ def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime
 
 
 def _write_versions(con: duckdb.DuckDBPyConnection, refresh_id: str) -> None:
-    """Close the replaced versions (writing those never written) and open the new ones."""
+    """Close the replaced versions and write the new ones, in two statements (each refresh's
+    connection is new, and a statement's first run is most of its cost)."""
     seen = "(SELECT seen_at FROM history.refresh_clock WHERE refresh_id = $rid)"
-    # when a refresh read: its clock, else its start (no window over ops.refreshes: cheaper)
+    # when the refresh that wrote a core row read: its clock, else its start
     when = "coalesce(c.seen_at, r.started_at, now())"
-    clock = (
-        "LEFT JOIN history.refresh_clock c ON c.refresh_id = o.refresh_id "
-        "LEFT JOIN ops.refreshes r ON r.refresh_id = o.refresh_id"
-    )
-    # a version left open though core moved on without history (a bypassing writer): closed
-    # where the core row's version begins
+    stale = "(s.refresh_id IS NOT NULL AND v.valid_from_refresh <> s.refresh_id)"
+    # the open versions of the rows changed end here; one left open though core moved on
+    # without history (a writer that bypassed it) ends where the core row's version begins
     con.execute(
         f"""
-        UPDATE history.transaction_versions v SET valid_to_refresh = o.refresh_id,
-               valid_to = {when}
-        FROM core.transactions o JOIN _hist_events USING (id) {clock}
-        WHERE v.id = o.id AND v.valid_to_refresh IS NULL AND v.valid_from_refresh <> o.refresh_id
-        """
-    )
-    # the version being replaced, if never written: its core row, valid since it was written
-    con.execute(
-        f"""
-        INSERT INTO history.transaction_versions
-        SELECT o.id, o.refresh_id, NULL, {when}, NULL,
-               CASE WHEN EXISTS (SELECT 1 FROM history.transaction_versions v WHERE v.id = o.id)
-                    THEN 'came back' ELSE 'first seen' END,
-               NULL, 'service', {_values("o")}
-        FROM core.transactions o JOIN _hist_events USING (id) {clock}
-        WHERE NOT EXISTS (SELECT 1 FROM history.transaction_versions v
-                          WHERE v.id = o.id AND v.valid_from_refresh = o.refresh_id)
-        """
-    )
-    con.execute(
-        f"""
-        UPDATE history.transaction_versions SET valid_to_refresh = $rid, valid_to = {seen}
-        WHERE valid_to_refresh IS NULL AND id IN (SELECT id FROM _hist_events)
+        UPDATE history.transaction_versions v
+        SET valid_to_refresh = CASE WHEN {stale} THEN s.refresh_id ELSE $rid END,
+            valid_to = CASE WHEN {stale} THEN s.seen ELSE {seen} END
+        FROM _hist_events e
+        LEFT JOIN (
+            SELECT o.id, o.refresh_id, {when} AS seen FROM core.transactions o
+            LEFT JOIN history.refresh_clock c ON c.refresh_id = o.refresh_id
+            LEFT JOIN ops.refreshes r ON r.refresh_id = o.refresh_id
+            WHERE o.id IN (SELECT id FROM _hist_events)
+        ) s ON s.id = e.id AND s.refresh_id <> $rid
+        WHERE v.id = e.id AND v.valid_to_refresh IS NULL
         """,
         {"rid": refresh_id},
     )
     con.execute(
         f"""
         INSERT INTO history.transaction_versions
+        -- the version being replaced, if never written: its core row, valid since then
+        SELECT o.id, o.refresh_id, $rid, {when}, {seen},
+               CASE WHEN EXISTS (SELECT 1 FROM history.transaction_versions v WHERE v.id = o.id)
+                    THEN 'came back' ELSE 'first seen' END,
+               NULL, 'service', {_values("o")}
+        FROM core.transactions o JOIN _hist_events USING (id)
+        LEFT JOIN history.refresh_clock c ON c.refresh_id = o.refresh_id
+        LEFT JOIN ops.refreshes r ON r.refresh_id = o.refresh_id
+        WHERE NOT EXISTS (SELECT 1 FROM history.transaction_versions v
+                          WHERE v.id = o.id AND v.valid_from_refresh = o.refresh_id)
+        UNION ALL
+        -- the new versions: the rows as sent, or, deleted, as they were
         SELECT e.id, $rid, NULL, {seen}, NULL, e.kind, e.changed_fields, 'service', {_values("n")}
         FROM _hist_events e JOIN _new_tx n ON n.id = e.id WHERE e.kind <> 'deleted'
         UNION ALL

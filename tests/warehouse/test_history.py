@@ -71,8 +71,38 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
         assert sums[1] == sums[3] == sums[4] == (4, second.get_column("amount").sum())
         # nothing changed: a re-read writes no version
         _load(wh, "r3", second, T1 + dt.timedelta(days=2))
-        assert wh.con.execute("SELECT count(*) FROM history.transaction_versions").fetchall() == [
-            (5,)
+        got = wh.con.execute("SELECT count(*) FROM history.transaction_versions").fetchall()
+        assert got == [(5,)]
+        # changed again, and the deleted row comes back: the open versions close at r4
+        third = with_raw(
+            pl.concat(
+                [second, first.filter(pl.col("id") == ids[1])], how="vertical_relaxed"
+            ).with_columns(
+                amount=pl.when(pl.col("id") == ids[0]).then(-6000).otherwise(pl.col("amount"))
+            )
+        )
+        _load(wh, "r4", third, T1 + dt.timedelta(days=3))
+        got = wh.con.execute(
+            "SELECT kind, valid_from_refresh, valid_to_refresh, amount "
+            "FROM history.transaction_versions WHERE id IN (?, ?) AND valid_from_refresh <> 'r1' "
+            "ORDER BY valid_from_refresh, kind",
+            ids[:2],
+        ).fetchall()
+        assert got == [
+            ("changed", "r2", "r4", -5750),
+            ("deleted", "r2", "r4", amounts[1]),
+            ("came back", "r4", None, amounts[1]),
+            ("changed", "r4", None, -6000),
         ]
+        then, now, core = (
+            wh.con.execute(f"SELECT count(*), sum(amount) FROM {f}").fetchall()
+            for f in (
+                "history.ledger_as_of_refresh(3)",
+                "history.ledger_as_of_refresh(4)",
+                "core.transactions",
+            )
+        )
+        assert then == [(4, second.get_column("amount").sum())]
+        assert now == core == [(5, third.get_column("amount").sum())]
     finally:
         wh.close()
