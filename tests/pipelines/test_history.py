@@ -21,6 +21,7 @@ from unittest.mock import ANY
 
 import duckdb
 import httpx
+import jsonschema
 import polars as pl
 import pytest
 from click.testing import CliRunner
@@ -32,6 +33,7 @@ from centsync.pipelines.cli.main import main
 from centsync.pipelines.outputs import report
 from centsync.pipelines.refresh.run import run_refresh
 from centsync.pipelines.refresh.summary import RefreshOptions
+from centsync.pipelines.results import json_schemas
 from centsync.pipelines.writeback import rules as writeback_rules
 from centsync.pipelines.writeback.run import run_writeback
 from centsync.pipelines.writeback.summary import WritebackOptions
@@ -113,7 +115,9 @@ def _changes(warehouse: Path, *args: str) -> dict[str, Any]:
         main, ["changes", "--json", *args], catch_exceptions=False
     )
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    got = json.loads(result.stdout)
+    jsonschema.validate(got, json_schemas()["changes"])  # docs/schemas/changes.json
+    return got
 
 
 def _pick(hh: Household) -> dict[str, Any]:
