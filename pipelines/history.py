@@ -45,9 +45,9 @@ class NoHistoryError(ValueError):
 def since_refresh(con: duckdb.DuckDBPyConnection, since: str | None) -> int:
     """The refresh number changes are counted after: `since` a day (YYYY-MM-DD: the last
     refresh seen before that day began), a refresh number, or None (the refresh before the
-    last: what the last refresh changed)."""
+    last that landed: what the last refresh changed)."""
     if since is None:
-        return max(history.latest_refresh_no(con) - 1, 0)
+        return history.before_last_no(con)
     text = since.strip()
     if text.isdigit():
         return int(text)

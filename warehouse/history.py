@@ -202,6 +202,16 @@ def latest_refresh_no(con: duckdb.DuckDBPyConnection) -> int:
     )
 
 
+def before_last_no(con: duckdb.DuckDBPyConnection) -> int:
+    """The number of the refresh before the last that landed (succeeded or interrupted: a
+    failed one published nothing), so that changes after it are the last one's (0: none)."""
+    got = con.execute(
+        "SELECT refresh_no FROM history.refreshes WHERE status <> 'failed' "
+        "ORDER BY refresh_no DESC LIMIT 2"
+    ).fetchall()
+    return int(got[1][0]) if len(got) == 2 else 0
+
+
 def refresh_no_at(con: duckdb.DuckDBPyConnection, at: dt.datetime | dt.date) -> int:
     """The number of the last refresh whose versions were seen at or before `at` (0: none)."""
     row = con.execute(
@@ -294,6 +304,7 @@ __all__ = [
     "VALUES",
     "accounts_as_of",
     "attribute",
+    "before_last_no",
     "changes_since",
     "kept",
     "latest_refresh_no",

@@ -165,7 +165,7 @@ def _changes(con: Any, since: int | None) -> dict[str, Any]:
     if not history.kept(con):
         return {"rows": [], "since": 0, "to": 0, "more": 0}
     last = history.latest_refresh_no(con)
-    after = max(last - 1, 0) if since is None or since > last else since
+    after = history.before_last_no(con) if since is None or since > last else since
     found = change_words.explain(
         history.changes_since(con, after), dict(store.categories(con).iter_rows())
     )

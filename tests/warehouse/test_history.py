@@ -104,5 +104,9 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
         )
         assert then == [(4, second.get_column("amount").sum())]
         assert now == core == [(5, third.get_column("amount").sum())]
+        # a failed refresh is not "the last": changes by default are the last landed one's
+        wh.start_refresh(refresh_id="r5")
+        wh.finish_refresh("failed")
+        assert history.before_last_no(wh.con) == 3
     finally:
         wh.close()
