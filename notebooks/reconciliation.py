@@ -183,5 +183,61 @@ def _(alt, mo, q):
     return
 
 
+@app.cell(hide_code=True)
+def _(alt, con, mo, q):
+    # a month's spending as each refresh saw it (history.ledger_as_of_refresh, migration 014):
+    # the month the service changed most, else the newest
+    _kept = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'history' "
+        "AND table_name = 'transaction_versions'"
+    ).fetchall()[0][0]
+    mo.stop(
+        not _kept, mo.md("## A month's total over time\n\nThis warehouse keeps no history yet.")
+    )
+    _month = q(
+        """
+        SELECT coalesce(
+            (SELECT month FROM history.transaction_versions WHERE kind <> 'first seen'
+             GROUP BY 1 ORDER BY count(*) DESC, 1 DESC LIMIT 1),
+            (SELECT max(month) FROM core.transactions)) AS month
+        """
+    ).item()
+    over_time = q(
+        """
+        SELECT r.refresh_no AS refresh, strftime(r.seen_at AT TIME ZONE 'UTC', '%Y-%m-%d %H:%M')
+                   AS seen,
+               coalesce(sum(t.amount) FILTER (WHERE t.type = 'expense'), 0) / 100.0 AS spending,
+               count(t.id) AS transactions
+        FROM history.refreshes r
+        LEFT JOIN history.transaction_timeline t
+               ON t.month = ? AND t.kind <> 'deleted' AND t.valid_from_no <= r.refresh_no
+              AND (t.valid_to_no IS NULL OR t.valid_to_no > r.refresh_no)
+        GROUP BY ALL ORDER BY refresh
+        """,
+        [_month],
+    )
+    _chart = (
+        alt.Chart(over_time, title=f"Spending of {_month:%Y-%m} as each refresh saw it")
+        .mark_line(point=True, interpolate="step-after")
+        .encode(
+            x=alt.X("refresh:Q", title="refresh", axis=alt.Axis(tickMinStep=1)),
+            y=alt.Y("spending:Q", title="spending", scale=alt.Scale(zero=False)),
+            tooltip=["refresh:Q", "seen:N", "spending:Q", "transactions:Q"],
+        )
+        .properties(width="container", height=200)
+    )
+    mo.vstack(
+        [
+            mo.md(
+                f"## A month's total over time\n\n{_month:%Y-%m}'s spending after each refresh "
+                f"(the ledger as of that refresh). Why it moved: `centsync changes --since N`."
+            ),
+            _chart,
+            over_time,
+        ]
+    )
+    return
+
+
 if __name__ == "__main__":
     app.run()

@@ -335,6 +335,24 @@ class RefreshResult(Result):
         return self.rows.rejected
 
 
+class Change(Open):
+    """A change (`centsync changes`); also id, refresh_no, seen_on, before, after, origin."""
+
+    month: str  # YYYY-MM of the month's category total it changes (the version's month)
+    category: str
+    kind: Literal["added", "changed", "deleted", "came back"]
+    effect_cents: int  # on that total, integer cents (a moved row: once in each month)
+    explanation: str  # e.g. 'MERCADONA amount -45.10 -> -57.50 on 2026-11-03 (by the service)'
+
+
+class ChangesResult(Result):
+    """What the service changed after refresh `since_refresh`, by month and category."""
+
+    since_refresh: Count
+    to_refresh: Count
+    changes: list[Change]
+
+
 # ----------------------------------------------------------------------------------- owners
 
 
@@ -595,6 +613,7 @@ COMMANDS: dict[str, type[Result]] = {
     "refresh-plan": PlanResult,
     "lake": LakeResult,
     "writeback-rejected": RejectedList,
+    "changes": ChangesResult,
 }
 TITLES = {
     "schedule": "centsync schedule list --json",

@@ -75,6 +75,7 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "outputs": BASE,
     "refresh": BASE | {"reconcile", "writeback"},
     "embedded": BASE | {"refresh"},
+    "history": BASE,
     # the one reader of a finished run
     "recorded": BASE | {"alerts"},
     # Dagster: the definitions, the code location, the fleet's code location
@@ -83,8 +84,9 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     "fleet": BASE | {"alerts", "defs", "instance", "outputs", "reconcile", "recorded", "refresh", "results", "writeback"},
     # the shell: anything but itself is below it
     "cli": {
-        "alerts", "clients", "contract_book", "definitions", "defs", "embedded", "failures", "fleet", "instance",
-        "kept", "outputs", "owners", "recorded", "reconcile", "refresh", "results", "settings", "writeback",
+        "alerts", "clients", "contract_book", "definitions", "defs", "embedded", "failures", "fleet", "history",
+        "instance", "kept", "outputs", "owners", "recorded", "reconcile", "refresh", "results", "settings",
+        "writeback",
     },
 }  # fmt: skip
 

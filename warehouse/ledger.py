@@ -12,6 +12,7 @@ import duckdb
 import polars as pl
 
 from centsync.transform.calendar import MonthLike, month_key, month_start
+from centsync.warehouse import history
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     _TX_COMPARED,
@@ -253,6 +254,8 @@ class Ledger(Session):
                 con.execute(f"DELETE FROM raw.transactions WHERE {raw_filter}")
             else:
                 changes = _stage_changes(con, plan.old, raw_filter)
+                # every version replaced is kept (SCD2), before core is rewritten
+                history.record(con, rid, self.service_now)
                 result.inserted, result.updated = changes.inserted, changes.updated
                 result.deleted = changes.deleted
                 if changes.moved:

@@ -33,7 +33,7 @@ FORMATS = ("parquet", "csv", "beancount")
 )
 @click.option(
     "--tables",
-    help="Only these, comma-separated: a schema (marts, core, recon) or schema.table.",
+    help="Only these, comma-separated: a schema (marts, core, recon, history) or schema.table.",
 )
 @click.option(
     "--since",
@@ -42,8 +42,8 @@ FORMATS = ("parquet", "csv", "beancount")
 def export_command(
     fmt: str, out: Path | None, force: bool, tables: str | None, since: str | None
 ) -> None:
-    """Export the marts, core and recon as files other tools read, from the warehouse as the
-    last refresh published it (read only).
+    """Export the marts, core, recon and history as files other tools read, from the
+    warehouse as the last refresh published it (read only).
 
     Parquet (the column comments as key-value metadata) or CSV, one file per table or view,
     and manifest.json (row counts, comments, the refresh it came from); or, with --format

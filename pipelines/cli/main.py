@@ -16,6 +16,7 @@ import click
 from centsync.pipelines import failures as errors
 from centsync.pipelines.cli.analysts import docs, notebook
 from centsync.pipelines.cli.bank_import import import_command
+from centsync.pipelines.cli.changes import changes_command
 from centsync.pipelines.cli.doctor import doctor
 from centsync.pipelines.cli.export import export_command
 from centsync.pipelines.cli.group import DEBUG, CentsyncGroup
@@ -78,6 +79,7 @@ for command in (
     rules_command,
     import_command,
     lake_command,
+    changes_command,
 ):
     main.add_command(command)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import duckdb
 import jinja2
 
-from centsync.warehouse import current_version, migrate, reads
+from centsync.warehouse import current_version, history, migrate, reads
 
 # The schemas an analyst sees (DuckDB's own are not listed).
 INTERNAL_SCHEMAS = ("main", "information_schema", "pg_catalog")
@@ -132,7 +132,10 @@ def render(con: duckdb.DuckDBPyConnection | None = None) -> str:
     try:
         examples = "\n\n".join(f"-- {title}\n{sql}" for title, sql in EXAMPLE_QUERIES)
         return _template().render(
-            schemas=describe(con), version=current_version(con), examples=examples
+            schemas=describe(con),
+            version=current_version(con),
+            examples=examples,
+            macros=[(name, _cell(comment)) for name, comment, _ in history.table_macros(con)],
         )
     finally:
         if own:

@@ -19,7 +19,7 @@ from centsync.transform.contract import Outcome
 from centsync.transform.spending import merchant_key
 from centsync.warehouse import analysis, connect_readonly, reads
 
-SCHEMAS = ("marts", "core", "recon")
+SCHEMAS = ("marts", "core", "recon", "history")
 FORMATS = ("parquet", "csv")
 MANIFEST = "manifest.json"
 # `--since` filters each table on the first of these columns it has; a table with none of them

@@ -25,8 +25,10 @@ import polars as pl
 from centsync.pipelines.outputs import report_data, report_path
 from centsync.pipelines.outputs.report_charts import charts
 from centsync.pipelines.outputs.verdict_words import VERDICT_WORDS
+from centsync.transform import changes as change_words
 from centsync.transform.money import cents_text
-from centsync.warehouse import connect_readonly, reads, report_reads
+from centsync.warehouse import connect_readonly, history, reads, report_reads
+from centsync.warehouse import marts as store
 
 _SCRIPT_END = re.compile("</(script)", re.I)
 MAX_DIFFERENCES = 200
@@ -128,8 +130,9 @@ def _script_text(text: str) -> str:
     return _SCRIPT_END.sub(r"<\\/\1", text).replace("<!--", "<\\u0021--")
 
 
-def gather(warehouse: Path) -> dict[str, Any]:
-    """Everything the page shows, read from the warehouse (read only), aggregated."""
+def gather(warehouse: Path, since: int | None = None) -> dict[str, Any]:
+    """Everything the page shows, read from the warehouse (read only), aggregated; the changes
+    after refresh number `since` (None: what the last refresh changed)."""
     con = connect_readonly(warehouse)
     try:
         run = reads.latest_reconciliation(con)
@@ -146,10 +149,48 @@ def gather(warehouse: Path) -> dict[str, Any]:
             "worth": reads.net_worth_by_day(con),
             "snapshots": reads.net_worth_snapshot_points(con),
             "flow": reads.cash_flow_months(con),
+            "changes": _changes(con, since),
             **_workbench(con, run),
         }
     finally:
         con.close()
+
+
+# the refresh a report shows, written into it, so the next one shows what changed since
+_SHOWN = re.compile(r'<meta name="centsync-refresh-no" content="(\d+)">')
+MAX_CHANGES = 200  # rows the page lists (`centsync changes` has them all)
+
+
+def _changes(con: Any, since: int | None) -> dict[str, Any]:
+    """What refreshes after `since` saw the service change, as the page lists it."""
+    if not history.kept(con):
+        return {"rows": [], "since": 0, "to": 0, "more": 0}
+    last = history.latest_refresh_no(con)
+    after = history.before_last_no(con) if since is None or since > last else since
+    found = change_words.explain(
+        history.changes_since(con, after), dict(store.categories(con).iter_rows())
+    )
+    rows = [
+        {**c, "money": cents_text(c["effect_cents"])}
+        for c in sorted(found, key=lambda c: (c["month"], c["category"]), reverse=True)
+        if not change_words.touched_only(c)
+    ]
+    return {
+        "rows": rows[:MAX_CHANGES],
+        "since": after,
+        "to": last,
+        "more": len(rows) - MAX_CHANGES,
+        "touched": len(found) - len(rows),
+    }
+
+
+def shown_refresh(page: Path) -> int | None:
+    """The refresh number a report page showed (None: no page, or one written before 011)."""
+    try:
+        found = _SHOWN.search(page.read_text("utf-8", errors="replace"))
+    except OSError:
+        return None
+    return int(found.group(1)) if found else None
 
 
 def _workbench(con: Any, run: dict[str, Any]) -> dict[str, Any]:
@@ -284,9 +325,10 @@ def _tables(data: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def render(warehouse: Path) -> str:
-    """The page for the warehouse's latest reconciliation."""
-    data = gather(warehouse)
+def render(warehouse: Path, since: int | None = None) -> str:
+    """The page for the warehouse's latest reconciliation (and what changed after refresh
+    number `since`)."""
+    data = gather(warehouse, since)
     run, meta, span = data["run"], data["meta"], data["span"]
     dt_js, dt_css = _tables_runtime()
     return _template().render(
@@ -317,6 +359,7 @@ def render(warehouse: Path) -> str:
         tables_css=re.sub("</(style)", r"<\\/\1", dt_css, flags=re.I),
         style=_asset("report_style.css.j2"),
         page_js=_asset("report_page.js.j2"),
+        changes=data["changes"],
         **_tables(data),
     )
 
@@ -326,6 +369,6 @@ def write(warehouse: Path, out: Path | None = None) -> Path:
     target = (out or default_path(warehouse)).absolute()
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(render(warehouse), encoding="utf-8")
+    tmp.write_text(render(warehouse, shown_refresh(target)), encoding="utf-8")
     tmp.replace(target)
     return target

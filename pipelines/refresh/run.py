@@ -31,6 +31,7 @@ from centsync.transform.calendar import parse_month_range
 from centsync.transform.contract import RefreshMode
 from centsync.warehouse import Warehouse
 from centsync.warehouse import damaged as warehouse_damaged
+from centsync.warehouse import history as transaction_history
 from centsync.warehouse import marts as marts_store
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse.outbox import Outbox, outbox_path
@@ -148,6 +149,8 @@ def _outbox(warehouse: Warehouse, published: Path, summary: RefreshSummary) -> N
     found = writeback_confirm.after_refresh(warehouse.con, published, warehouse.refresh_id or "")
     if found is not None:
         summary.outbox_confirmed, summary.outbox = found
+        # the versions of transactions this refresh saw that were our write-back's are ours
+        transaction_history.attribute(warehouse.con, warehouse.refresh_id or "")
 
 
 def _reconcile(

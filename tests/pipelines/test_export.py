@@ -40,13 +40,13 @@ def demo_warehouse(tmp_path_factory: pytest.TempPathFactory, worker_id: str) -> 
 
 
 def relations(warehouse: Path) -> dict[str, tuple[str | None, dict[str, str | None]]]:
-    """Every table and view of marts, core and recon: its comment and its columns' comments."""
+    """Every table and view of marts, core, recon and history: its comment and its columns' comments."""
     con = duckdb.connect(str(warehouse), read_only=True)
     try:
         found: dict[str, tuple[str | None, dict[str, str | None]]] = {}
         for s, t, c in con.execute(
-            "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE schema_name IN ('marts', 'core', 'recon') "
-            "UNION ALL SELECT schema_name, view_name, comment FROM duckdb_views() WHERE schema_name IN ('marts', 'core', 'recon')"
+            "SELECT schema_name, table_name, comment FROM duckdb_tables() WHERE schema_name IN ('marts', 'core', 'recon', 'history') "
+            "UNION ALL SELECT schema_name, view_name, comment FROM duckdb_views() WHERE schema_name IN ('marts', 'core', 'recon', 'history')"
         ).fetchall():
             columns = con.execute(
                 "SELECT column_name, comment FROM duckdb_columns() WHERE schema_name = ? AND table_name = ? ORDER BY column_index",

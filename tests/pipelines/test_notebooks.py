@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 EXPECTED = {
     "spending": (["Last 12 months:", "is still running", "Top merchants", "Drill down"], 3),
     "net_worth": (["Net worth on", "Assets against liabilities", "Per-refresh snapshots"], 3),
-    "reconciliation": (["AGREE", "What differs", "History of verdicts"], 2),
+    "reconciliation": (["AGREE", "What differs", "History of verdicts", "over time"], 3),
     "writeback": (["The outbox by state", "Rejected rows and their reasons", "Every request"], 1),
     "recurring": (["active series", "Transfers paired", "Expenses drawn down"], 1),
 }

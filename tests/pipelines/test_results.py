@@ -101,7 +101,7 @@ def test_every_command_matches_its_schema_and_the_key_stays_out(
     assert code == 0 and posted["sent"] == 1 and posted["run_id"], out
     _valid("writeback", posted)
 
-    for command in ("status", "doctor"):
+    for command in ("status", "doctor", "changes"):
         code, out = http_env.cli(command, "--json")
         seen[command] = _last(out)
         assert code == 0, out
