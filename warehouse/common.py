@@ -187,3 +187,21 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         with contextlib.suppress(duckdb.TransactionException):
             con.rollback()
         raise
+
+
+# Up to this many rows, a payload is checked as JSON here (orjson, ~2 µs a row) before
+# DuckDB is asked (a statement and a registered frame: ~2.5 ms, whatever the rows)
+PARSED_HERE = 500
+
+
+def all_json(raw: pl.Series) -> bool:
+    """True when every payload is strict JSON (RFC 8259, as orjson reads it), which DuckDB's
+    JSON type also reads; False sends the frame to DuckDB's own `json_valid`, which decides."""
+    try:
+        for text in raw:
+            if text is None:
+                return False
+            orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return True

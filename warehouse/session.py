@@ -16,7 +16,7 @@ import duckdb
 import orjson
 import polars as pl
 
-from centsync.warehouse import instances, paths
+from centsync.warehouse import common, instances, paths
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     RefreshMode,
@@ -273,7 +273,9 @@ class Session:
         """Move the valid rows whose raw payload DuckDB's JSON type refuses to the rejected."""
         if split.valid.height == 0:
             return split
-        if split.valid.height <= _PARSED_HERE and _all_json(split.valid.get_column("raw")):
+        if split.valid.height <= common.PARSED_HERE and common.all_json(
+            split.valid.get_column("raw")
+        ):
             return split  # strict JSON to orjson is JSON to DuckDB: nothing to ask it
         with self._registered(split.valid.select("raw")) as name:
             bad = self.con.execute(
@@ -527,24 +529,6 @@ def _record_failure(
         log.warning("could not record the failed refresh %s (%s)", refresh_id, why,
                     exc_info=log.isEnabledFor(logging.DEBUG))  # fmt: skip
         paths.remove(tmp)
-
-
-# Up to this many rows, a payload is checked as JSON here (orjson, ~2 µs a row) before
-# DuckDB is asked (a statement and a registered frame: ~2.5 ms, whatever the rows)
-_PARSED_HERE = 500
-
-
-def _all_json(raw: pl.Series) -> bool:
-    """True when every payload is strict JSON (RFC 8259, as orjson reads it), which DuckDB's
-    JSON type also reads; False sends the frame to DuckDB's own `json_valid`, which decides."""
-    try:
-        for text in raw:
-            if text is None:
-                return False
-            orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return False
-    return True
 
 
 def _connect_working_copy(

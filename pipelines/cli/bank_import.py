@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from centsync.pipelines.cli import render
+from centsync.pipelines.cli import render_writeback
 from centsync.pipelines.cli.group import JSON_OUTPUT, dry_run_option, finish, json_option, settings
 
 
@@ -84,4 +84,4 @@ def import_command(
         except BankFileError as e:
             raise click.UsageError(str(e)) from None
     result = ImportResult(files=runs, inbox=str(config.inbox), dry_run=dry_run)
-    finish(result, as_json, lambda: render.bank_import(result))
+    finish(result, as_json, lambda: render_writeback.bank_import(result))

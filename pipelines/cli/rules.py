@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from centsync.pipelines import failures as errors
-from centsync.pipelines.cli import render
+from centsync.pipelines.cli import render_writeback
 from centsync.pipelines.cli.group import (
     FILE,
     JSON_OUTPUT,
@@ -43,4 +43,4 @@ def rules_command(rules_file: Path, dry_run: bool, as_json: bool) -> None:
     except RulesError as e:
         raise click.UsageError(str(e)) from None
     code = errors.REJECTED if run.rejected else errors.OK
-    finish(run, as_json, lambda: render.rules(run), exit_code=code)
+    finish(run, as_json, lambda: render_writeback.rules(run), exit_code=code)

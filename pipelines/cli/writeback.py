@@ -7,7 +7,7 @@ import dataclasses
 import click
 
 from centsync.pipelines import failures as errors
-from centsync.pipelines.cli import render, runner
+from centsync.pipelines.cli import render, render_writeback, runner
 from centsync.pipelines.cli.group import JSON_OUTPUT, dry_run_option, finish, json_option, settings
 from centsync.pipelines.embedded import embedded_api
 from centsync.pipelines.settings import Settings
@@ -67,7 +67,9 @@ def writeback_command(
             run_id, data = runner.run_job(run_settings, "writeback_job", "outbox")
         result = WritebackResult.from_json(data)
     code = errors.REJECTED if result.bad else errors.OK
-    finish(result, as_json, lambda: render.writeback(result), exit_code=code, run_id=run_id)
+    finish(
+        result, as_json, lambda: render_writeback.writeback(result), exit_code=code, run_id=run_id
+    )
 
 
 def _list_rejected(config: Settings, as_json: bool) -> None:

@@ -8,7 +8,7 @@ account id (the `[accounts]` table of a TOML file, or `--account ID=NAME`).
 
 Likely duplicates are held in `inbox/held/`, never posted (move a held file into the inbox to
 post its rows anyway): a row of the same account and exact amount, within
-`transform.writeback.DUPLICATE_WINDOW_DAYS` days, as a ledger row this outbox did not create
+`transform.duplicates.DUPLICATE_WINDOW_DAYS` days, as a ledger row this outbox did not create
 (the bank feed's) or as a row of another statement (posted, or waiting in the inbox); the
 candidate is shown. A pending entry is only ever held (`<file>.pending.csv`), and when its booked
 entry arrives under a new reference that entry replaces it: the held row is removed.
@@ -32,6 +32,7 @@ from centsync.pipelines.writeback.bank_read import (
     read_bank_file,
     read_statement,
 )
+from centsync.transform import duplicates as dup
 from centsync.transform import writeback as wb
 from centsync.warehouse.errors import NoWarehouseError
 from centsync.warehouse.outbox import Outbox, outbox_path
@@ -109,7 +110,7 @@ def import_bank_file(
     known |= _waiting(inbox)
     mine = {c["event_id"] for c in cells if c["event_id"]}
     held_cells: dict[str, dict[str, str]] = {}
-    dups = wb.LikelyDuplicates(
+    dups = dup.LikelyDuplicates(
         _candidates(warehouse, inbox, rows, ids, outbox, ref, mine, held_cells)
     )
     replaced = _sort(run, rows, cells, ids, ref, known, dups, held_cells)
@@ -118,7 +119,7 @@ def import_bank_file(
     return run
 
 
-def _shown(c: wb.Candidate) -> dict[str, str]:
+def _shown(c: dup.Candidate) -> dict[str, str]:
     """A candidate as the result shows it: what it is, its id, day and payee."""
     return {"kind": c.kind, "id": c.id, "booked_at": c.booked_at.isoformat(), "concept": c.concept}
 
@@ -130,9 +131,9 @@ def _sort(
     ids: Mapping[str, str],
     ref: wb.Reference,
     known: set[str],
-    dups: wb.LikelyDuplicates,
+    dups: dup.LikelyDuplicates,
     held_cells: Mapping[str, dict[str, str]],
-) -> list[wb.Candidate]:
+) -> list[dup.Candidate]:
     """Each row new, already imported, held (with its candidate), pending (held) or superseded
     (a pending row whose booked entry is known); the held pending rows replaced are returned."""
     replaced = []
@@ -164,7 +165,9 @@ def _sort(
     return replaced
 
 
-def _write_all(run: ImportFileResult, inbox: Path, stem: str, replaced: list[wb.Candidate]) -> None:
+def _write_all(
+    run: ImportFileResult, inbox: Path, stem: str, replaced: list[dup.Candidate]
+) -> None:
     """The new rows into the inbox, the fresh held and pending rows into inbox/held/, the
     replaced pending rows out of their held files."""
     if run.new:
@@ -258,18 +261,18 @@ def _candidates(
     ref: wb.Reference,
     mine: set[str],
     held_cells: dict[str, dict[str, str]],
-) -> list[wb.Candidate]:
+) -> list[dup.Candidate]:
     """What a row of the file may duplicate, within the window around the file's days: the
     ledger's rows this outbox did not create (the bank feed's), the rows of other statements in
     the outbox or the inbox, and the pending rows held in inbox/held/ (their cells kept)."""
-    window = dt.timedelta(days=wb.DUPLICATE_WINDOW_DAYS)
+    window = dt.timedelta(days=dup.DUPLICATE_WINDOW_DAYS)
     first = min(r.booked_at for r in rows) - window
     last = max(r.booked_at for r in rows) + window
     ours = outbox.server_ids()
     with reading(warehouse) as con:
         ledger = ledger_rows_between(con, sorted(set(ids.values())), first, last)
     out = [
-        wb.Candidate(
+        dup.Candidate(
             "bank feed", t["id"], t["account_id"], t["booked_at"], t["amount"], t["concept"]
         )
         for t in ledger.iter_rows(named=True)
@@ -281,7 +284,7 @@ def _candidates(
         if eid not in seen and o["booked_at"] is not None and o["amount"] is not None:
             seen.add(eid)
             out.append(
-                wb.Candidate(
+                dup.Candidate(
                     "statement", eid, str(o["account_id"]), o["booked_at"], o["amount"],
                     o["concept"] or "",
                 )
@@ -296,7 +299,7 @@ def _candidates(
 
 def _csv_rows(
     files: Iterable[Path], kind: str, ref: wb.Reference, seen: set[str]
-) -> list[tuple[dict[str, str], wb.Candidate]]:
+) -> list[tuple[dict[str, str], dup.Candidate]]:
     """The rows of imported statements in these inbox files, as candidates (each event once;
     a row that does not read as one, hand-edited, is left out)."""
     account_ids = {
@@ -323,7 +326,7 @@ def _csv_rows(
             except (wb.RowError, ValueError):
                 continue
             seen.add(eid)
-            cand = wb.Candidate(kind, eid, account, day, cents, c.get("concept", ""), str(f))
+            cand = dup.Candidate(kind, eid, account, day, cents, c.get("concept", ""), str(f))
             out.append((dict(c), cand))
     return out
 

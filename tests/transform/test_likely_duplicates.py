@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from centsync.transform.writeback import DUPLICATE_WINDOW_DAYS, Candidate, LikelyDuplicates
+from centsync.transform.duplicates import DUPLICATE_WINDOW_DAYS, Candidate, LikelyDuplicates
 
 DAY = dt.date(2026, 11, 24)
 
