@@ -460,27 +460,6 @@ class TransactionStage:
         self._frames = [f for f in kept if f.height]
         return self.commit(months[1:], reason=reason)
 
-    def commit_all_but(
-        self, partial: dt.date, *, reason: str
-    ) -> tuple[list[dt.date], LoadResult | None]:
-        """Commit every staged month but `partial` (the one a read is inside), whose rows stay
-        staged: a read that lands months as they complete holds a batch and a month, not the
-        window. The months committed (none when only `partial` is staged) and the load."""
-        done = [m for m in self._staged_months() if m != partial]
-        if not done:
-            return [], None
-        month = pl.col("booked_at").dt.truncate("1mo")
-        keep = [f.filter(month == partial) for f in self._frames]
-        rest = [f.filter(month != partial) for f in self._frames]
-        self._frames = rest
-        try:
-            result = self.commit(done, reason=reason)
-        except BaseException:  # nothing landed (a stop, say): every row is still staged
-            self._frames = [f for f in rest + keep if f.height]
-            raise
-        self._frames = [f for f in keep if f.height]
-        return done, result
-
     def close(self) -> None:
         self._frames.clear()
         self._rejected.clear()

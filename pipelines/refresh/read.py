@@ -18,7 +18,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import polars as pl
@@ -130,15 +130,12 @@ class FirstSync:
 @dataclass
 class _Stop:
     """Where the pass being staged stands: its last page staged, the total its first page
-    said, the month of its last row, whether it still continues a stopped read, and (a first
-    sync's) the months it landed as they completed and the rows that changed."""
+    said, the month of its last row, and whether it still continues a stopped read."""
 
     page: int = 0
     total: int | None = None
     month: str | None = None
     resumed: bool = False
-    landed: set[str] = field(default_factory=set)
-    changed: int = 0
 
 
 class WindowReader:
@@ -194,12 +191,11 @@ class WindowReader:
                 )
                 try:
                     lo, hi = planned[i] if planned is not None else window
-                    self._fetch_alone(conflicts, stage, lo, hi, stop.landed)
+                    self._fetch_alone(conflicts, stage, lo, hi)
                     months = self._months(lo, hi, stage)
                     if stop.resumed and newest is not None:  # not voided since
                         months = [m for m in months if m <= newest]
-                    rest = [m for m in months if m not in stop.landed]  # a first sync's
-                    result = stage.commit(rest, reason=reason) if rest else None
+                    result = stage.commit(months, reason=reason) if months else None
                     if sync is not None:
                         sync = replace(sync, index=sync.index + 1, page=0, total=None, month=None)
                         self.warehouse.set_meta(RESUME_KEY, sync.to_json())
@@ -208,8 +204,6 @@ class WindowReader:
                         stream.close()
                     raise
             changed = result.changed if result is not None else None
-            if stop.landed:
-                changed = stop.changed + (changed or 0)
             done.append(WindowRead(months, rows, rereads, changed, reason))
             self._after_window(months)
             stop = following
@@ -260,14 +254,11 @@ class WindowReader:
                     stop.page, stop.total = event.page, event.total
                     if event.frame.height and event.frame.schema["booked_at"] == pl.Date:
                         stop.month = month_key(event.frame.get_column("booked_at")[-1])
-                    if sync is not None and stop.month is not None:
-                        self._land_complete(stage, reason, stop)
                     self._report("", event.frame.height)
                 elif isinstance(event, WindowVoid):
                     stage.reset()  # the rows kept before are staged again by no one: all
                     conflicts.clear()  # the window's months are replaced, from page 1
                     stop.page, stop.total, stop.month, stop.resumed = 0, None, None, False
-                    stop.landed, stop.changed = set(), 0  # the new pass lands them again
                     rereads += 1
                     self._report("", -rows)
                     rows = 0
@@ -279,16 +270,6 @@ class WindowReader:
                 raise
             raise KeyboardInterrupt("a query was interrupted") from exc
         return rows, rereads, conflicts
-
-    @staticmethod
-    def _land_complete(stage: TransactionStage, reason: str, stop: _Stop) -> None:
-        """A first sync lands each month once it is read whole (every staged month but the one
-        its last row is in: pages come in booked_at order), so it holds a batch and a month,
-        not the window. A void after it re-reads the window, and its commit replaces them."""
-        assert stop.month is not None
-        months, result = stage.commit_all_but(parse_month(stop.month), reason=reason)
-        stop.landed.update(month_key(m) for m in months)
-        stop.changed += result.changed if result is not None else 0
 
     def _keep(
         self, stage: TransactionStage, reason: str, sync: FirstSync | None, stop: _Stop
@@ -315,12 +296,7 @@ class WindowReader:
         )
 
     def _fetch_alone(
-        self,
-        ids: set[str],
-        stage: TransactionStage,
-        lo: dt.date | None,
-        hi: dt.date | None,
-        landed: set[str],
+        self, ids: set[str], stage: TransactionStage, lo: dt.date | None, hi: dt.date | None
     ) -> None:
         """Stage what the service says each id sent twice with different content is.
 
@@ -336,10 +312,6 @@ class WindowReader:
             if (lo is not None and tx.booked_at < lo) or (hi is not None and tx.booked_at > hi):
                 continue  # moved out of the window since: the next refresh reads it there
             log.warning("id %s was sent twice with different content: landed it alone", tx_id)
-            month = month_key(tx.booked_at)
-            if month in landed:  # a first sync landed its month: replaced again, with it
-                self._stage_kept(stage, month)
-                landed.discard(month)
             stage.add(tx.to_frame(notes=False))
 
     def _months(self, lo: dt.date | None, hi: dt.date | None, stage: TransactionStage) -> list[str]:
