@@ -37,7 +37,7 @@ from centsync.transform.calendar import month_key, parse_month
 from centsync.warehouse import Warehouse
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse.ledger import TransactionStage
-from centsync.warehouse.session import is_interrupt, resumable
+from centsync.warehouse.session import checkpoint, is_interrupt, resumable
 from centsync.warehouse.validation import conflicting_ids
 
 log = logging.getLogger("centsync.refresh")
@@ -199,6 +199,10 @@ class WindowReader:
                     if sync is not None:
                         sync = replace(sync, index=sync.index + 1, page=0, total=None, month=None)
                         self.warehouse.set_meta(RESUME_KEY, sync.to_json())
+                        # the window's rows to the file now: DuckDB holds what it loaded in
+                        # memory until a checkpoint, so a first sync's memory grew with the
+                        # ledger (the publish's checkpoint then has as much less to do)
+                        checkpoint(self.warehouse.con)
                 except BaseException:
                     if stream is not None:
                         stream.close()
