@@ -55,7 +55,7 @@ from centsync.sandbox.server import free_port
 BENCH = Path(__file__).resolve().parent
 RESULTS = BENCH / "results"
 VENV_BIN = Path(sys.executable).parent
-TOOLS = ("centsync", "dlt", "plain")
+TOOLS = ("centsync", "dlt", "plain", "before")
 LAYERS = ("extract", "transform", "warehouse", "pipelines", "sandbox")
 FIELDS = (
     "id",
@@ -233,12 +233,13 @@ class Tool:
 def tools(names: list[str], dlt_py: Path | None) -> dict[str, Tool]:
     out: dict[str, Tool] = {}
     for name in names:
-        if name == "centsync":
+        if name in ("centsync", "before"):
+            # "before": another checkout's centsync (CENTSYNC_BEFORE, its root with a .venv),
+            # interleaved with this one to measure a change before and after in one run
+            root = Path(os.environ.get("CENTSYNC_BEFORE", "")) if name == "before" else None
+            exe = root / ".venv" / "bin" / "centsync" if root else VENV_BIN / "centsync"
             out[name] = Tool(
-                name,
-                [str(VENV_BIN / "centsync"), "refresh", "--json"],
-                "core.transactions",
-                "centsync.duckdb",
+                name, [str(exe), "refresh", "--json"], "core.transactions", "centsync.duckdb"
             )
         elif name == "dlt":
             assert dlt_py is not None
@@ -386,7 +387,7 @@ def inside_of(tool: str, stdout: str) -> dict[str, Any]:
         doc = json.loads(lines[-1])
     except json.JSONDecodeError:
         return {}
-    if tool == "centsync":
+    if tool in ("centsync", "before"):
         return {
             "status": doc.get("status"),
             "mode": doc.get("mode"),

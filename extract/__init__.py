@@ -41,6 +41,7 @@ from ._frames import (
     CONNECTION_SCHEMA,
     SYNC_STATUS_SCHEMA,
     TRANSACTION_SCHEMA,
+    transactions_from_payloads,
 )
 from ._models import (
     AccountsSummary,
@@ -134,4 +135,5 @@ __all__ = [
     "network_transport",
     "new_event_loop",
     "run",
+    "transactions_from_payloads",
 ]

@@ -290,7 +290,7 @@ class RateLimited(ApiError):
     permanent = False
     outcome = Outcome.SERVICE
     headline = "the service's rate limit stayed exhausted past the wait budget"
-    what_to_do = "run again later; months already read are kept and the next refresh resumes."
+    what_to_do = "run again later; what was read is kept and the next refresh reads on from there."
 
 
 class ProviderQuotaExhausted(ApiError):

@@ -284,3 +284,10 @@ def frame_from_records(
     if not records:
         return pl.DataFrame(schema=final_schema(wire, raw=raw))
     return _typed(b"\n".join(orjson.dumps(r) for r in records), wire, raw=raw)
+
+
+def transactions_from_payloads(payloads: Sequence[str]) -> pl.DataFrame:
+    """Transactions as the list parses them, from their payloads as sent (one JSON object
+    each, as ``raw.transactions`` keeps them): a stopped read's kept rows, staged again."""
+    ndjson = "\n".join(payloads).encode()
+    return frame_from_chunks([PageChunk({}, ndjson, converted=ndjson)], TRANSACTION_WIRE)

@@ -72,9 +72,12 @@ class TransactionBatch:
 
 @dataclass(frozen=True)
 class WindowRows:
-    """A batch of the current pass's rows, in page order."""
+    """A batch of the current pass's rows, in page order: through page ``page`` (absolute:
+    a resumed pass starts past 1) of a window whose first page said ``total`` rows."""
 
     frame: pl.DataFrame
+    page: int = 0
+    total: int | None = None
 
 
 @dataclass(frozen=True)
@@ -135,6 +138,7 @@ class WindowCheck:
         self.sums: dict[str, int] = {}
         self.unreadable = 0
         self.new_types = 0
+        self.skipped = 0  # rows of the pages before a resumed pass's first (read before)
         self._ids: list[pl.Series] = []
 
     def first(self, chunk: PageChunk) -> str | None:
@@ -168,8 +172,8 @@ class WindowCheck:
         distinct = pl.concat(self._ids).n_unique() if self._ids else 0
         if distinct != self.rows:
             return f"{self.rows - distinct} id(s) read twice"
-        if self.rows != self.total:
-            return f"read {self.rows} distinct rows, total says {self.total}"
+        if self.rows + self.skipped != self.total:
+            return f"read {self.skipped + self.rows} distinct rows, total says {self.total}"
         return None
 
     def duplicated(self) -> frozenset[str]:

@@ -8,7 +8,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import AsyncGenerator, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -213,6 +213,8 @@ class WindowReader(RequestCore):
         verify: bool = True,
         concurrency: int | None = None,
         batch_pages: int | None = None,
+        start_page: int = 1,
+        expect_total: int | None = None,
         **filters: str,
     ) -> AsyncGenerator[WindowEvent, None]:
         """Read one window drift-safely as a stream, for loaders that must not hold it whole.
@@ -222,14 +224,28 @@ class WindowReader(RequestCore):
         is void and the window is read again from page 1. ``WindowDone`` (with the report)
         comes last, once the pass passed every check, so a loader stages rows and commits them
         only on ``WindowDone``. Memory holds a few batches (``batch_pages`` pages each),
-        whatever the window's size.
+        whatever the window's size. A read stopped by an error (a spent allowance) yields every
+        page it read, in order, before the error: each ``WindowRows`` names its last page.
+
+        ``start_page`` resumes a stopped read past the pages kept (``expect_total``: the total
+        its first page said): the window is then unverified by its summary (the rows before
+        are not in this pass); should its total have moved, the pass is void and the window
+        is read again from page 1.
         """
         bounds = (_as_date(window[0]), _as_date(window[1]))
         self._list_params(None, None, filters)
         slots = asyncio.Semaphore(max(1, concurrency or self.concurrency))
         report = WindowReport(window=bounds, filters=dict(filters))
         read = _WindowRead(
-            bounds, filters, raw, verify, slots, None, max(1, batch_pages or PARSE_BATCH_PAGES)
+            bounds,
+            filters,
+            raw,
+            verify and start_page <= 1,
+            slots,
+            None,
+            max(1, batch_pages or PARSE_BATCH_PAGES),
+            max(1, start_page),
+            expect_total,
         )
         events = self._stream_window(read, report)
         async for event in events:
@@ -295,6 +311,8 @@ class WindowReader(RequestCore):
                 report.elapsed_s = time.monotonic() - started
                 yield WindowDone(report)
                 return
+            if read.start_page > 1:  # the pages before are unproven now: read from page 1
+                read = replace(read, start_page=1, expect_total=None)
             report.rereads += 1
             report.reasons.append(reason)
             self.stats.add("GET /v1/transactions", rereads=1)
@@ -318,6 +336,8 @@ class _WindowRead:
     slots: asyncio.Semaphore  # list requests in flight (shared by concurrent windows)
     max_rows: int | None  # more than this and the window is split (None: never)
     batch_pages: int  # pages parsed together
+    start_page: int = 1  # a resumed read's first page (those before were kept)
+    expect_total: int | None = None  # the total a resumed read's window had when it stopped
 
 
 class _WindowPass:
@@ -335,7 +355,8 @@ class _WindowPass:
         self.check = WindowCheck(PAGE_LIMIT)
         self.reason: str | None = None
         self.ahead: deque[asyncio.Task[PageChunk]] = deque()
-        self.parsing: deque[asyncio.Task[tuple[pl.DataFrame, Tally]]] = deque()
+        # parses in flight, with the last page each holds
+        self.parsing: deque[tuple[asyncio.Task[tuple[pl.DataFrame, Tally]], int]] = deque()
         # The server's summary is one more observation of the window: taken alongside the
         # pages (off the critical path), it must agree with the rows read, whatever moved.
         window = read.window
@@ -363,16 +384,21 @@ class _WindowPass:
     async def drain(self, keep: int) -> AsyncGenerator[WindowRows, None]:
         """Parsed batches, in page order, until ``keep`` are left parsing."""
         while len(self.parsing) > keep:
-            part, tally = await self.parsing.popleft()
+            task, page = self.parsing.popleft()
+            part, tally = await task
             self.check.add(part, tally)
-            yield WindowRows(part)
+            yield WindowRows(part, page, self.check.total)
 
     async def rows(self) -> AsyncGenerator[WindowRows | _WindowTooBig, None]:
         """The pass's rows as they are parsed (or the news that the window is too big)."""
-        check, report = self.check, self.report
-        first = await self.fetch(1)
+        check, report, start = self.check, self.report, self.read.start_page
+        first = await self.fetch(start)
         report.requests += 1
         self.reason = check.first(first)
+        check.skipped = (start - 1) * check.limit
+        expected = self.read.expect_total
+        if self.reason is None and expected is not None and check.total != expected:
+            self.reason = f"total moved from {expected} to {check.total} since the read stopped"
         max_rows = self.read.max_rows
         if (
             self.reason is None
@@ -385,24 +411,34 @@ class _WindowPass:
         # Pages are parsed a batch at a time as they arrive and their bytes dropped; a bounded
         # number of pages is requested ahead of the one awaited.
         batch: list[PageChunk] = [first]
-        number, following = 1, 2
+        number, following = start, start + 1
         while self.reason is None and number < check.pages:
             while following <= check.pages and len(self.ahead) < READ_AHEAD_PAGES:
                 self.ahead.append(asyncio.create_task(self.fetch(following)))
                 following += 1
-            chunk = await self.ahead.popleft()
+            try:
+                chunk = await self.ahead.popleft()
+            except Exception:
+                # stopped (a spent allowance, a service that went away): every page read so
+                # far goes to the loader first, so a stopped read keeps all it read
+                if batch:
+                    self.parsing.append((self.parse(batch), number))
+                del batch
+                async for rows in self.drain(0):
+                    yield rows
+                raise
             number += 1
             report.requests += 1
             self.reason = check.page(chunk, number)
             batch.append(chunk)
             if self.reason is None and len(batch) >= self.read.batch_pages:
-                self.parsing.append(self.parse(batch))
+                self.parsing.append((self.parse(batch), number))
                 batch = []
                 async for rows in self.drain(1):
                     yield rows
         if self.reason is None:
             if batch:
-                self.parsing.append(self.parse(batch))
+                self.parsing.append((self.parse(batch), number))
             del batch
             async for rows in self.drain(0):
                 yield rows
@@ -448,4 +484,4 @@ class _WindowPass:
             self.summary_task.cancel()
             await asyncio.gather(self.summary_task, return_exceptions=True)
         # a thread cannot be stopped: let abandoned parses end, then drop them
-        await asyncio.gather(*self.parsing, return_exceptions=True)
+        await asyncio.gather(*(task for task, _ in self.parsing), return_exceptions=True)

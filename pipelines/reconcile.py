@@ -10,9 +10,11 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import itertools
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal
 from zoneinfo import ZoneInfo
@@ -117,8 +119,12 @@ def service_today(aggregates: store.ServerAggregates) -> dt.date:
     return aggregates.today or dt.date.today()
 
 
+# The ledger the marts and checks run on: a household's frame, a big one's scan (store.ledger)
+Ledger = pl.DataFrame | pl.LazyFrame
+
+
 def rebuild_marts(
-    con: duckdb.DuckDBPyConnection, today: dt.date, tx: pl.DataFrame | None = None
+    con: duckdb.DuckDBPyConnection, today: dt.date, tx: Ledger | None = None
 ) -> dict[str, pl.DataFrame]:
     """Rebuild every mart from `core` (validated by pandera) and replace them in one
     transaction; returns the frames written, by table name.
@@ -158,9 +164,12 @@ def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> Non
     analyst_store.replace(con, analyst_rules.build(frames, validate=validation.validated))
 
 
-def _engine(ledger: pl.DataFrame) -> mart_rules.Engine:
+def _engine(ledger: Ledger) -> mart_rules.Engine:
     """The Polars engine a ledger's plans run on: a household's runs "in-memory" (the default
-    engine's start-up is most of a small plan's cost); a big one keeps the default."""
+    engine's start-up is most of a small plan's cost); a big one's scan "streaming", in
+    batches of its row groups (store.ledger)."""
+    if isinstance(ledger, pl.LazyFrame):
+        return "streaming"
     return "in-memory" if ledger.height <= ONE_THREAD_ROWS else "auto"
 
 
@@ -305,7 +314,7 @@ def _summary_row(
 
 
 def compare(
-    con: duckdb.DuckDBPyConnection, aggregates: store.ServerAggregates, tx: pl.DataFrame
+    con: duckdb.DuckDBPyConnection, aggregates: store.ServerAggregates, tx: Ledger
 ) -> pl.DataFrame:
     """Every comparison of the local copy with the aggregates, before explanations."""
     accounts = store.accounts(con)
@@ -333,7 +342,29 @@ def compare(
     return pl.concat([checked, rules.unavailable_checks(unread, present)], how="vertical_relaxed")
 
 
-def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: int) -> pl.DataFrame:
+def _checked(
+    con: duckdb.DuckDBPyConnection,
+    aggregates: store.ServerAggregates,
+    tx: Ledger,
+    client: ApiClient | None,
+    source: Source,
+    rid: str,
+) -> pl.DataFrame:
+    """Every comparison, and the months the differing categories and merchants differ in
+    (asked of the service within NARROW_REQUESTS, or offline the refresh's replayed)."""
+    results = compare(con, aggregates, tx)
+    narrowed = None
+    if client is not None and source != "live":  # live compares every month already
+        # spending that cannot be asked by range (not learned whole) is not narrowed
+        narrowed = _or_none(lambda: narrow(results, tx, client, NARROW_REQUESTS))
+    elif source == "offline":  # no service: the months the refresh's narrowing found
+        narrowed = replay_narrowing(store.narrowed_by_refresh(con, rid), results, tx)
+    if narrowed is not None and narrowed.height:
+        results = pl.concat([results, narrowed], how="vertical_relaxed")
+    return results
+
+
+def narrow(results: pl.DataFrame, tx: Ledger, client: ApiClient, budget: int) -> pl.DataFrame:
     """Place each category and merchant that differs over a range in the months it differs
     in, with the service's own aggregates: bisection over the range's months, one spending
     request per halving for every differing subject of a grouping at once (the other half is
@@ -357,9 +388,7 @@ def narrow(results: pl.DataFrame, tx: pl.DataFrame, client: ApiClient, budget: i
     return rules.month_rows(found)
 
 
-def replay_narrowing(
-    recorded: pl.DataFrame, results: pl.DataFrame, tx: pl.DataFrame
-) -> pl.DataFrame:
+def replay_narrowing(recorded: pl.DataFrame, results: pl.DataFrame, tx: Ledger) -> pl.DataFrame:
     """Offline, the refresh's narrowing replayed without a request: each category and merchant
     that differs over a range, in the months the refresh's reconciliation placed it, the
     service's spending recorded there against the local rows now. Month rows, or none."""
@@ -551,22 +580,17 @@ def reconcile(
         aggregates = fetch_aggregates(client, con)
     else:
         aggregates = store.server_aggregates(con, rid)
-    tx = store.transactions(con)
-    mart_frames: dict[str, pl.DataFrame] = {}
-    marts_seconds = 0.0
-    if build_marts:
-        t0 = time.perf_counter()
-        mart_frames = rebuild_marts(con, service_today(aggregates), tx)
-        marts_seconds = time.perf_counter() - t0
-    results = compare(con, aggregates, tx)
-    narrowed = None
-    if client is not None and source != "live":  # live compares every month already
-        # spending that cannot be asked by range (not learned whole) is not narrowed
-        narrowed = _or_none(lambda: narrow(results, tx, client, NARROW_REQUESTS))
-    elif source == "offline":  # no service: the months the refresh's narrowing found
-        narrowed = replay_narrowing(store.narrowed_by_refresh(con, rid), results, tx)
-    if narrowed is not None and narrowed.height:
-        results = pl.concat([results, narrowed], how="vertical_relaxed")
+    # a big ledger is scanned from a Parquet copy in a private temporary folder (store.ledger)
+    with tempfile.TemporaryDirectory(prefix="centsync-ledger-") as folder:
+        tx = store.ledger(con, Path(folder))
+        mart_frames: dict[str, pl.DataFrame] = {}
+        marts_seconds = 0.0
+        if build_marts:
+            t0 = time.perf_counter()
+            mart_frames = rebuild_marts(con, service_today(aggregates), tx)
+            marts_seconds = time.perf_counter() - t0
+        results = _checked(con, aggregates, tx, client, source, rid)
+        del tx
     evidence = gather_evidence(con, results, client, rid)
     evidence.net_worth_read_first = source != "live"
     results = rules.explain(results, evidence)

@@ -73,6 +73,7 @@ class Access:
         faults: Any
         now_ms: int
         owner: str
+        advanced_s: float  # seconds the simulated clock was moved on (rate windows follow)
 
     def create_key(
         self,
@@ -121,8 +122,10 @@ class Access:
         return key.minute_limit, key.hour_limit
 
     def count_request(self, key: Key) -> None:
-        """Count one request in the key's fixed wall-clock windows; 429 once a window is spent."""
-        now = time.time()
+        """Count one request in the key's fixed wall-clock windows; 429 once a window is spent.
+        The windows are the machine's clock moved on by the simulated clock's advances (an
+        hour advanced opens the next hourly window)."""
+        now = time.time() + self.advanced_s
         minute, hour = int(now // 60), int(now // 3600)
         if key.minute_window != minute:
             key.minute_window, key.minute_count = minute, 0
@@ -157,7 +160,7 @@ class Access:
             )
 
     def remaining(self, key: Key) -> tuple[int, int, int, int]:
-        now = time.time()
+        now = time.time() + self.advanced_s
         mlim, hlim = self.limits(key)
         mc = key.minute_count if key.minute_window == int(now // 60) else 0
         hc = key.hour_count if key.hour_window == int(now // 3600) else 0

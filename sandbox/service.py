@@ -94,6 +94,8 @@ class Faults:
 class Service(Access, Aggregates):
     """Everything the emulated service knows and does, independent of HTTP."""
 
+    advanced_s: float = 0.0  # a state saved before rate windows followed the clock has none
+
     def __init__(self, config: SandboxConfig) -> None:
         self.config = config
         start = config.start or datetime.now(UTC).replace(minute=0, second=0, microsecond=0)
@@ -300,6 +302,7 @@ class Service(Access, Aggregates):
         """Move the simulated clock forward, running every scheduled sync that falls due; how
         many bank syncs ran."""
         target = self.now_ms + ms
+        self.advanced_s += ms / 1000
         syncs = 0
         while True:
             due = [c for c in self.connections if c.next_sync_ms <= target]

@@ -10,6 +10,7 @@ import contextlib
 import datetime as dt
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import duckdb
@@ -44,20 +45,44 @@ def _frame(
     return result
 
 
+_LEDGER = """
+    SELECT account_id::VARCHAR AS account_id, concept, amount, booked_at,
+           type, category_id::VARCHAR AS category_id
+    FROM core.transactions
+"""
+
+
 def transactions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """core.transactions with the columns the marts and the checks need (ids as text).
 
     Not the transaction's own id: nothing in the marts or the checks groups by it (the row
     differences are found in SQL), and as text it was 52 MB of the frame at 1,000,000 rows.
     """
-    return _frame(
-        con,
-        """
-        SELECT account_id::VARCHAR AS account_id, concept, amount, booked_at,
-               type, category_id::VARCHAR AS category_id
-        FROM core.transactions
-        """,
-    )
+    return _frame(con, _LEDGER)
+
+
+# A ledger of more rows than this is scanned from a Parquet copy, not read whole (`ledger`).
+# At 1,000,000 rows the scan's marts and checks peaked 120 MB lower for 0.2 CPU-s more; at
+# 200,000 the frame was both leaner (25 MB) and cheaper (0.06 CPU-s) (docs/benchmarks.md).
+SCAN_ROWS = 500_000
+
+
+def ledger(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.DataFrame | pl.LazyFrame:
+    """The ledger the marts and the checks run on: a household's as a frame (`transactions`),
+    one of more than SCAN_ROWS rows as a scan of its Parquet copy in `folder`."""
+    (rows,) = _first(con, "SELECT count(*) FROM core.transactions", []) or (0,)
+    return transactions(con) if rows <= SCAN_ROWS else transactions_scan(con, folder)
+
+
+def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFrame:
+    """What `transactions` returns, as a lazy scan: DuckDB writes it to a Parquet file in
+    `folder` (streamed, within its memory limit) and Polars scans it, so a plan run on the
+    streaming engine holds a few row groups, not the ledger (about 280 MB less at 1,000,000
+    rows than the frame and the plans over it). The caller removes `folder`."""
+    path = folder / "transactions.parquet"
+    quoted = str(path).replace("'", "''")
+    con.execute(f"COPY ({_LEDGER}) TO '{quoted}' (FORMAT parquet, ROW_GROUP_SIZE 65536)")
+    return pl.scan_parquet(path)
 
 
 def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

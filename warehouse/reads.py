@@ -489,6 +489,16 @@ def raw_records(con: duckdb.DuckDBPyConnection, table: str, limit: int) -> list[
     return [r[0] for r in rows]
 
 
+def month_payloads(con: duckdb.DuckDBPyConnection, month: dt.date) -> list[str]:
+    """The payloads as sent (raw.transactions) of the rows booked in `month` (its first day)."""
+    rows = con.execute(
+        "SELECT raw::VARCHAR FROM raw.transactions "
+        "WHERE booked_at >= ? AND booked_at < ? + INTERVAL 1 MONTH",
+        [month, month],
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def known_words(con: duckdb.DuckDBPyConnection) -> set[str]:
     """The names a warehouse holds (accounts, institutions, categories, merchants, settings):
     what a report that must never show a name checks its key names against."""

@@ -227,9 +227,9 @@ def _refresh_all(
 
 def _plan(config: Settings, mode: str, months: str, as_json: bool) -> None:
     """`refresh --plan`: the plan and its estimate, from the warehouse read only and the
-    requests that tell the service's today and timezone (steps.preview); writes nothing."""
+    requests that tell the service's today and timezone (refresh/preview.py); writes nothing."""
     from centsync.pipelines.clients import api_client
-    from centsync.pipelines.refresh.steps import preview
+    from centsync.pipelines.refresh.preview import preview
     from centsync.pipelines.refresh.summary import RefreshOptions
     from centsync.transform.contract import AskedMode
 

@@ -36,6 +36,10 @@ STREAM_BATCH_PAGES = 150
 # Requests per fingerprint: the summary, spending by category, spending by merchant.
 FINGERPRINT_REQUESTS = 3
 
+# The reasons of a first sync, and of one read on from where a stopped one stopped.
+FIRST_SYNC = "first sync"
+FIRST_SYNC_RESUMED = "first sync, read on from where it stopped"
+
 # A read window: first and last day, either end open (None).
 Window = tuple[dt.date | None, dt.date | None]
 # A range a fingerprint covers: open below only for the ledger's first year.
@@ -65,16 +69,20 @@ def choose_mode(
     previous_timezone: str | None,
     timezone: str | None,
     has_local_rows: bool,
+    resuming: bool = False,
 ) -> tuple[RefreshMode, str]:
-    """(mode, reason): forced months, a full read, the hot window only, or incremental."""
+    """(mode, reason): forced months, a full read, the hot window only, or incremental;
+    `resuming`: a first sync stopped before its end, read on from where it stopped."""
     if forced is not None:
         return "months", f"months {forced[0]}..{forced[1]} forced"
     if requested == "full":
         return "full", "--full"
     if timezone_changed:
         return "full", f"timezone changed from {previous_timezone} to {timezone}"
+    if resuming:
+        return "full", FIRST_SYNC_RESUMED
     if not has_local_rows:
-        return "full", "first sync"
+        return "full", FIRST_SYNC
     if requested == "hot":
         return "hot", "hot window"
     return "incremental", "fingerprints checked"
@@ -100,8 +108,9 @@ def single_thread(rows: int) -> bool:
 
 
 def batch_pages(minute_limit: int) -> int:
-    """Pages per streamed batch: a batch is what an interrupted read can keep, so under a rate
-    limit a batch is about 15 s of the allowance (10 to STREAM_BATCH_PAGES pages)."""
+    """Pages per streamed batch. A stop keeps every page read whatever the batch (read.py);
+    under a rate limit pages come slowly, so a batch is about 15 s of the allowance (10 to
+    STREAM_BATCH_PAGES pages) and lands while the next is read."""
     if minute_limit <= 0:
         return STREAM_BATCH_PAGES
     return max(10, min(STREAM_BATCH_PAGES, minute_limit // 4))

@@ -3,23 +3,41 @@
 A window streams: each parsed batch of pages is validated and staged in DuckDB while the next
 pages are read; the window's months are replaced in one transaction once the read is accepted.
 Memory holds a few batches, not a window. Ctrl-C or SIGTERM keeps the months read whole.
+
+A first sync keeps every page it read when it stops (a spent allowance, Ctrl-C), and records
+where it stood (`FirstSync`, in ops.meta): the next refresh reads on from the next page of
+the window it stopped in, the month it stopped inside staged again from the rows kept, so no
+page is read twice whatever the allowances (docs/reliability.md).
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import logging
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
+from typing import Any
 
-from centsync.extract import ApiClient, NotFound, WindowRows, WindowStream, WindowVoid
+import polars as pl
+
+from centsync.extract import (
+    ApiClient,
+    NotFound,
+    WindowRows,
+    WindowStream,
+    WindowVoid,
+    transactions_from_payloads,
+)
 from centsync.pipelines.refresh import plan
 from centsync.pipelines.refresh.plan import PAGE, Window
+from centsync.transform.calendar import month_key, parse_month
 from centsync.warehouse import Warehouse
+from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse.ledger import TransactionStage
-from centsync.warehouse.session import is_interrupt, resumable
+from centsync.warehouse.session import checkpoint, is_interrupt, resumable
 from centsync.warehouse.validation import conflicting_ids
 
 log = logging.getLogger("centsync.refresh")
@@ -50,6 +68,76 @@ class WindowRead:
         return math.ceil(self.rows / PAGE) if self.rows else 1
 
 
+# ops.meta key of a first sync that has not finished (FirstSync as JSON)
+RESUME_KEY = "resume.first_sync"
+
+
+def _window_json(windows: Sequence[Window]) -> list[list[str | None]]:
+    return [[d.isoformat() if d is not None else None for d in w] for w in windows]
+
+
+def _window_dates(windows: list[list[str | None]]) -> list[Window]:
+    lo_hi = [[dt.date.fromisoformat(d) if d else None for d in w] for w in windows]
+    return [(lo, hi) for lo, hi in lo_hi]
+
+
+@dataclass(frozen=True)
+class FirstSync:
+    """A first sync's plan and where it stands: its windows as read (`planned`: their month
+    bounds, when the ones read are open-ended) and, once stopped, the window it stopped in
+    (`index`), the pages of it kept (`page`), the total its first page said, and the month
+    the stop fell inside (its rows kept so far are staged again when it resumes)."""
+
+    windows: list[Window]
+    planned: list[Window] | None = None
+    index: int = 0
+    page: int = 0
+    total: int | None = None
+    month: str | None = None
+    reason: str = "first sync"
+
+    def to_json(self) -> str:
+        out: dict[str, Any] = asdict(self)
+        out["windows"] = _window_json(self.windows)
+        out["planned"] = _window_json(self.planned) if self.planned is not None else None
+        return json.dumps(out)
+
+    @staticmethod
+    def from_json(text: str | None) -> FirstSync | None:
+        """The stored plan; None when there is none or it cannot be read (a full read then)."""
+        if not text:
+            return None
+        try:
+            d = json.loads(text)
+            return FirstSync(
+                windows=_window_dates(d["windows"]),
+                planned=_window_dates(d["planned"]) if d.get("planned") else None,
+                index=int(d["index"]),
+                page=int(d["page"]),
+                total=d.get("total"),
+                month=d.get("month"),
+                reason=str(d.get("reason") or "first sync"),
+            )
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def rest(self) -> tuple[list[Window], list[Window] | None]:
+        """The windows still to read (the one it stopped in first) and their month bounds."""
+        planned = self.planned[self.index :] if self.planned is not None else None
+        return self.windows[self.index :], planned
+
+
+@dataclass
+class _Stop:
+    """Where the pass being staged stands: its last page staged, the total its first page
+    said, the month of its last row, and whether it still continues a stopped read."""
+
+    page: int = 0
+    total: int | None = None
+    month: str | None = None
+    resumed: bool = False
+
+
 class WindowReader:
     """Reads windows from `client` into `warehouse`, publishing progress on long reads."""
 
@@ -74,22 +162,47 @@ class WindowReader:
         reason: str,
         planned: Sequence[Window] | None = None,
         verify: bool = True,
+        first_sync: FirstSync | None = None,
     ) -> list[WindowRead]:
         """Read `windows` in order and replace the months each covers (`planned`: the windows'
         month bounds when the ones read are open-ended); the next window is read while one
-        commits (DuckDB releases the GIL)."""
+        commits (DuckDB releases the GIL).
+
+        `first_sync`: the windows are (the rest of) a first sync's, read on from where it
+        stopped; where it stands is kept in ops.meta as each window commits, and on a stop.
+        """
         done: list[WindowRead] = []
-        stream = self._open(windows[0], verify) if windows else None
+        sync = first_sync
+        stop = self._resume_point(sync)
+        if sync is not None:  # a stop from here on is read on by the next refresh
+            self.warehouse.set_meta(RESUME_KEY, sync.to_json())
+        stream = self._open(windows[0], verify, stop) if windows else None
         for i, window in enumerate(windows):
             assert stream is not None
             with self.warehouse.stage_transactions() as stage, stream:
-                rows, rereads, conflicts = self._stage(stream, stage, reason)
-                stream = self._open(windows[i + 1], verify) if i + 1 < len(windows) else None
+                # a stopped read's month: its rows kept are staged again; the newer are kept
+                newest = stop.month if stop.resumed else None
+                if newest is not None:
+                    self._stage_kept(stage, newest)
+                rows, rereads, conflicts = self._stage(stream, stage, reason, sync, stop)
+                following = _Stop()
+                stream = (
+                    self._open(windows[i + 1], verify, following) if i + 1 < len(windows) else None
+                )
                 try:
                     lo, hi = planned[i] if planned is not None else window
                     self._fetch_alone(conflicts, stage, lo, hi)
                     months = self._months(lo, hi, stage)
+                    if stop.resumed and newest is not None:  # not voided since
+                        months = [m for m in months if m <= newest]
                     result = stage.commit(months, reason=reason) if months else None
+                    if sync is not None:
+                        sync = replace(sync, index=sync.index + 1, page=0, total=None, month=None)
+                        self.warehouse.set_meta(RESUME_KEY, sync.to_json())
+                        # the window's rows to the file now: DuckDB holds what it loaded in
+                        # memory until a checkpoint, so a first sync's memory grew with the
+                        # ledger (the publish's checkpoint then has as much less to do)
+                        checkpoint(self.warehouse.con)
                 except BaseException:
                     if stream is not None:
                         stream.close()
@@ -97,22 +210,43 @@ class WindowReader:
             changed = result.changed if result is not None else None
             done.append(WindowRead(months, rows, rereads, changed, reason))
             self._after_window(months)
+            stop = following
         return done
 
-    def _open(self, window: Window, verify: bool) -> WindowStream:
+    @staticmethod
+    def _resume_point(sync: FirstSync | None) -> _Stop:
+        if sync is None or sync.page <= 0:
+            return _Stop()
+        return _Stop(sync.page, sync.total, sync.month, resumed=True)
+
+    def _open(self, window: Window, verify: bool, stop: _Stop) -> WindowStream:
         return self.client.stream_window(
             window,
             concurrency=PAGE_CONCURRENCY,
             verify=verify,
             depth=STREAM_DEPTH,
             batch_pages=self.batch_pages,
+            start_page=stop.page + 1 if stop.resumed else 1,
+            expect_total=stop.total if stop.resumed else None,
         )
 
+    def _stage_kept(self, stage: TransactionStage, month: str) -> None:
+        """Stage again the rows a stopped read kept of the month it stopped inside (from their
+        payloads as sent: no request), so the month is replaced whole once read on."""
+        payloads = warehouse_reads.month_payloads(self.warehouse.con, parse_month(month))
+        if payloads:
+            stage.add(transactions_from_payloads(payloads))
+
     def _stage(
-        self, stream: WindowStream, stage: TransactionStage, reason: str
+        self,
+        stream: WindowStream,
+        stage: TransactionStage,
+        reason: str,
+        sync: FirstSync | None,
+        stop: _Stop,
     ) -> tuple[int, int, set[str]]:
         """Stage the window's batches as they arrive; (rows, rereads, ids sent twice with
-        different content) of the accepted read."""
+        different content) of the accepted read. `stop` follows where the pass stands."""
         rows = rereads = 0
         conflicts: set[str] = set()
         try:
@@ -121,24 +255,49 @@ class WindowReader:
                     conflicts.update(conflicting_ids("transactions", event.frame))
                     stage.add(event.frame)
                     rows += event.frame.height
+                    stop.page, stop.total = event.page, event.total
+                    if event.frame.height and event.frame.schema["booked_at"] == pl.Date:
+                        stop.month = month_key(event.frame.get_column("booked_at")[-1])
                     self._report("", event.frame.height)
                 elif isinstance(event, WindowVoid):
-                    stage.reset()
-                    conflicts.clear()
+                    stage.reset()  # the rows kept before are staged again by no one: all
+                    conflicts.clear()  # the window's months are replaced, from page 1
+                    stop.page, stop.total, stop.month, stop.resumed = 0, None, None, False
                     rereads += 1
                     self._report("", -rows)
                     rows = 0
         except BaseException as exc:
             if not (is_interrupt(exc) or resumable(exc)):
                 raise
-            # stopped mid-window (a signal, or a service that stopped answering for now): the
-            # months read whole are kept (the next refresh's fingerprints prove or re-read them)
-            if stage.commit_complete(reason=f"{reason} (interrupted)") is not None:
-                log.warning("stopped: kept the months read completely")
+            self._keep(stage, reason, sync, stop)
             if isinstance(exc, KeyboardInterrupt) or not is_interrupt(exc):
                 raise
             raise KeyboardInterrupt("a query was interrupted") from exc
         return rows, rereads, conflicts
+
+    def _keep(
+        self, stage: TransactionStage, reason: str, sync: FirstSync | None, stop: _Stop
+    ) -> None:
+        """Stopped mid-window (a signal, or a service that stopped answering for now).
+
+        A first sync keeps every row staged (the months before the stop are empty locally)
+        and where it stopped; any other read keeps the months read whole (the next refresh's
+        fingerprints prove or re-read them)."""
+        if sync is None:
+            if stage.commit_complete(reason=f"{reason} (interrupted)") is not None:
+                log.warning("stopped: kept the months read completely")
+            return
+        booked = stage.booked_range()
+        if booked is not None:
+            months = plan.window_months(booked[0], booked[1])
+            stage.commit(months, reason=f"{reason} (stopped, read on by the next refresh)")
+        at = replace(sync, page=stop.page, total=stop.total, month=stop.month)
+        self.warehouse.set_meta(RESUME_KEY, at.to_json())
+        log.warning(
+            "stopped: kept the %d page(s) read of window %d; the next refresh reads on from there",
+            stop.page,
+            sync.index + 1,
+        )
 
     def _fetch_alone(
         self, ids: set[str], stage: TransactionStage, lo: dt.date | None, hi: dt.date | None

@@ -12,7 +12,6 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -22,14 +21,13 @@ from centsync.pipelines.contract_book import ContractBook, load_pins
 from centsync.pipelines.refresh import binding, learn, plan
 from centsync.pipelines.refresh import fingerprints as fp
 from centsync.pipelines.refresh.plan import Range, Window
-from centsync.pipelines.refresh.read import WindowRead, WindowReader
+from centsync.pipelines.refresh.read import RESUME_KEY, FirstSync, WindowRead, WindowReader
 from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
 from centsync.transform import bisection, shapes
 from centsync.transform.calendar import contiguous, month_key, parse_month
-from centsync.warehouse import SettingsResult, Warehouse, connect_readonly
+from centsync.warehouse import SettingsResult, Warehouse
 from centsync.warehouse import history as transaction_history
 from centsync.warehouse import reads as warehouse_reads
-from centsync.warehouse.contract import contract_rows
 from centsync.warehouse.fingerprints import local_spending_by_month, local_totals
 
 log = logging.getLogger("centsync.refresh")
@@ -72,6 +70,8 @@ class Refresher:
         )
         client.async_client.reading = self.book.reading
         self.started: learn.Start | None = None  # the service's clock and settings, at the start
+        # a first sync stopped before its end (read on from where it stopped), when one was
+        self.resume = FirstSync.from_json(warehouse.get_meta(RESUME_KEY))
         self.reader = WindowReader(
             client,
             warehouse,
@@ -113,7 +113,10 @@ class Refresher:
             previous_timezone=settings_result.previous_timezone,
             timezone=settings_result.timezone,
             has_local_rows=bool(self.warehouse.months_present()),
+            resuming=self.resume is not None,
         )
+        if self.summary.reason != plan.FIRST_SYNC_RESUMED:
+            self.resume = None
         if self.options.months is not None:
             self._read([plan.forced_window(self.options.months)], reason="forced")
         elif self.summary.mode == "full":
@@ -220,13 +223,24 @@ class Refresher:
         self.warehouse.refresh_settings(single_thread=plan.single_thread(total))
         if self.options.expect is not None:
             self.options.expect(total)
+        # a first sync is read on by the next refresh from where a stop leaves it (read.py)
+        first = self.summary.reason == plan.FIRST_SYNC
+        if self.resume is None:
+            self._forget_resume()  # a full read from the start: where one stopped is moot
         if total == 0:
             self._replace_everything_with_nothing()
+        elif self.resume is not None:
+            windows, planned = self.resume.rest()
+            self._read(windows, reason=self.resume.reason, planned=planned, verify=False,
+                       first_sync=self.resume)  # fmt: skip
+            self._empty_uncovered(self.resume.planned)
         elif total <= plan.WINDOW_ROWS:
             # A small ledger is one window: no dates needed, one partial page in all.
-            self._read([(None, None)], reason=self.summary.reason, verify=False)
+            sync = FirstSync([(None, None)], reason=self.summary.reason) if first else None
+            self._read([(None, None)], reason=self.summary.reason, verify=False, first_sync=sync)
         else:
-            self._read_packed(today)
+            self._read_packed(today, first=first)
+        self._forget_resume()  # read whole
         local = local_totals(self.warehouse.con, None, FAR_FUTURE)
         if before is not None:
             after = self._whole_summary()
@@ -253,8 +267,9 @@ class Refresher:
                 self._check_history(present, hot_start)
             self._read([(hot_start, None)], reason="hot window")
 
-    def _read_packed(self, today: dt.date) -> None:
-        """A big ledger: windows packed from its span, then local months none covered emptied."""
+    def _read_packed(self, today: dt.date, *, first: bool = False) -> None:
+        """A big ledger: windows packed from its span, then local months none covered emptied
+        (`first`: a first sync's)."""
         span = fp.span(self.client)
         if span is None:
             self._replace_everything_with_nothing()
@@ -262,10 +277,23 @@ class Refresher:
         oldest, newest, total = span
         windows = plan.pack(oldest, max(newest, today), total)
         planned: list[Window] = list(windows)
+        reading = plan.open_ends(windows)
+        sync = FirstSync(reading, planned, reason=self.summary.reason) if first else None
         self._read(
-            plan.open_ends(windows), reason=self.summary.reason, planned=planned, verify=False
+            reading, reason=self.summary.reason, planned=planned, verify=False, first_sync=sync
         )
-        seen = plan.months_covered(windows)
+        self._empty_uncovered(planned)
+
+    def _forget_resume(self) -> None:
+        if self.warehouse.get_meta(RESUME_KEY) is not None:
+            self.warehouse.set_meta(RESUME_KEY, None)
+        self.resume = None
+
+    def _empty_uncovered(self, windows: Sequence[Window] | None) -> None:
+        """Empty the local months no packed window covered and this refresh did not read."""
+        if not windows:  # one window, open both ends: it covered every month
+            return
+        seen = plan.months_covered((lo, hi) for lo, hi in windows if lo and hi)
         read = self._months_read()
         stale = [
             m
@@ -414,9 +442,12 @@ class Refresher:
         reason: str,
         planned: Sequence[Window] | None = None,
         verify: bool = True,
+        first_sync: FirstSync | None = None,
     ) -> None:
         """Read windows (read.py) and account for them in the summary."""
-        for window in self.reader.read(windows, reason=reason, planned=planned, verify=verify):
+        for window in self.reader.read(
+            windows, reason=reason, planned=planned, verify=verify, first_sync=first_sync
+        ):
             self._account(window)
 
     def _account(self, window: WindowRead) -> None:
@@ -524,71 +555,3 @@ def history_plan(
         plan=options.plan,
         verify_pages=options.verify_pages if verifying else -1,
     )
-
-
-def preview(client: ApiClient, warehouse: Path, options: RefreshOptions) -> dict[str, Any]:
-    """What a refresh with `options` would do and about how many requests it would spend
-    (`refresh --plan`), from the warehouse read only and the fewest requests: settings and net
-    worth (the service's timezone and today), and for a full read the ledger's row count.
-    Writes nothing."""
-    before = sum(e.requests for e in client.stats.endpoints.values())
-    meta: dict[str, str] = {}
-    months: list[tuple[str, int, dt.datetime | None]] = []
-    stored: dict[str, dict[str, Any]] = {}
-    if warehouse.exists():
-        con = connect_readonly(warehouse)
-        try:
-            months = warehouse_reads.months_by_verification(con)
-            meta = warehouse_reads.meta_values(
-                con, ["verify.last_at", "timezone", "source.currency"]
-            )
-            stored = contract_rows(con)
-        finally:
-            con.close()
-    book = ContractBook(stored, load_pins(options.contract_file))
-    client.async_client.reading = book.reading
-    started_with = learn.start(
-        client, book, {"timezone": meta.get("timezone"), "currency": meta.get("source.currency")}
-    )
-    now, today = started_with.now, started_with.today
-    hot_start = plan.hot_window_start(today, options.hot_months)
-    previous = meta.get("timezone")
-    mode, reason = plan.choose_mode(
-        forced=options.months,
-        requested=options.mode,
-        timezone_changed=previous is not None and previous != started_with.timezone,
-        previous_timezone=previous,
-        timezone=started_with.timezone,
-        has_local_rows=bool(months),
-    )
-    local = sum(rows for _, rows, _ in months)
-    out: dict[str, Any] = {
-        "mode": mode,
-        "reason": reason,
-        "today": today.isoformat(),
-        "hot_window_from": month_key(hot_start),
-        "rows": local,
-        "parts": [],
-        "reread_everything": plan.full_read_requests(local),
-    }
-    if mode == "full":
-        counted = learn.summary(client) if book.complete(shapes.TRANSACTIONS_SUMMARY) else None
-        out["rows"] = counted.count if counted is not None else learn.list_total(client)
-        out["estimate"] = plan.full_read_requests(out["rows"])
-        out["reread_everything"] = out["estimate"]
-    elif mode in ("hot", "months"):
-        first, last = (
-            options.months if options.months is not None else (month_key(hot_start), "9999-12")
-        )
-        rows = sum(r for m, r, _ in months if first <= m <= last)
-        out["estimate"] = plan.FIXED_REQUESTS + 1 + max(1, -(-rows // plan.PAGE))
-    else:
-        history = history_plan(
-            months, meta.get("verify.last_at"), options, hot_start=hot_start, now=now
-        )
-        out["estimate"] = history.estimate()
-        out["parts"] = [plan.describe(p) for p in history.parts]
-        out["hot_rows"] = history.hot_rows
-        out["everything"] = history.everything
-    out["requests_spent"] = sum(e.requests for e in client.stats.endpoints.values()) - before
-    return out

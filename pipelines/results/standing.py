@@ -61,7 +61,7 @@ class LakeResult(Result):
 
 
 class PlanResult(Result):
-    """`centsync refresh --plan`: what a refresh would read and prove (`refresh.steps.preview`;
+    """`centsync refresh --plan`: what a refresh would read and prove (`refresh.preview.preview`;
     its plan is the planner's own record, shaped by `refresh/plan.py`)."""
 
     plan: dict[str, Any]
