@@ -14,6 +14,7 @@ from typing import ClassVar
 import duckdb
 import polars as pl
 
+from centsync.pipelines import mart_build
 from centsync.pipelines.results import Change, ChangesResult
 from centsync.transform import changes as change_words
 from centsync.transform import marts as mart_rules
@@ -97,14 +98,15 @@ def marts_as_of(
         raise ValueError("marts_as_of takes a refresh number or a moment (one of them)")
     number = refresh if refresh is not None else history.refresh_no_at(con, _start(at))
     seen = history.refresh_seen(con, number)
+    ledger = history.ledger_as_of(con, number)
     core = mart_rules.CoreFrames(
-        transactions=history.ledger_as_of(con, number).lazy(),
+        transactions=ledger.lazy(),
         accounts=history.accounts_as_of(con, number).lazy(),
         categories=store.categories(con).lazy(),
         net_worth_history=history.net_worth_as_of(con, number).lazy(),
         today=seen.date() if seen is not None else dt.date.today(),
     )
-    return mart_rules.build(core, engine="in-memory")
+    return mart_build.build(core, ledger, validate=False)
 
 
 def _start(at: dt.datetime | dt.date | None) -> dt.datetime:

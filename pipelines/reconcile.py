@@ -24,10 +24,10 @@ import polars as pl
 
 from centsync.extract import ApiClient, SurfaceUnavailable
 from centsync.pipelines.contract_book import NOT_HERE, ContractBook, ask
+from centsync.pipelines.mart_build import Ledger, rebuild_marts
+from centsync.pipelines.mart_build import engine as mart_engine
 from centsync.pipelines.results import ReconcileResult
-from centsync.transform import analyst_marts as analyst_rules
 from centsync.transform import bisection, shapes, shapes_rows
-from centsync.transform import marts as mart_rules
 from centsync.transform import reconcile as rules
 from centsync.transform.calendar import (
     add_months,
@@ -36,13 +36,11 @@ from centsync.transform.calendar import (
     months_between,
     parse_month,
 )
-from centsync.warehouse import analyst_marts as analyst_store
 from centsync.warehouse import marts as store
 from centsync.warehouse import reads as warehouse_reads
-from centsync.warehouse import validation
 from centsync.warehouse.contract import contract_rows
 from centsync.warehouse.fingerprints import local_totals
-from centsync.warehouse.session import ONE_THREAD_ROWS, checkpoint
+from centsync.warehouse.session import checkpoint
 
 # a ledger this big is written to the file before the marts are built (see `reconcile`)
 CHECKPOINT_FIRST_ROWS = 100_000
@@ -117,60 +115,6 @@ class Outcome:
 def service_today(aggregates: store.ServerAggregates) -> dt.date:
     """The service's today (net worth's as_of in the settings timezone), else the local date."""
     return aggregates.today or dt.date.today()
-
-
-# The ledger the marts and checks run on: a household's frame, a big one's scan (store.ledger)
-Ledger = pl.DataFrame | pl.LazyFrame
-
-
-def rebuild_marts(
-    con: duckdb.DuckDBPyConnection, today: dt.date, tx: Ledger | None = None
-) -> dict[str, pl.DataFrame]:
-    """Rebuild every mart from `core` (validated by pandera) and replace them in one
-    transaction; returns the frames written, by table name.
-
-    `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
-    """
-    ledger = store.transactions(con) if tx is None else tx
-    core = mart_rules.CoreFrames(
-        transactions=ledger.lazy(),
-        accounts=store.accounts(con).lazy(),
-        categories=store.categories(con).lazy(),
-        net_worth_history=store.net_worth_history(con).lazy(),
-        today=today,
-    )
-    marts = mart_rules.build(core, validate=validation.validated, engine=_engine(ledger))
-    # a monthly mart's current month (the service's) and any later one are still running:
-    # `partial` (their figures are to date), in the frames handed on as in the tables
-    first = today.replace(day=1)
-    marts = {
-        name: frame.with_columns(partial=pl.col("month") >= first)
-        if "month" in frame.columns
-        else frame
-        for name, frame in marts.items()
-    }
-    store.replace_marts(con, marts)
-    rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
-    return dict(marts)
-
-
-def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> None:
-    """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
-    names: transform/analyst_marts.py), validated, replaced in one transaction."""
-    frames = analyst_rules.LedgerFrames(
-        analyst_store.ledger(con).lazy(), analyst_store.accounts(con).lazy(), today,
-        analyst_store.renames(con),
-    )  # fmt: skip
-    analyst_store.replace(con, analyst_rules.build(frames, validate=validation.validated))
-
-
-def _engine(ledger: Ledger) -> mart_rules.Engine:
-    """The Polars engine a ledger's plans run on: a household's runs "in-memory" (the default
-    engine's start-up is most of a small plan's cost); a big one's scan "streaming", in
-    batches of its row groups (store.ledger)."""
-    if isinstance(ledger, pl.LazyFrame):
-        return "streaming"
-    return "in-memory" if ledger.height <= ONE_THREAD_ROWS else "auto"
 
 
 def fetch_aggregates(
@@ -324,7 +268,7 @@ def compare(
             aggregates.spending_requests,
             aggregates.spending_rows,
             store.categories(con),
-            engine=_engine(tx),
+            engine=mart_engine(tx),
         ),
         rules.summary_checks(tx.lazy(), aggregates.summaries),
         rules.account_checks(

@@ -70,12 +70,14 @@ INSIDE_PIPELINES: dict[str, set[str]] = {
     # the learned contract of the service's "not shown" answers (read and written by use cases)
     "contract_book": set(),
     # use cases (plain Python, no Dagster)
-    "reconcile": BASE,
+    # the marts built (the service's and the analysts'): for reconcile and history
+    "mart_build": set(),
+    "reconcile": BASE | {"mart_build"},
     "writeback": BASE,
     "outputs": BASE,
     "refresh": BASE | {"reconcile", "writeback"},
     "embedded": BASE | {"refresh"},
-    "history": BASE,
+    "history": BASE | {"mart_build"},
     # the one reader of a finished run
     "recorded": BASE | {"alerts"},
     # Dagster: the definitions, the code location, the fleet's code location

@@ -1,0 +1,78 @@
+"""The marts built: the service's seven from `core` (validated by pandera, each monthly one
+with its `partial` month), then the analysts' own; one builder for a refresh, `centsync
+reconcile` and the marts recomputed as of a refresh (`pipelines/history.py`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import duckdb
+import polars as pl
+
+from centsync.transform import analyst_marts as analyst_rules
+from centsync.transform import marts as mart_rules
+from centsync.warehouse import analyst_marts as analyst_store
+from centsync.warehouse import marts as store
+from centsync.warehouse import validation
+from centsync.warehouse.session import ONE_THREAD_ROWS
+
+# The ledger the marts and checks run on: a household's frame, a big one's scan (store.ledger)
+Ledger = pl.DataFrame | pl.LazyFrame
+
+
+def build(
+    core: mart_rules.CoreFrames, ledger: Ledger, *, validate: bool = True
+) -> dict[str, pl.DataFrame]:
+    """Every mart's frame from `core`, validated unless told not to; a monthly mart's current
+    month (the service's `core.today`) and any later one are still running: `partial`
+    (their figures are to date), in the frames handed on as in the tables."""
+    kwargs = {"validate": validation.validated} if validate else {}
+    marts = mart_rules.build(core, engine=engine(ledger), **kwargs)
+    first = core.today.replace(day=1)
+    return {
+        name: frame.with_columns(partial=pl.col("month") >= first)
+        if "month" in frame.columns
+        else frame
+        for name, frame in marts.items()
+    }
+
+
+def rebuild_marts(
+    con: duckdb.DuckDBPyConnection, today: dt.date, tx: Ledger | None = None
+) -> dict[str, pl.DataFrame]:
+    """Rebuild every mart from `core` and replace them in one transaction, then the analysts'
+    own; returns the service's marts' frames written, by table name.
+
+    `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
+    """
+    ledger = store.transactions(con) if tx is None else tx
+    core = mart_rules.CoreFrames(
+        transactions=ledger.lazy(),
+        accounts=store.accounts(con).lazy(),
+        categories=store.categories(con).lazy(),
+        net_worth_history=store.net_worth_history(con).lazy(),
+        today=today,
+    )
+    marts = build(core, ledger)
+    store.replace_marts(con, marts)
+    rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
+    return marts
+
+
+def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> None:
+    """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
+    names: transform/analyst_marts.py), validated, replaced in one transaction."""
+    frames = analyst_rules.LedgerFrames(
+        analyst_store.ledger(con).lazy(), analyst_store.accounts(con).lazy(), today,
+        analyst_store.renames(con),
+    )  # fmt: skip
+    analyst_store.replace(con, analyst_rules.build(frames, validate=validation.validated))
+
+
+def engine(ledger: Ledger) -> mart_rules.Engine:
+    """The Polars engine a ledger's plans run on: a household's runs "in-memory" (the default
+    engine's start-up is most of a small plan's cost); a big one's scan "streaming", in
+    batches of its row groups (store.ledger)."""
+    if isinstance(ledger, pl.LazyFrame):
+        return "streaming"
+    return "in-memory" if ledger.height <= ONE_THREAD_ROWS else "auto"
