@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import http.server
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -76,3 +81,52 @@ class Api:
             if page >= body["pages"]:
                 return rows
             page += 1
+
+
+@contextmanager
+def silent() -> Iterator[str]:
+    """A server that accepts every connection and never answers (a hung service)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while True:
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                return
+
+    threading.Thread(target=accept, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        listener.close()
+        for conn in held:
+            conn.close()
+
+
+@contextmanager
+def redirecting(status: int, to: str, query: str) -> Iterator[str]:
+    """A server that answers every request with a redirect (`status`) to `to` + the path +
+    `?query` (another host: a redirect centsync must name, never follow)."""
+
+    class Redirect(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(status)
+            self.send_header("Location", f"{to}{self.path}?{query}")
+            self.send_header("Content-Type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<html>moved</html>")
+
+        def log_message(self, *_args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Redirect)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

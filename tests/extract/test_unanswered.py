@@ -4,66 +4,17 @@ another host (named with where it points, not "body is not JSON"). Real loopback
 
 from __future__ import annotations
 
-import http.server
 import logging
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 
 from centsync.extract import AsyncApiClient, Redirected, ServiceSilent
+from helpers import redirecting, silent
 
 from .conftest import run
 
 pytestmark = pytest.mark.e2e
-
-
-@contextmanager
-def silent() -> Iterator[str]:
-    """Accepts every connection, never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(16)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
-
-
-class _Moved(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(308)
-        self.send_header("Location", f"https://api.other.example/base{self.path}?sig=abc")
-        self.end_headers()
-
-    def log_message(self, *_args: object) -> None:
-        pass
-
-
-@contextmanager
-def moved() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Moved)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @pytest.mark.parametrize("transport", ["aiohttp", "httpcore"])
@@ -93,7 +44,7 @@ def test_a_silent_service_is_named_at_each_try_and_given_up(
 
 def test_a_redirect_is_named_with_where_it_points() -> None:
     async def go() -> BaseException:
-        with moved() as url:
+        with redirecting(308, "https://api.other.example/base", "sig=abc") as url:
             async with AsyncApiClient(url, "pfd_live_k") as c:
                 with pytest.raises(Redirected) as e:
                     await c.me()

@@ -174,3 +174,25 @@ def shared_browser(chromium: str) -> Iterator[Any]:
     """One browser for the module's tests (each opens its own page)."""
     with _launched(chromium) as b:
         yield b
+
+
+@pytest.fixture
+def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The embedded sandbox (no service configured) with a warehouse in a temp folder."""
+    for name in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SANDBOX_STATE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(tmp_path / "w.duckdb"))
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
+    return tmp_path
+
+
+def cli(*args: str) -> tuple[int, str, str]:
+    """A centsync command in process: its exit code, stdout and stderr."""
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def cli_out(*args: str) -> tuple[int, str]:
+    """`cli` without stderr."""
+    code, out, _ = cli(*args)
+    return code, out

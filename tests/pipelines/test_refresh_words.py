@@ -10,14 +10,12 @@ from pathlib import Path
 
 import duckdb
 import pytest
-from click.testing import CliRunner
 
 from centsync.pipelines import failures as errors
-from centsync.pipelines.cli.main import main
 from centsync.sandbox import SandboxConfig
 from centsync.sandbox.state import load
 
-from .conftest import HttpEnv
+from .conftest import HttpEnv, cli_out
 
 pytestmark = pytest.mark.e2e
 
@@ -32,23 +30,8 @@ CHANGES = re.compile(
 )
 
 
-@pytest.fixture
-def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The embedded sandbox (no service configured) with a warehouse in a temp folder."""
-    for name in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SANDBOX_STATE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(tmp_path / "w.duckdb"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    return tmp_path
-
-
-def _cli(*args: str) -> tuple[int, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout
-
-
 def _status() -> dict:
-    code, out = _cli("status", "--json")
+    code, out = cli_out("status", "--json")
     assert code == 0, out
     return json.loads(out)
 
@@ -71,14 +54,14 @@ def _same_figures(line: re.Match[str], seconds: str, transactions: str, status: 
 
 def test_the_refresh_leads_with_one_line_a_person_wants(embedded: Path) -> None:
     # the first sync: one line, nothing of the planner's
-    code, out = _cli("refresh")
+    code, out = cli_out("refresh")
     assert code == 0, out
     first = FIRST.fullmatch(out)
     assert first, out
     _same_figures(first, first.group(2), first.group(1), _status())
 
     # nothing new on the service: no changes, said so
-    code, out = _cli("refresh")
+    code, out = cli_out("refresh")
     nothing = NOTHING.fullmatch(out)
     assert code == 0 and nothing, out
     _same_figures(nothing, nothing.group(1), nothing.group(2), _status())
@@ -86,11 +69,11 @@ def test_the_refresh_leads_with_one_line_a_person_wants(embedded: Path) -> None:
     # two days pass: the changes are transactions, counted as transactions
     warehouse = embedded / "w.duckdb"
     before = _ids(warehouse)
-    assert _cli("sandbox", "advance", "--days", "3")[0] == 0
+    assert cli_out("sandbox", "advance", "--days", "3")[0] == 0
     service = load(embedded / "w.sandbox", SandboxConfig(seed=1))
     assert service is not None
     now = {t.id for t in service.ledger.rows}
-    code, out = _cli("refresh")
+    code, out = cli_out("refresh")
     changes = CHANGES.fullmatch(out)
     assert code == 0 and changes, out
     _same_figures(changes, changes.group(3), changes.group(4), _status())
@@ -103,13 +86,13 @@ def test_the_refresh_leads_with_one_line_a_person_wants(embedded: Path) -> None:
     assert int(changes.group(1)) == sum(parts.values())
     assert int(changes.group(4).replace(",", "")) == len(now)
     # `status` counts the same transactions, and the same duration
-    code, out = _cli("status")
+    code, out = cli_out("status")
     counted = ", ".join(f"{parts.get(k, 0):,} {k}" for k in ("new", "updated", "removed"))
     assert code == 0 and f"({changes.group(3)} s, " in out and f"{counted} transactions)" in out
 
 
 def test_verbose_shows_the_plan_and_json_keeps_its_keys(embedded: Path) -> None:
-    code, out = _cli("refresh", "--verbose")
+    code, out = cli_out("refresh", "--verbose")
     assert code == 0, out
     head, *details = out.splitlines()
     assert FIRST.fullmatch(head + "\n"), head
@@ -117,7 +100,7 @@ def test_verbose_shows_the_plan_and_json_keeps_its_keys(embedded: Path) -> None:
     for line in ("Plan: full: first sync.", "Rows: ", "Requests: ", "Time: ", "Dagster run: "):
         assert line in said, said
     assert "Reconciliation: AGREE" in said
-    code, out = _cli("refresh", "--json")
+    code, out = cli_out("refresh", "--json")
     result = json.loads(out)
     # the keys of before, and the new ones beside them
     assert {"total", "changed", "rejected", "landed", "new", "updated", "removed"} <= set(
@@ -153,7 +136,7 @@ def test_rows_the_service_damages_are_said_after_the_line_with_the_explained_ver
 
 
 def test_the_month_still_running_is_partial_in_the_marts_and_the_report(embedded: Path) -> None:
-    code, out = _cli("refresh", "--report")
+    code, out = cli_out("refresh", "--report")
     assert code == 0, out
     con = duckdb.connect(str(embedded / "w.duckdb"), read_only=True)
     try:

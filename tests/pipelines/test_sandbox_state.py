@@ -19,37 +19,22 @@ from pathlib import Path
 
 import httpx
 import pytest
-from click.testing import CliRunner
 
-from centsync.pipelines.cli.main import main
 from centsync.sandbox import SandboxConfig
 from centsync.sandbox.server import free_port
 from centsync.sandbox.service import Service
 from centsync.sandbox.state import SandboxStateError, load, save
 from helpers import make_sandbox
 
+from .conftest import cli
+
 pytestmark = pytest.mark.e2e
 
 RECEIPTS = "cash-receipts.csv"
 
 
-@pytest.fixture
-def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The embedded sandbox (no service configured) with a warehouse in a temp folder."""
-    for name in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SANDBOX_STATE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(tmp_path / "w.duckdb"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    return tmp_path
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
 def _refresh() -> dict:
-    code, out, err = _cli("refresh", "--json")
+    code, out, err = cli("refresh", "--json")
     assert code == 0, err
     return json.loads(out.strip().splitlines()[-1])
 
@@ -66,7 +51,7 @@ def test_write_backs_survive_the_next_command_and_reset_starts_over(embedded: Pa
     example = resources.files("centsync.pipelines").joinpath("examples", RECEIPTS)
     (embedded / "inbox").mkdir()
     (embedded / "inbox" / RECEIPTS).write_bytes(example.read_bytes())
-    code, _, err = _cli("writeback")
+    code, _, err = cli("writeback")
     assert code == 0, err
     # a new command, a new embedded sandbox: the five receipts are still on it
     assert _refresh()["rows"]["total"] == first + 5
@@ -76,7 +61,7 @@ def test_write_backs_survive_the_next_command_and_reset_starts_over(embedded: Pa
     want = [n + concepts.count(c) for n, c in zip(before, concepts, strict=True)]
     assert _copies(embedded / "w.sandbox", concepts) == want
     assert (embedded / "w.sandbox").stat().st_mode & 0o077 == 0  # it holds the sandbox's keys
-    code, out, _ = _cli("sandbox", "reset")
+    code, out, _ = cli("sandbox", "reset")
     assert code == 0 and "Deleted" in out and not (embedded / "w.sandbox").exists()
     assert _refresh()["rows"]["total"] == first
 
@@ -94,7 +79,7 @@ def test_a_damaged_or_foreign_state_file_is_a_clear_error(tmp_path: Path) -> Non
 
 def test_a_damaged_state_file_exits_6_and_is_kept(embedded: Path) -> None:
     (embedded / "w.sandbox").write_bytes(b"\x80garbage")
-    code, _, err = _cli("refresh")
+    code, _, err = cli("refresh")
     assert code == 6 and "sandbox reset" in err
     assert (embedded / "w.sandbox").read_bytes() == b"\x80garbage"  # nothing lost
 
@@ -107,7 +92,7 @@ def test_a_reset_while_another_command_holds_the_state_exits_6_and_deletes_nothi
     state.write_bytes(b"kept")
     with open(embedded / "w.sandbox.lock", "a") as lock:  # another command (a daemon) holds it
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        code, _, err = _cli("sandbox", "reset")
+        code, _, err = cli("sandbox", "reset")
     assert code == 6 and "in use" in err and "stop the other centsync command" in err
     assert state.read_bytes() == b"kept"  # nothing lost
 
@@ -163,7 +148,7 @@ def test_the_tour_reads_each_dialect_as_a_refresh_would(
     """`centsync tour` on the embedded sandbox: its net worth learned from the accounts whatever
     the answer's names; a spending answer in a shape of its own said to be one, never a crash."""
     monkeypatch.setenv("CENTSYNC_SANDBOX_DIALECT", dialect)
-    code, out, err = _cli("tour")
+    code, out, err = cli("tour")
     assert code == 0, err
     assert "Net worth: " in out and "(assets " in out
     assert ("Spending by category, " in out) == (dialect == "contract")
@@ -177,7 +162,7 @@ def test_a_day_passes_and_the_next_refresh_lands_its_transactions(embedded: Path
     state = embedded / "w.sandbox"
     before = load(state, SandboxConfig(seed=1))
     assert before is not None
-    code, out, err = _cli("sandbox", "advance", "--days", "2")
+    code, out, err = cli("sandbox", "advance", "--days", "2")
     assert code == 0, err
     said = re.fullmatch(
         r"The embedded sandbox is now at (\d{4}-\d\d-\d\d): (\d+) bank syncs? brought (\d+) new "
@@ -197,15 +182,15 @@ def test_a_day_passes_and_the_next_refresh_lands_its_transactions(embedded: Path
 
 def test_advance_starts_afresh_without_state_and_refuses_a_held_one(embedded: Path) -> None:
     state = embedded / "w.sandbox"
-    code, out, err = _cli("sandbox", "advance", "--days", "1")
+    code, out, err = cli("sandbox", "advance", "--days", "1")
     assert "now at" in out
     assert code == 0 and "starts afresh" in err and state.exists(), err
     kept = state.read_bytes()
     with open(embedded / "w.sandbox.lock", "a") as lock:  # another command (a daemon) holds it
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        code, _, err = _cli("sandbox", "advance", "--days", "1")
+        code, _, err = cli("sandbox", "advance", "--days", "1")
     assert code == 6 and "in use" in err and "stop the other centsync command" in err
     assert state.read_bytes() == kept  # nothing moved
     for bad in ("0", "-1", "1.5"):
-        code, _, err = _cli("sandbox", "advance", "--days", bad)
+        code, _, err = cli("sandbox", "advance", "--days", bad)
         assert code == 2 and "--days" in err

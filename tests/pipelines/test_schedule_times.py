@@ -13,36 +13,22 @@ from zoneinfo import ZoneInfo
 
 import dagster as dg
 import pytest
-from click.testing import CliRunner
 
 from centsync.pipelines import instance as dagster_storage
 from centsync.pipelines.cli import runner
-from centsync.pipelines.cli.main import main
 from centsync.pipelines.definitions import build
 from centsync.pipelines.embedded import embedded_api
 from centsync.pipelines.settings import Settings
+
+from .conftest import cli
 
 pytestmark = pytest.mark.e2e
 
 MADRID = ZoneInfo("Europe/Madrid")
 
 
-@pytest.fixture
-def embedded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("CENTSYNC_API_BASE_URL", "CENTSYNC_API_KEY", "CENTSYNC_SANDBOX_STATE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("CENTSYNC_WAREHOUSE", str(tmp_path / "w.duckdb"))
-    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "dagster"))
-    return tmp_path
-
-
-def _cli(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
-    return result.exit_code, result.stdout, result.stderr
-
-
 def _listed() -> dict:
-    code, out, err = _cli("schedule", "list", "--json")
+    code, out, err = cli("schedule", "list", "--json")
     assert code == 0, err
     return json.loads(out)
 
@@ -63,7 +49,7 @@ def test_schedules_run_in_the_services_time_zone_with_true_labels(
     # before the first refresh: UTC, and said to be the default
     before = _listed()
     assert (before["timezone"], before["timezone_from"]) == ("UTC", "default")
-    assert _cli("refresh")[0] == 0  # the service's settings: Europe/Madrid
+    assert cli("refresh")[0] == 0  # the service's settings: Europe/Madrid
     monkeypatch.setenv("CENTSYNC_HOT_WINDOW_CRON", "* * * * *")
     monkeypatch.setenv("CENTSYNC_NIGHTLY_CRON", "15 7 * * *")
     now = dt.datetime.now(dt.UTC)
@@ -95,7 +81,7 @@ def test_schedules_run_in_the_services_time_zone_with_true_labels(
     ticks = cron_string_iterator(now.timestamp(), "15 7 * * *", "Europe/Madrid")
     assert next(ticks) == dt.datetime.fromisoformat(nightly["next_run"])
     # the words a person reads
-    code, out, _ = _cli("schedule", "list")
+    code, out, _ = cli("schedule", "list")
     assert code == 0 and out.startswith("Times are in Europe/Madrid (the service's time zone")
     assert re.search(r"nightly_fingerprints +next \w{3} \d{4}-\d\d-\d\d 07:15", out), out
 
@@ -107,14 +93,14 @@ def test_a_bad_cron_line_exits_2_naming_its_setting(
     embedded: Path, monkeypatch: pytest.MonkeyPatch, env: str
 ) -> None:
     monkeypatch.setenv(env, "0 25 * * *")
-    code, _, err = _cli("schedule", "list")
+    code, _, err = cli("schedule", "list")
     assert code == 2 and f"{env}='0 25 * * *' is not a cron line" in err, err
 
 
 def test_a_scheduled_run_logs_one_line_at_the_default_level(
     embedded: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
-    assert _cli("refresh")[0] == 0
+    assert cli("refresh")[0] == 0
     config = Settings.from_env()
     schedule = build(config).get_schedule_def("hourly_hot_window")
     # what the daemon would launch: the schedule's own run request, in a real Dagster run

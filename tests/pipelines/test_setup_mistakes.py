@@ -11,13 +11,10 @@ redirects to another host, one that accepts connections and never answers.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
-import socket
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -28,7 +25,7 @@ import pytest
 
 from centsync.pipelines import failures as errors
 from centsync.sandbox.server import run_in_thread
-from helpers import make_sandbox
+from helpers import make_sandbox, redirecting, silent
 
 pytestmark = pytest.mark.e2e
 
@@ -45,54 +42,6 @@ class Case:
     env: dict[str, str]
     says: list[str]
     stderr_says: list[str] = field(default_factory=list)  # said while it works (retries)
-
-
-class _Redirect(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        self.send_response(301)
-        self.send_header("Location", f"https://api.elsewhere.example{self.path}?token=t")
-        self.send_header("Content-Type", "text/html")
-        self.end_headers()
-        self.wfile.write(b"<html>moved</html>")
-
-    def log_message(self, *_args: object) -> None:
-        pass
-
-
-@contextmanager
-def redirecting() -> Iterator[str]:
-    """A server that answers every request with a redirect to another host."""
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Redirect)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@contextmanager
-def silent() -> Iterator[str]:
-    """A server that accepts every connection and never answers."""
-    listener = socket.socket()
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while True:
-            try:
-                held.append(listener.accept()[0])
-            except OSError:
-                return
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
 
 
 @contextmanager
@@ -341,7 +290,7 @@ def test_every_setup_mistake_exits_with_its_code_and_one_message(tmp_path: Path)
     key = sb.keys["read_only"]
     with (
         run_in_thread(sb) as url,
-        redirecting() as redirect_url,
+        redirecting(301, "https://api.elsewhere.example", "token=t") as redirect_url,
         silent() as silent_url,
         mounted(tmp_path / "mnt-ro", "ro,size=1m") as ro,
         mounted(tmp_path / "mnt-full", "size=256k") as full,
