@@ -7,7 +7,9 @@ into a drill-down. Widths follow the container, so the charts fit a phone.
 
 from __future__ import annotations
 
+import hashlib
 import json
+from pathlib import Path
 from typing import Any
 
 import altair as alt
@@ -15,6 +17,12 @@ import polars as pl
 
 MONTH_AXIS = alt.Axis(format="%b %Y", labelAngle=-40, labelOverlap=True, title=None)
 RED = "#c53030"
+
+
+# Altair checks each spec against the Vega-Lite JSON schema as it writes it (about 0.14 s of a
+# refresh); the specs are ours and fixed in shape, so a refresh writes them unchecked and the
+# tests check them (tests/pipelines/test_report_current.py sets this to True).
+VALIDATE = False
 
 
 def _month_x(field: str = "month") -> alt.X:
@@ -61,7 +69,7 @@ def spending_chart(results: pl.DataFrame) -> dict[str, Any]:
             .encode(tooltip=tip)
         )
     chart = alt.layer(*layers).properties(width="container", height=240)
-    return chart.to_dict()
+    return chart.to_dict(validate=VALIDATE)
 
 
 def categories_chart(categories: pl.DataFrame) -> dict[str, Any]:
@@ -78,7 +86,7 @@ def categories_chart(categories: pl.DataFrame) -> dict[str, Any]:
         .properties(width="container", height=alt.Step(18))
         .properties(autosize=alt.AutoSizeParams(type="fit-x", contains="padding"))
     )
-    return chart.to_dict()
+    return chart.to_dict(validate=VALIDATE)
 
 
 def net_worth_chart(daily: pl.DataFrame, snapshots: pl.DataFrame) -> dict[str, Any]:
@@ -102,7 +110,7 @@ def net_worth_chart(daily: pl.DataFrame, snapshots: pl.DataFrame) -> dict[str, A
         .mark_point(size=80, filled=True, color="#1f8a4c")
         .encode(x=x, y="net worth:Q", tooltip=["date:T", "net worth:Q"]),
     ).properties(width="container", height=240)
-    return chart.to_dict()
+    return chart.to_dict(validate=VALIDATE)
 
 
 def cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
@@ -150,13 +158,40 @@ def cash_flow_chart(flow: pl.DataFrame) -> dict[str, Any]:
         )
         .properties(width="container", height=240)
     )
-    return chart.to_dict()
+    return chart.to_dict(validate=VALIDATE)
 
 
-def charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _kept(path: Path | None) -> dict[str, Any]:
+    """The compiled specs kept by the last page written beside the warehouse ({} when none)."""
+    if path is None:
+        return {}
+    try:
+        kept = json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def _keep(path: Path | None, compiled: dict[str, Any]) -> None:
+    if path is None:
+        return
+    try:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(json.dumps(compiled), "utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass  # a folder that cannot take it: compiled again next time, nothing else changes
+
+
+def charts(data: dict[str, Any], folder: Path | None = None) -> dict[str, dict[str, Any]]:
     """The four charts as Vega specs (aggregated data inline), compiled from Vega-Lite here so
-    the page does not compile them on every open (a quarter of its time to interactive)."""
-    import vl_convert
+    the page does not compile them on every open (a quarter of its time to interactive).
+
+    Compiling is deterministic, and a quiet day's charts are the day before's: each compiled
+    spec is kept in `folder` (beside the warehouse) under the SHA-256 of its Vega-Lite spec,
+    and a chart whose spec is unchanged is taken from there, not compiled again (vl-convert's
+    first compile in a process starts its JavaScript engine: about 0.3 s; docs/benchmarks.md)."""
+    from importlib.metadata import version as installed
 
     specs = {
         "chart-spending-month": spending_chart(data["results"]),
@@ -165,14 +200,25 @@ def charts(data: dict[str, Any]) -> dict[str, dict[str, Any]]:
         "chart-cash-flow": cash_flow_chart(data["flow"]),
     }
     version = alt.SCHEMA_VERSION.lstrip("v")[:3]
-    compiled = {}
+    path = None
+    if folder is not None:
+        path = folder / f".centsync-report-charts-{installed('vl-convert-python')}-vl{version}.json"
+    kept, compiled, keys = _kept(path), {}, {}
     for name, spec in specs.items():
-        plain = json.loads(json.dumps(spec, default=float))  # (DuckDB sums come as Decimal)
-        vega = vl_convert.vegalite_to_vega(plain, vl_version=version)
+        text = json.dumps(spec, default=float)  # (DuckDB sums come as Decimal)
+        key = keys[name] = hashlib.sha256(text.encode()).hexdigest()
+        if isinstance(kept.get(key), dict):
+            compiled[name] = kept[key]
+            continue
+        import vl_convert
+
+        vega = vl_convert.vegalite_to_vega(json.loads(text), vl_version=version)
         vega.pop("$schema", None)  # a URL the page never fetches: left out
         # the card behind the chart shows through, light or dark (the page's dark theme
         # cannot override a background written into the spec)
         vega.pop("background", None)
         vega["padding"] = 10  # inside the card: its CSS padding would widen a "container" width
         compiled[name] = vega
+    if any(key not in kept for key in keys.values()):
+        _keep(path, {keys[name]: vega for name, vega in compiled.items()})
     return compiled
