@@ -94,8 +94,10 @@ def test_the_kept_charts_are_the_fresh_ones_and_every_spec_meets_the_schema(
     from centsync.pipelines.outputs import report, report_charts
 
     http_env.refresh("--report")
+    http_env.refresh()  # a second day: the kept charts, with this refresh's rows in them
     folder = http_env.warehouse.absolute().parent
-    assert list(folder.glob(".centsync-report-charts-*.json")), "the compiled charts are kept"
+    (kept_file,) = folder.glob(".centsync-report-charts-*.json")
+    assert len(json.loads(kept_file.read_text())) == 4, "each of the four charts is kept"
     data = report.gather(http_env.warehouse, None)
     kept = report_charts.charts(data, folder)
     monkeypatch.setattr(report_charts, "VALIDATE", True)
