@@ -352,7 +352,7 @@ def render(warehouse: Path, since: int | None = None) -> str:
         transactions=f"{span['transactions']:,}",
         warehouse=str(warehouse.absolute()),
         generated_at=f"{dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M:%S UTC}",
-        specs_json=_script_text(json.dumps(charts(data), default=str)),
+        specs_json=_script_text(json.dumps(charts(data, warehouse.absolute().parent), default=str)),
         drill_json=_script_text(json.dumps(data["drill"], default=str, separators=(",", ":"))),
         runtime=_script_text(_runtime(warehouse.absolute().parent)),
         tables_js=_script_text(dt_js),

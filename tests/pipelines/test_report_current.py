@@ -83,3 +83,29 @@ def test_a_rewrite_that_cannot_be_written_is_a_warning_and_status_says_so(
     # the failed write left the page as it was: older than the refresh that just finished
     code, out = http_env.cli("status")
     assert code == 0 and "older than the last refresh" in out, out
+
+
+def test_the_kept_charts_are_the_fresh_ones_and_every_spec_meets_the_schema(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A quiet day's page takes its compiled charts from the ones kept beside the warehouse: they
+    are exactly what compiling again gives, and each Vega-Lite spec passes Altair's schema check
+    (which a refresh skips)."""
+    from centsync.pipelines.outputs import report, report_charts
+
+    http_env.refresh("--report")
+    http_env.refresh()  # a second day: the kept charts, with this refresh's rows in them
+    folder = http_env.warehouse.absolute().parent
+    (kept_file,) = folder.glob(".centsync-report-charts-*.json")
+    assert len(json.loads(kept_file.read_text())) == 4, "each of the four charts is kept"
+    data = report.gather(http_env.warehouse, None)
+    kept = report_charts.charts(data, folder)
+    monkeypatch.setattr(report_charts, "VALIDATE", True)
+    fresh = report_charts.charts(data)  # no folder: every chart compiled again, and checked
+    assert json.dumps(kept) == json.dumps(fresh)
+    assert set(fresh) == {
+        "chart-spending-month",
+        "chart-categories",
+        "chart-net-worth",
+        "chart-cash-flow",
+    }
