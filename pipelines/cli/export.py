@@ -105,7 +105,15 @@ def _ledger(warehouse: Path, out: Path, since: dt.date | None, names_file: Path)
         named = ", ".join(f"{a} ({c[:8]})" for a, c in sorted(ledger.from_payee.items()))
         click.echo(
             f"Named after their most frequent payee (the service lists no name): {named}. Name "
-            f'them in {names_file}: [categories] "{next(iter(sorted(ledger.from_payee.values())))[:8]}" '
+            f'them in {_home_short(names_file)}: [categories] "{next(iter(sorted(ledger.from_payee.values())))[:8]}" '
             '= "Salary" (docs/analysts.md).'
         )
     click.echo(f"Check it with: bean-check {ledger.path}")
+
+
+def _home_short(path: Path) -> str:
+    """A path under the home folder as a person writes it (`~/.config/...`)."""
+    try:
+        return "~/" + str(path.relative_to(Path.home()))
+    except ValueError:
+        return str(path)

@@ -41,12 +41,16 @@ def open_to_others(root: Path) -> list[str]:
 def test_what_the_demo_path_writes_is_private_under_umask_022(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CENTSYNC_", "DAGSTER_"))}
     env |= {"XDG_DATA_HOME": str(tmp_path / "share"), "XDG_CONFIG_HOME": str(tmp_path / "cfg")}
-    (tmp_path / "share").mkdir(mode=0o755)  # the person's own, as a system makes it
+    (tmp_path / "share").mkdir()
+    # the person's own, as a system makes it (chmod: an in-process CLI test may have left this
+    # worker's umask at centsync's 077)
+    (tmp_path / "share").chmod(0o755)
     data = tmp_path / "share" / "centsync"
     demo = run(env, "demo")
     assert demo.returncode == 0, demo.stderr
     outside = tmp_path / "elsewhere"
-    outside.mkdir(mode=0o755)
+    outside.mkdir()
+    outside.chmod(0o755)
     for args in (
         ["export"],
         ["export", "--format", "csv"],

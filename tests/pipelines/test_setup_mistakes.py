@@ -193,7 +193,7 @@ def _file_cases(e: Envs, warehouse: Path, account: str) -> list[Case]:
              e.plain("owners1", CENTSYNC_OWNERS_FILE=broken), [broken, "not valid TOML"]),
         Case("a key pasted where a variable's name goes", USAGE, ["--owner", "alice", *REFRESH],
              e.plain("owners3", CENTSYNC_OWNERS_FILE=pasted),
-             ["holds what looks like an API key (owner[0].key_env)", "key_env = \"ALICE_KEY\""]),
+             ["holds what looks like an API key (owner[0].key_env", "key_env = \"ALICE_KEY\""]),
         Case("an owner's name in another case", USAGE, ["--owner", "Alice", *REFRESH],
              e.plain("owners2", **with_alice), ["no owner 'Alice'", "did you mean 'alice'?"]),
         Case("contract file not TOML", USAGE, REFRESH,
