@@ -385,7 +385,10 @@ DEMO_COMMANDS = (
     ("export", "Parquet files and a manifest beside it (--format beancount: a ledger)"),
 )
 DEMO_NEXT = (
-    ("notebook spending", "an analyst notebook on it (also net_worth, reconciliation, writeback)"),
+    (
+        "notebook spending",
+        "an analyst notebook on it (also net_worth, reconciliation, writeback, recurring)",
+    ),
     ("status", "what it holds, and every row set aside with its reason"),
     ("refresh", "bring it in step with the service again"),
 )
