@@ -483,17 +483,14 @@ def scenario(
 
 def tree_state() -> str:
     """Which centsync is measured: the commit, and whether the layers have uncommitted edits."""
-    root = BENCH.parent
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=BENCH.parent, capture_output=True, text=True)
+        return done.stdout
+
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", *LAYERS],
-            cwd=root,
-            capture_output=True,
-            text=True,
-        ).stdout.splitlines()
+        head = git("rev-parse", "--short", "HEAD").strip()
+        dirty = git("status", "--porcelain", "--", *LAYERS).splitlines()
     except OSError:
         return "unknown tree"
     return f"centsync at {head}" + (f" + uncommitted edits in {len(dirty)} files" if dirty else "")

@@ -98,8 +98,10 @@ class OwnersFile:
         found = self.owners.get(name)
         if found is None:
             known = ", ".join(sorted(self.owners)) or "none"
-            same = [o for o in self.owners if o.casefold() == name.casefold()]
-            hint = f"did you mean {same[0]!r}? Names are exact; " if same else ""
+            from centsync.transform.writeback import did_you_mean  # the error path only
+
+            same = did_you_mean(name, self.owners)
+            hint = f"{same}Names are exact; " if same else ""
             raise ConfigurationError(
                 f"no owner {name!r} in the owners file {self.path} (owners: {known}): {hint}add "
                 "an [[owner]] with that name, or choose one of those"
