@@ -18,7 +18,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import altair as alt
 import jinja2
 import polars as pl
 
@@ -82,18 +81,20 @@ window.vegaEmbed = vegaEmbed;
 def _runtime(folder: Path) -> str:
     """The charts' runtime (Vega-Lite and vega-embed, bundled by vl-convert): about 1.4 s to
     build, so kept in `folder` (beside the warehouse) under a name of the versions it was built
-    from, and rebuilt only when one of them changes."""
+    from (vl-convert's, and Altair's, which names the Vega-Lite version), and rebuilt only when
+    one of them changes. Altair is imported only to build it."""
     from importlib.metadata import version
 
-    import vl_convert
-
-    vl_version = alt.SCHEMA_VERSION.lstrip("v")[:3]
-    name = f".centsync-report-runtime-{version('vl-convert-python')}-vl{vl_version}.js"
+    name = f".centsync-report-runtime-{version('vl-convert-python')}-altair{version('altair')}.js"
     kept = folder / name
     try:
         return kept.read_text("utf-8")
     except (OSError, UnicodeDecodeError):
         pass
+    import altair as alt
+    import vl_convert
+
+    vl_version = alt.SCHEMA_VERSION.lstrip("v")[:3]
     bundle = vl_convert.javascript_bundle(RENDER_SNIPPET, vl_version=vl_version)
     try:
         tmp = kept.with_name(kept.name + ".tmp")
@@ -119,9 +120,20 @@ def _tables_runtime() -> tuple[str, str]:
 
 
 @cache
-def _template() -> jinja2.Template:
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    return env.from_string(_asset("report.html.j2"))
+def _template(folder: Path | None = None) -> jinja2.Template:
+    """The page's template; compiled once and kept in `folder` (beside the warehouse) by
+    Jinja's own bytecode cache, which compiles it again when the template changes (0.05 s of
+    a refresh, docs/benchmarks.md)."""
+    cache = None
+    if folder is not None and folder.is_dir():
+        cache = jinja2.FileSystemBytecodeCache(str(folder), ".centsync-report-template-%s.cache")
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("centsync.pipelines.outputs", "templates"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        bytecode_cache=cache,
+    )
+    return env.get_template("report.html.j2")
 
 
 def _script_text(text: str) -> str:
@@ -331,7 +343,7 @@ def render(warehouse: Path, since: int | None = None) -> str:
     data = gather(warehouse, since)
     run, meta, span = data["run"], data["meta"], data["span"]
     dt_js, dt_css = _tables_runtime()
-    return _template().render(
+    return _template(warehouse.absolute().parent).render(
         verdict=run["verdict"],
         verdict_words=VERDICT_WORDS[run["verdict"]],
         checked=run["checked"],

@@ -109,3 +109,34 @@ def test_the_kept_charts_are_the_fresh_ones_and_every_spec_meets_the_schema(
         "chart-net-worth",
         "chart-cash-flow",
     }
+
+
+QUIET_DAY = """
+import json, sys
+from click.testing import CliRunner
+from centsync.pipelines.cli.main import main
+result = CliRunner().invoke(main, ["refresh", "--json"], catch_exceptions=False)
+heavy = ("altair", "vl_convert", "jsonschema")
+print(json.dumps({"code": result.exit_code, "out": result.stdout,
+                  "imported": [m for m in heavy if m in sys.modules]}))
+"""
+
+
+def test_a_quiet_day_s_refresh_rewrites_the_report_without_altair_or_vl_convert(
+    http_env: HttpEnv,
+) -> None:
+    """With the compiled charts and the runtime kept beside the warehouse, a refresh's process
+    rewrites the page without importing Altair (and its JSON-schema checker) or vl-convert."""
+    import subprocess
+    import sys
+
+    http_env.refresh("--report")  # the first page: charts compiled and kept
+    env = {**os.environ, **http_env.env}
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET_DAY], env=env, capture_output=True, text=True, check=True
+    )
+    child = json.loads(done.stdout.strip().splitlines()[-1])
+    assert child["code"] == 0, child["out"]
+    result = json.loads(child["out"].strip().splitlines()[-1])
+    assert result["report_path"] == str(report_path(http_env.warehouse))
+    assert child["imported"] == [], child["imported"]
