@@ -37,8 +37,10 @@ private_umask()
 def build(settings: Settings | None = None) -> dg.Definitions:
     """Every asset, job, schedule and sensor; runs get `settings`, else read the environment."""
     config = settings or Settings.from_env()
-    # the ledger's first month (or the setting's): read once, when the code location loads
-    start = partitions.partitions_start(config)
+    # the ledger's first month (or the setting's) and the service's time zone: read once, in
+    # one open of the warehouse, when the code location loads
+    first, zone = partitions.ledger_facts(config.warehouse)
+    start = config.partitions_start or partitions.month_start(first)
     return dg.Definitions(
         assets=[
             writeback.outbox,
@@ -54,7 +56,7 @@ def build(settings: Settings | None = None) -> dg.Definitions:
             reconcile.reconcile_job,
             reconcile.reconcile_live_job,
         ],
-        schedules=schedules.schedules(config),
+        schedules=schedules.schedules(config, zone or "UTC"),
         sensors=[bank_sync.bank_sync_finished, alerts.alert_on_findings, alerts.alert_on_failure],
         resources=resources(settings),
         executor=dg.in_process_executor,

@@ -11,7 +11,9 @@ one engine, and one connection, per database for the life of the process; everyt
 More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit with
 `synchronous=NORMAL`; a run's new event database starts as a copy of an empty one made by
 Dagster's own `_initdb`, so no run loads alembic's migration scripts to create or check it;
-and a CLI run's stdout and stderr, already on the user's terminal, are not captured again.
+a CLI run's stdout and stderr, already on the user's terminal, are not captured again; and the
+run and schedule storages open a file Dagster has stamped without loading alembic's scripts to
+learn a head revision that would change nothing (`_stamped`).
 
 `instance(home)` gives the centsync commands an instance of the Dagster home that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -43,8 +46,9 @@ from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
     SqliteEventLogStorage,
 )
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+from dagster._core.storage.schedules import SqliteScheduleStorage
 from dagster._core.storage.sql import create_engine
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS, create_db_conn_string
 from dagster._serdes import ConfigurableClassData
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
@@ -85,6 +89,35 @@ def _revision(engine: Engine) -> str | None:
             return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     except OperationalError:
         return None  # no such table: a new or unstamped file
+
+
+def _stamped(path: str, table: str | None = None) -> bool:
+    """Whether a Dagster SQLite file is stamped with an alembic revision (and holds `table`).
+
+    That is all Dagster's `from_local` of the run and schedule storages checks before it
+    creates, stamps or fills anything: for a stamped file (with its `instance_info` table, for
+    runs) it makes the storage and does nothing else, but it learns the head revision by
+    loading alembic's migration scripts first (about 15 ms a database, docs/benchmarks.md).
+    A file that is not so (new, unstamped, unreadable) is left to Dagster's `from_local`."""
+    if not os.path.exists(path):
+        return False
+    try:
+        con = sqlite3.connect(path, timeout=SQLITE_BUSY_TIMEOUT_SECONDS)
+    except sqlite3.Error:
+        return False
+    try:
+        if not con.execute("SELECT version_num FROM alembic_version").fetchone():
+            return False
+        if table is None:
+            return True
+        found = con.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)
+        ).fetchone()
+        return found is not None
+    except sqlite3.Error:
+        return False
+    finally:
+        con.close()
 
 
 def _wal_normal_sync(dbapi_conn: Any, _record: Any) -> None:
@@ -235,8 +268,11 @@ class KeptConnectionsRunStorage(SqliteRunStorage):
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsRunStorage:
-        # Dagster's from_local creates or checks the schema, then constructs `cls`
+        # Dagster's from_local creates or checks the schema, then constructs `cls`; a file it
+        # would leave as it is is opened without it (`_stamped`)
         base = _base_dir(dict(config_value).get("base_dir"))
+        if _stamped(os.path.join(base, "runs.db"), "instance_info"):
+            return cls(create_db_conn_string(base, "runs"), inst_data)
         return cls.from_local(base_dir=base, inst_data=inst_data)
 
     @contextmanager
@@ -247,6 +283,21 @@ class KeptConnectionsRunStorage(SqliteRunStorage):
     def dispose(self) -> None:
         super().dispose()
         self._engine.dispose()
+
+
+class CheckedScheduleStorage(SqliteScheduleStorage):
+    """`SqliteScheduleStorage` whose stamped file is opened without loading alembic's scripts."""
+
+    @classmethod
+    def config_type(cls) -> Any:
+        return {"base_dir": Field(StringSource, is_required=False)}
+
+    @classmethod
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> SqliteScheduleStorage:
+        base = _base_dir(dict(config_value).get("base_dir"))
+        if _stamped(os.path.join(base, "schedules.db")):
+            return cls(create_db_conn_string(base, "schedules"), inst_data)
+        return cls.from_local(base_dir=base, inst_data=inst_data)
 
 
 def _data(cls: type, base_dir: str) -> dict[str, str]:
@@ -276,13 +327,7 @@ def instance(home: str | os.PathLike[str]) -> DagsterInstance:
         "event_log_storage": _data(
             KeptConnectionsEventLogStorage, os.path.join(base, "history", "runs", "")
         ),
-        "schedule_storage": {
-            "module_name": "dagster._core.storage.schedules",
-            "class_name": "SqliteScheduleStorage",
-            "config_yaml": yaml.dump(
-                {"base_dir": os.path.join(base, "schedules")}, default_flow_style=False
-            ),
-        },
+        "schedule_storage": _data(CheckedScheduleStorage, os.path.join(base, "schedules")),
     }
     storage = ConfigurableClassData(
         "dagster._core.storage.legacy_storage",

@@ -2,6 +2,7 @@
 
 import datetime as dt
 from pathlib import Path
+from typing import Any
 
 from centsync.pipelines.settings import Settings
 
@@ -15,29 +16,63 @@ def partitions_start(settings: Settings, today: dt.date | None = None) -> str:
     """
     if settings.partitions_start:
         return settings.partitions_start
-    first = ledger_first_day(settings.warehouse)
+    return month_start(ledger_first_day(settings.warehouse), today)
+
+
+def month_start(first: dt.date | None, today: dt.date | None = None) -> str:
+    """The first day of `first`'s month (of this month when there is none yet)."""
     day = first or today or dt.date.today()
     return day.replace(day=1).isoformat()
 
 
-def ledger_first_day(warehouse: Path) -> dt.date | None:
-    """The warehouse's first booked day, read only (None: no warehouse or no transactions)."""
+def ledger_facts(warehouse: Path) -> tuple[dt.date | None, str | None]:
+    """The warehouse's first booked day and the service's time zone, in one read-only open
+    (each None as `ledger_first_day` and `schedules.service_timezone` say); what the code
+    location reads when it loads, once, not once for each."""
     if not warehouse.exists():
-        return None
+        return None, None
     import duckdb
 
-    from centsync.warehouse import connect_readonly, reads
+    from centsync.warehouse import connect_readonly
 
     try:
         con = connect_readonly(warehouse)
     except (duckdb.Error, OSError):
-        return None  # held by a writer that is not ours, or damaged: `centsync doctor` says so
+        return (
+            None,
+            None,
+        )  # held by a writer that is not ours, or damaged: `centsync doctor` says so
+    try:
+        return _first_day(con), _timezone(con)
+    finally:
+        con.close()
+
+
+def _first_day(con: Any) -> dt.date | None:
+    import duckdb
+
+    from centsync.warehouse import reads
+
     try:
         first, _ = reads.booked_range(con)
     except duckdb.Error:
         return None  # not migrated yet
-    finally:
-        con.close()
     if first is None:
         return None
     return first.date() if isinstance(first, dt.datetime) else first
+
+
+def _timezone(con: Any) -> str | None:
+    import duckdb
+
+    from centsync.warehouse import reads
+
+    try:
+        return reads.settings_timezone(con)
+    except duckdb.Error:
+        return None  # not migrated yet
+
+
+def ledger_first_day(warehouse: Path) -> dt.date | None:
+    """The warehouse's first booked day, read only (None: no warehouse or no transactions)."""
+    return ledger_facts(warehouse)[0]

@@ -214,3 +214,69 @@ def test_the_instance_takes_its_home_as_a_parameter(tmp_path: Path) -> None:
     with dagster_storage.instance(str(home)) as instance:
         assert type(instance.event_log_storage).__name__ == "KeptConnectionsEventLogStorage"
         assert instance.root_directory == str(home)
+
+
+def test_stamped_run_and_schedule_files_open_without_alembic_s_scripts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Dagster home's runs.db and schedules.db, once Dagster has made and stamped them, are
+    opened without loading alembic's migration scripts; a file that is not stamped still goes
+    through Dagster's own `from_local`, which stamps it."""
+    import dagster._core.storage.runs.sqlite.sqlite_run_storage as run_module
+    import dagster._core.storage.schedules.sqlite.sqlite_schedule_storage as schedule_module
+
+    home = tmp_path / "dagster"
+    home.mkdir()
+    with dagster_storage.instance(str(home)) as instance:  # made and stamped by Dagster
+        assert type(instance.schedule_storage).__name__ == "CheckedScheduleStorage"
+    runs_db, schedules_db = home / "history" / "runs.db", home / "schedules" / "schedules.db"
+    assert dagster_storage._stamped(str(runs_db), "instance_info")
+    assert dagster_storage._stamped(str(schedules_db))
+
+    checked: list[str] = []
+    real = run_module.check_alembic_revision
+
+    def counting(config: object, conn: object) -> object:
+        checked.append(str(conn.engine.url))  # type: ignore[attr-defined]
+        return real(config, conn)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run_module, "check_alembic_revision", counting)
+    monkeypatch.setattr(schedule_module, "check_alembic_revision", counting)
+    with dagster_storage.instance(str(home)) as instance:
+        assert instance.get_runs() == []
+        assert instance.schedule_storage is not None
+        assert list(instance.all_instigator_state()) == []
+    assert checked == []
+
+    # unstamped: Dagster's own from_local runs, and stamps it again
+    with sqlite3.connect(runs_db) as con:
+        con.execute("DELETE FROM alembic_version")
+    assert not dagster_storage._stamped(str(runs_db), "instance_info")
+    with dagster_storage.instance(str(home)) as instance:
+        assert instance.get_runs() == []
+    assert any("runs.db" in url for url in checked)
+    assert dagster_storage._stamped(str(runs_db), "instance_info")
+
+
+def test_dagster_s_from_local_changes_nothing_in_a_stamped_file(tmp_path: Path) -> None:
+    """What `_stamped` relies on: Dagster's `from_local` of the run and schedule storages, given
+    a file it made and stamped, leaves its schema and revision as they are."""
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+    from dagster._core.storage.schedules import SqliteScheduleStorage
+
+    def schema(path: Path) -> list[tuple[str, ...]]:
+        with sqlite3.connect(path) as con:
+            tables = con.execute("SELECT type, name, sql FROM sqlite_master ORDER BY name")
+            return [*tables.fetchall(), *con.execute("SELECT * FROM alembic_version").fetchall()]
+
+    for cls, folder, name in [
+        (SqliteRunStorage, tmp_path / "history", "runs.db"),
+        (SqliteScheduleStorage, tmp_path / "schedules", "schedules.db"),
+    ]:
+        cls.from_local(base_dir=str(folder)).dispose()
+        made = schema(folder / name)
+        assert dagster_storage._stamped(
+            str(folder / name), "instance_info" if "runs" in name else None
+        )
+        cls.from_local(base_dir=str(folder)).dispose()
+        assert schema(folder / name) == made

@@ -147,3 +147,29 @@ def test_each_warehouse_has_its_own_dagster_history(
     with dagster_storage.instance(mine) as instance:
         assert len(instance.get_runs()) == 1
     assert not other.exists()  # nothing of the first warehouse's runs lands there
+
+
+def test_the_code_location_opens_the_warehouse_once_for_its_partitions_and_time_zone(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import centsync.warehouse as warehouse
+    from centsync.pipelines import definitions
+    from centsync.pipelines.defs import schedules as schedule_defs
+
+    http_env.refresh()
+    opened: list[object] = []
+    real = warehouse.connect_readonly
+
+    def counting(path: object, *args: object, **kwargs: object) -> object:
+        opened.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(warehouse, "connect_readonly", counting)
+    defs = definitions.build(Settings.from_env())
+    assert len(opened) == 1
+    monkeypatch.setattr(warehouse, "connect_readonly", real)
+    zone = schedule_defs.service_timezone(http_env.warehouse)
+    assert zone is not None
+    assert {s.execution_timezone for s in defs.schedules} == {zone}
+    (first,) = http_env.sql("SELECT min(booked_at) FROM core.transactions")[0]
+    assert _monthly_keys(Settings.from_env())[0] == first.strftime("%Y-%m-01")
