@@ -110,12 +110,21 @@ def _asset(name: str) -> str:
     return resources.files("centsync.pipelines.outputs").joinpath(f"templates/{name}").read_text()
 
 
+# itables' offline DataTables bundle (what its `options.dt_bundle` names), in its package
+DT_BUNDLE = ("html", "dt_bundle.js")
+
+
 @cache
 def _tables_runtime() -> tuple[str, str]:
-    """DataTables (JavaScript module, CSS) from itables' offline bundle (`connected=False`)."""
-    from itables import options
+    """DataTables (JavaScript module, CSS) from itables' offline bundle (`connected=False`),
+    found in itables' folder without importing it (its imports were 0.02 s of a refresh's page:
+    docs/benchmarks.md; tests/pipelines/test_report_current.py checks the path is itables' own)."""
+    import importlib.util
 
-    bundle = Path(str(options.dt_bundle))
+    spec = importlib.util.find_spec("itables")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("itables is not installed: `make setup` installs it")
+    bundle = Path(next(iter(spec.submodule_search_locations)), *DT_BUNDLE)
     return bundle.read_text(encoding="utf-8"), bundle.with_suffix(".css").read_text("utf-8")
 
 

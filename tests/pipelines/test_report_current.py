@@ -116,7 +116,7 @@ import json, sys
 from click.testing import CliRunner
 from centsync.pipelines.cli.main import main
 result = CliRunner().invoke(main, ["refresh", "--json"], catch_exceptions=False)
-heavy = ("altair", "vl_convert", "jsonschema")
+heavy = ("altair", "vl_convert", "jsonschema", "itables")
 print(json.dumps({"code": result.exit_code, "out": result.stdout,
                   "imported": [m for m in heavy if m in sys.modules]}))
 """
@@ -126,7 +126,7 @@ def test_a_quiet_day_s_refresh_rewrites_the_report_without_altair_or_vl_convert(
     http_env: HttpEnv,
 ) -> None:
     """With the compiled charts and the runtime kept beside the warehouse, a refresh's process
-    rewrites the page without importing Altair (and its JSON-schema checker) or vl-convert."""
+    rewrites the page without importing Altair (and its JSON-schema checker), vl-convert or itables."""
     import subprocess
     import sys
 
@@ -140,3 +140,19 @@ def test_a_quiet_day_s_refresh_rewrites_the_report_without_altair_or_vl_convert(
     result = json.loads(child["out"].strip().splitlines()[-1])
     assert result["report_path"] == str(report_path(http_env.warehouse))
     assert child["imported"] == [], child["imported"]
+
+
+def test_the_datatables_bundle_is_the_one_itables_names() -> None:
+    """The page's DataTables come from the file itables' own `options.dt_bundle` names, found
+    without importing itables (pipelines/outputs/report.py: `_tables_runtime`)."""
+    from pathlib import Path
+
+    from itables import options
+
+    from centsync.pipelines.outputs import report
+
+    report._tables_runtime.cache_clear()
+    js, css = report._tables_runtime()
+    bundle = Path(str(options.dt_bundle))
+    assert js == bundle.read_text(encoding="utf-8")
+    assert css == bundle.with_suffix(".css").read_text(encoding="utf-8")
