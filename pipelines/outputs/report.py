@@ -16,9 +16,8 @@ from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
 import polars as pl
 
 from centsync.pipelines.outputs import report_data, report_path
@@ -28,6 +27,9 @@ from centsync.transform import changes as change_words
 from centsync.transform.money import cents_text
 from centsync.warehouse import connect_readonly, history, reads, report_reads
 from centsync.warehouse import marts as store
+
+if TYPE_CHECKING:
+    import jinja2
 
 _SCRIPT_END = re.compile("</(script)", re.I)
 MAX_DIFFERENCES = 200
@@ -132,7 +134,10 @@ def _tables_runtime() -> tuple[str, str]:
 def _template(folder: Path | None = None) -> jinja2.Template:
     """The page's template; compiled once and kept in `folder` (beside the warehouse) by
     Jinja's own bytecode cache, which compiles it again when the template changes (0.05 s of
-    a refresh, docs/benchmarks.md)."""
+    a refresh, docs/benchmarks.md). Jinja is imported here: a refresh without a page to
+    rewrite does not import it."""
+    import jinja2
+
     cache = None
     if folder is not None and folder.is_dir():
         cache = jinja2.FileSystemBytecodeCache(str(folder), ".centsync-report-template-%s.cache")

@@ -116,7 +116,7 @@ import json, sys
 from click.testing import CliRunner
 from centsync.pipelines.cli.main import main
 result = CliRunner().invoke(main, ["refresh", "--json"], catch_exceptions=False)
-heavy = ("altair", "vl_convert", "jsonschema", "itables")
+heavy = ("altair", "vl_convert", "jsonschema", "itables", "jinja2")
 print(json.dumps({"code": result.exit_code, "out": result.stdout,
                   "imported": [m for m in heavy if m in sys.modules]}))
 """
@@ -139,6 +139,23 @@ def test_a_quiet_day_s_refresh_rewrites_the_report_without_altair_or_vl_convert(
     assert child["code"] == 0, child["out"]
     result = json.loads(child["out"].strip().splitlines()[-1])
     assert result["report_path"] == str(report_path(http_env.warehouse))
+    assert child["imported"] == ["jinja2"], child["imported"]  # (the page's template)
+
+
+def test_a_refresh_without_a_report_imports_nothing_of_the_page_s(http_env: HttpEnv) -> None:
+    """Without a report beside the warehouse, a refresh's process imports none of what the page
+    is made with (Altair, vl-convert, itables, Jinja)."""
+    import subprocess
+    import sys
+
+    http_env.refresh()
+    env = {**os.environ, **http_env.env}
+    done = subprocess.run(
+        [sys.executable, "-c", QUIET_DAY], env=env, capture_output=True, text=True, check=True
+    )
+    child = json.loads(done.stdout.strip().splitlines()[-1])
+    assert child["code"] == 0, child["out"]
+    assert json.loads(child["out"].strip().splitlines()[-1])["report_path"] is None
     assert child["imported"] == [], child["imported"]
 
 
