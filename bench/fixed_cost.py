@@ -15,6 +15,12 @@ what any such command costs whatever its work:
   main step (its 8 checks and 2 other steps are not counted, so this is a lower bound).
 
     uv run --frozen python bench/fixed_cost.py [--reps 7]
+    CENTSYNC_BEFORE=<a checkout with its .venv> uv run --frozen python bench/fixed_cost.py
+
+With `CENTSYNC_BEFORE`, each process is run with that checkout's Python too, by turns with this
+one's (`before` and `after`). Each line gives the wall time and the CPU time (user + system, of
+the process and every thread) of the process, medians; on this shared machine the CPU time is
+the steadier of the two.
 
 The difference between the last line and a real household refresh (bench/compare.py) is the
 refresh's own work: its requests, DuckDB writes, validation, marts and reconciliation.
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -68,44 +75,63 @@ CASES = {
 }
 
 
-def once(mode: str, env: dict[str, str]) -> float:
+def once(mode: str, env: dict[str, str], python: str = sys.executable) -> tuple[float, float]:
+    """(wall, CPU) seconds of one child process."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(
-        [sys.executable, "-c", CHILD, mode],
+        [python, "-c", CHILD, mode],
         env=env,
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    return time.perf_counter() - t
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def pythons() -> dict[str, str]:
+    """This checkout's interpreter, and `CENTSYNC_BEFORE`'s when it names a checkout."""
+    root = os.environ.get("CENTSYNC_BEFORE")
+    if not root:
+        return {"": sys.executable}
+    return {"before": str(Path(root) / ".venv" / "bin" / "python"), "after": sys.executable}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=7)
     args = ap.parse_args()
+    versions = pythons()
+    runs = [(mode, v) for mode in CASES for v in versions]
     with tempfile.TemporaryDirectory(prefix="centsync-floor-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
+        env.pop("CENTSYNC_BEFORE", None)
         env["DAGSTER_HOME"] = str(Path(tmp) / "dagster")
         Path(env["DAGSTER_HOME"]).mkdir()
         # the instance settings every centsync command uses (what `dagster_home()` installs)
         shutil.copy(ROOT / "pipelines" / "dagster.yaml", Path(env["DAGSTER_HOME"]) / "dagster.yaml")
         # a scheduled refresh finds its Dagster home made: make it (and warm the caches) first
-        for mode in CASES:
-            once(mode, env)
-        times: dict[str, list[float]] = {mode: [] for mode in CASES}
+        for mode, v in runs:
+            once(mode, env, versions[v])
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {run: [] for run in runs}
         for rep in range(args.reps):
-            order = list(CASES)[rep % len(CASES) :] + list(CASES)[: rep % len(CASES)]
-            for mode in order:
-                times[mode].append(once(mode, env))
+            order = runs[rep % len(runs) :] + runs[: rep % len(runs)]
+            for mode, v in order:
+                times[mode, v].append(once(mode, env, versions[v]))
     print(
         f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.reps} interleaved runs each\n"
     )
-    print("| process | median | min-max |")
-    print("| - | -: | -: |")
-    for mode, label in CASES.items():
-        t = times[mode]
-        print(f"| {label} | {statistics.median(t):.2f} s | {min(t):.2f}-{max(t):.2f} s |")
+    print("| process | version | wall, median (min-max) | CPU, median |")
+    print("| - | - | -: | -: |")
+    for (mode, v), t in times.items():
+        wall = [w for w, _ in t]
+        cpu = statistics.median(c for _, c in t)
+        print(
+            f"| {CASES[mode]} | {v or 'this'} | {statistics.median(wall):.2f} s "
+            f"({min(wall):.2f}-{max(wall):.2f}) | {cpu:.2f} s |"
+        )
 
 
 if __name__ == "__main__":
