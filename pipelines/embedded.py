@@ -84,7 +84,8 @@ def embedded_api(
     path = settings.sandbox_state_file
     with _state_lock(path) as owned:
         sb = _remembered(path, SandboxConfig(seed=seed), owned, say, settings.sandbox_dialect)
-        with run_in_thread(sb) as base_url:
+        # not waited for at the end: the run is over, its thread closes its sockets on its own
+        with run_in_thread(sb, wait=False) as base_url:
             say(
                 f"No CENTSYNC_API_BASE_URL set: started the embedded sandbox at {base_url} "
                 f"(seed {seed})."

@@ -81,8 +81,17 @@ class _Server(uvicorn.Server):
 
 
 @contextmanager
-def run_in_thread(sb: Sandbox | Fleet, host: str = "127.0.0.1", port: int = 0) -> Iterator[str]:
-    """Serve `sb` on loopback in a background thread; yields the base URL."""
+def run_in_thread(
+    sb: Sandbox | Fleet, host: str = "127.0.0.1", port: int = 0, *, wait: bool = True
+) -> Iterator[str]:
+    """Serve `sb` on loopback in a background thread; yields the base URL.
+
+    At the end the server is told to stop; with `wait` the block also waits for its thread to
+    end (uvicorn's shutdown polls every 0.1 s: 0.15 s in all). Without it, the thread closes
+    its sockets on its own (a daemon thread: a process that exits first ends it), which a
+    command that is done with the server need not wait for (the embedded sandbox's refresh:
+    docs/benchmarks.md).
+    """
     port = port or free_port(host)
     server = _Server(_config(sb, host, port))
     thread = threading.Thread(target=server.run, name="sandbox-server", daemon=True)
@@ -96,7 +105,8 @@ def run_in_thread(sb: Sandbox | Fleet, host: str = "127.0.0.1", port: int = 0) -
         yield f"http://{host}:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=10)
+        if wait:
+            thread.join(timeout=10)
 
 
 def serve(

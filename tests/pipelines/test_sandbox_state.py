@@ -194,3 +194,17 @@ def test_advance_starts_afresh_without_state_and_refuses_a_held_one(embedded: Pa
     for bad in ("0", "-1", "1.5"):
         code, _, err = cli("sandbox", "advance", "--days", bad)
         assert code == 2 and "--days" in err
+
+
+def test_the_embedded_server_stops_on_its_own_after_the_command(embedded: Path) -> None:
+    """The embedded sandbox's server is told to stop when the command is done with it, and its
+    thread closes its port on its own (the command does not wait for uvicorn's shutdown)."""
+    import threading
+
+    before = {t for t in threading.enumerate() if t.name == "sandbox-server"}
+    _refresh()
+    started = [t for t in threading.enumerate() if t.name == "sandbox-server" and t not in before]
+    for thread in started:
+        thread.join(timeout=10)
+        assert not thread.is_alive()
+    assert not [t for t in threading.enumerate() if t.name == "sandbox-server" and t not in before]
