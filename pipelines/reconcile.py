@@ -531,7 +531,9 @@ def reconcile(
         marts_seconds = 0.0
         if build_marts:
             t0 = time.perf_counter()
-            mart_frames = rebuild_marts(con, service_today(aggregates), tx)
+            mart_frames = rebuild_marts(
+                con, service_today(aggregates), tx, analyst_ledger=store.analyst_scan(Path(folder))
+            )
             marts_seconds = time.perf_counter() - t0
         results = _checked(con, aggregates, tx, client, source, rid)
         del tx
