@@ -270,7 +270,7 @@ def compare(
             store.categories(con),
             engine=mart_engine(tx),
         ),
-        rules.summary_checks(tx.lazy(), aggregates.summaries),
+        rules.summary_checks(tx.lazy(), aggregates.summaries, engine=mart_engine(tx)),
         rules.account_checks(
             accounts, aggregates.accounts_summary, aggregates.by_type, aggregates.net_worth
         ),
