@@ -12,7 +12,7 @@ export UV_COMPILE_BYTECODE := 1
 # The layers, each a top-level folder installed as centsync.<layer> (docs/architecture.md).
 LAYERS := extract transform warehouse pipelines sandbox
 
-.PHONY: setup setup-dev uv demo test test-all test-slow lint bench clean report-screenshot docs notebook compile
+.PHONY: setup setup-dev uv demo test test-all test-slow lint bench bench-sandbox clean report-screenshot docs notebook compile
 
 uv:
 	@if ! command -v uv >/dev/null 2>&1 && ! $(PYTHON) -m uv --version >/dev/null 2>&1; then \
@@ -73,7 +73,17 @@ docs: setup
 notebook: setup
 	$(UV) run --frozen --no-sync centsync notebook $(NAME)
 
+# Issue 46's side by side (docs/benchmarks.md): centsync, dlt's rest_api and the plain script on
+# one sandbox, in turns (a household's no-change refresh, a 1,000,000-row first sync), the floor
+# under any refresh, and the fleet's daily refresh per owner. About 25 minutes on 2 cores;
+# BENCH_REPS=1 for a quicker look. `make bench-sandbox`: the sandbox's own throughput.
+BENCH_REPS ?= 3
 bench: setup-dev
+	$(UV) run --frozen python bench/compare.py --sizes 1000000 --tools centsync dlt plain --reps $(BENCH_REPS)
+	$(UV) run --frozen python bench/fixed_cost.py
+	$(UV) run --frozen python bench/owners.py --owners 200
+
+bench-sandbox: setup-dev
 	$(UV) run --frozen python bench/sandbox_throughput.py
 
 clean:

@@ -38,12 +38,17 @@ def build(
 
 
 def rebuild_marts(
-    con: duckdb.DuckDBPyConnection, today: dt.date, tx: Ledger | None = None
+    con: duckdb.DuckDBPyConnection,
+    today: dt.date,
+    tx: Ledger | None = None,
+    *,
+    analyst_ledger: pl.LazyFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Rebuild every mart from `core` and replace them in one transaction, then the analysts'
     own; returns the service's marts' frames written, by table name.
 
-    `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
+    `tx` is `core.transactions` when the caller has already read it (a million rows: read once);
+    `analyst_ledger` the same ledger's scan with the analysts' columns (store.analyst_scan).
     """
     ledger = store.transactions(con) if tx is None else tx
     core = mart_rules.CoreFrames(
@@ -55,18 +60,26 @@ def rebuild_marts(
     )
     marts = build(core, ledger)
     store.replace_marts(con, marts)
-    rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
+    rebuild_analyst_marts(con, today, analyst_ledger)  # ours, after the service's
     return marts
 
 
-def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> None:
+def rebuild_analyst_marts(
+    con: duckdb.DuckDBPyConnection, today: dt.date, scan: pl.LazyFrame | None = None
+) -> None:
     """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
-    names: transform/analyst_marts.py), validated, replaced in one transaction."""
+    names: transform/analyst_marts.py), validated, replaced in one transaction.
+
+    `scan`: a big ledger's Parquet copy (store.analyst_scan), its plans run on the streaming
+    engine (at 1,000,000 rows the ledger read whole, ids as text, was the refresh's peak);
+    otherwise the ledger is read whole, which a household's plans run fastest on."""
+    ledger = analyst_store.ledger(con).lazy() if scan is None else scan
     frames = analyst_rules.LedgerFrames(
-        analyst_store.ledger(con).lazy(), analyst_store.accounts(con).lazy(), today,
-        analyst_store.renames(con),
-    )  # fmt: skip
-    analyst_store.replace(con, analyst_rules.build(frames, validate=validation.validated))
+        ledger, analyst_store.accounts(con).lazy(), today, analyst_store.renames(con)
+    )
+    with pl.Config(engine_affinity="streaming" if scan is not None else None):
+        built = analyst_rules.build(frames, validate=validation.validated)
+    analyst_store.replace(con, built)
 
 
 def engine(ledger: Ledger) -> mart_rules.Engine:

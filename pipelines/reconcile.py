@@ -270,7 +270,7 @@ def compare(
             store.categories(con),
             engine=mart_engine(tx),
         ),
-        rules.summary_checks(tx.lazy(), aggregates.summaries),
+        rules.summary_checks(tx.lazy(), aggregates.summaries, engine=mart_engine(tx)),
         rules.account_checks(
             accounts, aggregates.accounts_summary, aggregates.by_type, aggregates.net_worth
         ),
@@ -531,7 +531,9 @@ def reconcile(
         marts_seconds = 0.0
         if build_marts:
             t0 = time.perf_counter()
-            mart_frames = rebuild_marts(con, service_today(aggregates), tx)
+            mart_frames = rebuild_marts(
+                con, service_today(aggregates), tx, analyst_ledger=store.analyst_scan(Path(folder))
+            )
             marts_seconds = time.perf_counter() - t0
         results = _checked(con, aggregates, tx, client, source, rid)
         del tx

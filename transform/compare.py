@@ -250,11 +250,21 @@ def spending_checks(
     return pl.concat(pl.collect_all(out, engine=engine), how="vertical_relaxed")
 
 
-def summary_checks(tx: pl.LazyFrame, summaries: pl.DataFrame) -> pl.DataFrame:
-    """Compare every transactions summary of the service (count, sums per type, net)."""
+def summary_checks(
+    tx: pl.LazyFrame, summaries: pl.DataFrame, *, engine: Engine = "auto"
+) -> pl.DataFrame:
+    """Compare every transactions summary of the service (count, sums per type, net).
+
+    The ledger is summed per day and type first (a few thousand rows whatever its size; a
+    summary's range is whole days), on `engine`: the rows themselves, read whole, were 150 MB
+    of a 2,000,000-row ledger's checks."""
     whole = (None, None)
     out: list[dict[str, object]] = []
-    frame = tx.select("booked_at", "amount", "type").collect()
+    frame = (
+        tx.group_by("booked_at", "type")
+        .agg(pl.col("amount").sum(), rows=pl.len().cast(pl.Int64))
+        .collect(engine=engine)
+    )
     for s in summaries.unique(["from_date", "to_date"], keep="last").iter_rows(named=True):
         lo, hi = s["from_date"], s["to_date"]
         part = frame.filter(_in_range(lo, hi))
@@ -280,7 +290,7 @@ def summary_checks(tx: pl.LazyFrame, summaries: pl.DataFrame) -> pl.DataFrame:
                     "to_date": hi,
                     "local_cents": local_cents,
                     "server_cents": None if server_cents is None else int(server_cents),
-                    "local_count": part.height if name == "net" else None,
+                    "local_count": int(part["rows"].sum()) if name == "net" else None,
                     "server_count": int(s["count"])
                     if name == "net" and s["count"] is not None
                     else None,

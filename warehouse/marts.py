@@ -78,11 +78,35 @@ def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFr
     """What `transactions` returns, as a lazy scan: DuckDB writes it to a Parquet file in
     `folder` (streamed, within its memory limit) and Polars scans it, so a plan run on the
     streaming engine holds a few row groups, not the ledger (about 280 MB less at 1,000,000
-    rows than the frame and the plans over it). The caller removes `folder`."""
-    path = folder / "transactions.parquet"
+    rows than the frame and the plans over it). The caller removes `folder`.
+
+    The copy also holds the transaction's id and its Expense (`analyst_scan`), so the
+    analysts' marts read the same copy instead of the ledger whole; a scan reads only the
+    columns a plan uses."""
+    path = folder / SCAN_FILE
     quoted = str(path).replace("'", "''")
-    con.execute(f"COPY ({_LEDGER}) TO '{quoted}' (FORMAT parquet, ROW_GROUP_SIZE 65536)")
-    return pl.scan_parquet(path)
+    wide = _LEDGER.replace(
+        "FROM core.transactions",
+        ", id::VARCHAR AS id, expense_goal_id::VARCHAR AS expense_goal_id FROM core.transactions",
+    )
+    con.execute(f"COPY ({wide}) TO '{quoted}' (FORMAT parquet, ROW_GROUP_SIZE 65536)")
+    return pl.scan_parquet(path).select(LEDGER_COLUMNS)
+
+
+# the ledger copy's file in the scan's folder, and the columns `transactions` has
+SCAN_FILE = "transactions.parquet"
+LEDGER_COLUMNS = ("account_id", "concept", "amount", "booked_at", "type", "category_id")
+
+
+def analyst_scan(folder: Path) -> pl.LazyFrame | None:
+    """The ledger copy `transactions_scan` wrote in `folder` with the columns the analysts'
+    marts read (warehouse/analyst_marts.py `ledger`); None when it wrote none (a household's
+    ledger is read whole)."""
+    path = folder / SCAN_FILE
+    if not path.exists():
+        return None
+    columns = ("id", "account_id", "concept", "amount", "booked_at", "type", "expense_goal_id")
+    return pl.scan_parquet(path).select(columns)
 
 
 def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

@@ -76,14 +76,22 @@ def landed(spending: Any, group_by: str, lo: dt.date | None, hi: dt.date) -> dic
     }
 
 
+def local_merchants(
+    con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.date
+) -> pl.DataFrame:
+    """The local expenses of a range per merchant (the contract's key of each concept): key,
+    amount (cents), count."""
+    return (
+        local_expenses(con, lo, hi)
+        .group_by(key=merchant_key(pl.col("concept")))
+        .agg(pl.col("amount").sum(), pl.col("count").sum())
+    )
+
+
 def local(con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.date) -> Fingerprint:
     """The same fingerprint of the local rows (the warehouse's, with the contract's merchant key)."""
     categories = local_category_spending(con, lo, hi)
-    merchants = (
-        local_expenses(con, lo, hi)
-        .group_by(key=merchant_key(pl.col("concept")))
-        .agg(amount=pl.col("amount").sum(), count=pl.len().cast(pl.Int64))
-    )
+    merchants = local_merchants(con, lo, hi)
     return (
         local_totals(con, lo, hi),
         frozenset(categories.iter_rows()),

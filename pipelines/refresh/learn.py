@@ -20,13 +20,12 @@ import polars as pl
 
 from centsync.extract import ApiClient, SurfaceUnavailable
 from centsync.pipelines.contract_book import NOT_HERE, ContractBook, Unanswered, ask
+from centsync.pipelines.refresh.fingerprints import local_merchants
 from centsync.transform import shapes
 from centsync.transform import shapes_rows as rows
-from centsync.transform.spending import merchant_key
 from centsync.warehouse import Warehouse
 from centsync.warehouse.fingerprints import (
     local_category_spending,
-    local_expenses,
     local_spending_by_month,
     local_totals,
 )
@@ -338,11 +337,7 @@ def local_spending(
     categories = {
         k: (int(a), int(c)) for k, a, c in local_category_spending(con, lo, hi).iter_rows()
     }
-    merchants = (
-        local_expenses(con, lo, hi)
-        .group_by(key=merchant_key(pl.col("concept")))
-        .agg(amount=pl.col("amount").sum(), count=pl.len())
-    )
+    merchants = local_merchants(con, lo, hi)
     return {
         "category": {None if k in ("", None) else str(k): v for k, v in categories.items()},
         "merchant": {k: (int(a), int(c)) for k, a, c in merchants.iter_rows()},

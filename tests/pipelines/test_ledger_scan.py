@@ -13,6 +13,7 @@ from polars.testing import assert_frame_equal
 
 from centsync.pipelines import reconcile as pipeline
 from centsync.transform import marts as mart_rules
+from centsync.warehouse import analyst_marts as analyst_store
 from centsync.warehouse import marts as store
 
 from .conftest import HttpEnv
@@ -66,12 +67,15 @@ def test_a_reconciliation_over_the_scan_agrees(
         raise AssertionError("a big ledger was read whole")
 
     monkeypatch.setattr(store, "transactions", whole)
+    monkeypatch.setattr(analyst_store, "ledger", whole)  # the analysts' marts scan it too
+    names = (*mart_rules.MART_NAMES, *analyst_store.ANALYST_TABLES)
     con = duckdb.connect(str(http_env.warehouse))
     try:
-        before = {n: con.sql(f"SELECT * FROM marts.{n}").pl() for n in mart_rules.MART_NAMES}
+        before = {n: con.sql(f"SELECT * FROM marts.{n}").pl() for n in names}
+        assert before["recurring_transactions"].height and before["transfer_pairs"].height
         outcome = pipeline.reconcile(con, source="offline")
         assert outcome.verdict == "agree"
-        for name in mart_rules.MART_NAMES:
+        for name in names:
             after = con.sql(f"SELECT * FROM marts.{name}").pl()
             assert_frame_equal(after, before[name], check_row_order=False)
     finally:
