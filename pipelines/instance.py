@@ -35,7 +35,7 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from dagster import DagsterInstance, Field, StringSource
@@ -293,11 +293,11 @@ class CheckedScheduleStorage(SqliteScheduleStorage):
         return {"base_dir": Field(StringSource, is_required=False)}
 
     @classmethod
-    def from_config_value(cls, inst_data: Any, config_value: Any) -> SqliteScheduleStorage:
+    def from_config_value(cls, inst_data: Any, config_value: Any) -> CheckedScheduleStorage:
         base = _base_dir(dict(config_value).get("base_dir"))
         if _stamped(os.path.join(base, "schedules.db")):
             return cls(create_db_conn_string(base, "schedules"), inst_data)
-        return cls.from_local(base_dir=base, inst_data=inst_data)
+        return cast("CheckedScheduleStorage", cls.from_local(base_dir=base, inst_data=inst_data))
 
 
 def _data(cls: type, base_dir: str) -> dict[str, str]:

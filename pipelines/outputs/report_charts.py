@@ -377,7 +377,7 @@ def charts(data: dict[str, Any], folder: Path | None = None) -> dict[str, dict[s
         given = json.loads(json.dumps(rows[0], default=float))
         key = _recipe(name, rows[1])
         hit = _from_kept(kept.get(key), given) if key is not None else None
-        if hit is not None:
+        if key is not None and hit is not None:
             compiled[name] = hit
             keep[key] = kept[key]
             continue
