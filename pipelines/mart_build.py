@@ -62,11 +62,13 @@ def rebuild_marts(
 def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> None:
     """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
     names: transform/analyst_marts.py), validated, replaced in one transaction."""
+    ledger = analyst_store.ledger(con)
     frames = analyst_rules.LedgerFrames(
-        analyst_store.ledger(con).lazy(), analyst_store.accounts(con).lazy(), today,
+        ledger.lazy(), analyst_store.accounts(con).lazy(), today,
         analyst_store.renames(con),
     )  # fmt: skip
-    analyst_store.replace(con, analyst_rules.build(frames, validate=validation.validated))
+    built = analyst_rules.build(frames, validate=validation.validated, engine=engine(ledger))
+    analyst_store.replace(con, built)
 
 
 def engine(ledger: Ledger) -> mart_rules.Engine:
