@@ -41,7 +41,8 @@ def rebuild_marts(
     con: duckdb.DuckDBPyConnection, today: dt.date, tx: Ledger | None = None
 ) -> dict[str, pl.DataFrame]:
     """Rebuild every mart from `core` and replace them in one transaction, then the analysts'
-    own; returns the service's marts' frames written, by table name.
+    own; returns every mart's frame written (the service's seven, then the analysts'), by
+    table name: what the lake takes instead of reading the tables back.
 
     `tx` is `core.transactions` when the caller has already read it (a million rows: read once).
     """
@@ -55,13 +56,15 @@ def rebuild_marts(
     )
     marts = build(core, ledger)
     store.replace_marts(con, marts)
-    rebuild_analyst_marts(con, today)  # ours, after the service's (read back, not handed on)
-    return marts
+    return {**marts, **rebuild_analyst_marts(con, today)}  # ours, after the service's
 
 
-def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> None:
+def rebuild_analyst_marts(
+    con: duckdb.DuckDBPyConnection, today: dt.date
+) -> dict[str, pl.DataFrame]:
     """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
-    names: transform/analyst_marts.py), validated, replaced in one transaction."""
+    names: transform/analyst_marts.py), validated, replaced in one transaction; their frames
+    written, by table name."""
     ledger = analyst_store.ledger(con)
     frames = analyst_rules.LedgerFrames(
         ledger.lazy(), analyst_store.accounts(con).lazy(), today,
@@ -69,6 +72,7 @@ def rebuild_analyst_marts(con: duckdb.DuckDBPyConnection, today: dt.date) -> Non
     )  # fmt: skip
     built = analyst_rules.build(frames, validate=validation.validated, engine=engine(ledger))
     analyst_store.replace(con, built)
+    return built
 
 
 def engine(ledger: Ledger) -> mart_rules.Engine:
