@@ -45,7 +45,8 @@ def rebuild_marts(
     analyst_ledger: pl.LazyFrame | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Rebuild every mart from `core` and replace them in one transaction, then the analysts'
-    own; returns the service's marts' frames written, by table name.
+    own; returns every mart's frame written (the service's seven, then the analysts'), by
+    table name: what the lake takes instead of reading the tables back.
 
     `tx` is `core.transactions` when the caller has already read it (a million rows: read once);
     `analyst_ledger` the same ledger's scan with the analysts' columns (store.analyst_scan).
@@ -60,26 +61,26 @@ def rebuild_marts(
     )
     marts = build(core, ledger)
     store.replace_marts(con, marts)
-    rebuild_analyst_marts(con, today, analyst_ledger)  # ours, after the service's
-    return marts
+    return {**marts, **rebuild_analyst_marts(con, today, analyst_ledger)}  # ours, after theirs
 
 
 def rebuild_analyst_marts(
     con: duckdb.DuckDBPyConnection, today: dt.date, scan: pl.LazyFrame | None = None
-) -> None:
+) -> dict[str, pl.DataFrame]:
     """The analysts' own marts (recurring series, transfer pairs, Expenses drawn down, merchant
-    names: transform/analyst_marts.py), validated, replaced in one transaction.
+    names: transform/analyst_marts.py), validated, replaced in one transaction; their frames
+    written, by table name.
 
     `scan`: a big ledger's Parquet copy (store.analyst_scan), its plans run on the streaming
     engine (at 1,000,000 rows the ledger read whole, ids as text, was the refresh's peak);
-    otherwise the ledger is read whole, which a household's plans run fastest on."""
-    ledger = analyst_store.ledger(con).lazy() if scan is None else scan
+    otherwise the ledger is read whole, and a household's plans run "in-memory" (`engine`)."""
+    ledger = analyst_store.ledger(con) if scan is None else scan
     frames = analyst_rules.LedgerFrames(
-        ledger, analyst_store.accounts(con).lazy(), today, analyst_store.renames(con)
+        ledger.lazy(), analyst_store.accounts(con).lazy(), today, analyst_store.renames(con)
     )
-    with pl.Config(engine_affinity="streaming" if scan is not None else None):
-        built = analyst_rules.build(frames, validate=validation.validated)
+    built = analyst_rules.build(frames, validate=validation.validated, engine=engine(ledger))
     analyst_store.replace(con, built)
+    return built
 
 
 def engine(ledger: Ledger) -> mart_rules.Engine:

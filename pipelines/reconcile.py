@@ -65,7 +65,8 @@ class Outcome:
     results: pl.DataFrame
     row_differences: pl.DataFrame
     marts: dict[str, int] = field(default_factory=dict)
-    # the mart frames written (by table name; empty when the marts were not rebuilt)
+    # every mart frame written, the service's and the analysts' (by table name; empty when
+    # the marts were not rebuilt): the lake's rows, not read back
     mart_frames: dict[str, pl.DataFrame] = field(default_factory=dict, repr=False)
     seconds: float = 0.0
     marts_seconds: float = 0.0
@@ -548,7 +549,7 @@ def reconcile(
         verdict=verdict,
         results=results,
         row_differences=evidence.tampered,
-        marts={name: frame.height for name, frame in mart_frames.items()},
+        marts={n: frame.height for n, frame in mart_frames.items() if n in store.MART_TABLES},
         mart_frames=mart_frames,
         marts_seconds=marts_seconds,
     )

@@ -16,7 +16,7 @@ import pandera.polars as pa
 import polars as pl
 
 from centsync.transform import merchants, recurring, spending, transfers
-from centsync.transform.marts import MAX_CENTS
+from centsync.transform.marts import MAX_CENTS, Engine
 
 
 def _cents(nullable: bool = False) -> pa.Column:
@@ -143,9 +143,10 @@ def _recurring(
     names: pl.LazyFrame,
     accounts: pl.LazyFrame,
     today: dt.date,
+    engine: Engine = "auto",
 ) -> tuple[pl.LazyFrame, pl.LazyFrame]:
     found = (
-        recurring.members(tx, keys)
+        recurring.members(tx, keys, engine=engine)
         .lazy()
         .with_columns(series_id=recurring.series_id(pl.col("cadence")))
     )
@@ -167,16 +168,20 @@ def build(
     frames: LedgerFrames,
     *,
     validate: Callable[[pa.DataFrameSchema, pl.DataFrame], pl.DataFrame] | None = None,
+    engine: Engine = "auto",
 ) -> dict[str, pl.DataFrame]:
-    """Every analyst mart, collected (one plan) and validated (pandera by default)."""
+    """Every analyst mart, collected (one plan) and validated (pandera by default), on the
+    Polars `engine` (a household's ledger: "in-memory", 40 % less CPU than the default's
+    plans here: docs/benchmarks.md, issue 46)."""
     # the merchant key once per distinct concept (a regular expression; a ledger holds a few
     # hundred concepts in a million rows), joined only to the rows a series may hold
     tx = frames.transactions
     concepts = tx.select("concept").unique()
-    keys = concepts.with_columns(merchant=spending.merchant_key(pl.col("concept"))).collect().lazy()
+    merchant = spending.merchant_key(pl.col("concept"))
+    keys = concepts.with_columns(merchant=merchant).collect(engine=engine).lazy()
     names = merchants.display_names(keys, frames.renames)
-    series, members = _recurring(tx, keys, names, frames.accounts, frames.today)
-    pairs, unpaired = transfers.pairs_and_unpaired(tx, frames.accounts)
+    series, members = _recurring(tx, keys, names, frames.accounts, frames.today, engine)
+    pairs, unpaired = transfers.pairs_and_unpaired(tx, frames.accounts, engine=engine)
     context = frames.transactions.select(
         transaction_id="id", account_id="account_id", booked_at="booked_at", amount_cents="amount"
     )
@@ -192,7 +197,7 @@ def build(
         "unpaired_transfers": unpaired_full,
         "expense_goals_by_month": expense_goals_by_month(frames.transactions),
     }
-    collected = dict(zip(lazy, pl.collect_all(list(lazy.values())), strict=True))
+    collected = dict(zip(lazy, pl.collect_all(list(lazy.values()), engine=engine), strict=True))
     collected["transfer_pairs"] = pairs.rename({"out_on": "booked_at"}).with_columns(
         pl.col("lag_days").cast(pl.Int64)
     )

@@ -26,9 +26,12 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from centsync.transform.marts import Engine
 
 GROUP = ("merchant", "account_id", "type", "inflow")
 MAX_ROWS_PER_PERIOD = 1.5
@@ -152,16 +155,17 @@ def _members_at(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
     )
 
 
-def members(tx: pl.LazyFrame, keys: pl.LazyFrame) -> pl.DataFrame:
+def members(tx: pl.LazyFrame, keys: pl.LazyFrame, *, engine: Engine = "auto") -> pl.DataFrame:
     """Every series member: id, the group's columns, amount, booked_at, cadence.
 
     Collected cadence by cadence: each cadence looks only at the groups the finer ones left
-    (one lazy plan would repeat the finer cadences' work in every coarser one).
+    (one lazy plan would repeat the finer cadences' work in every coarser one), on `engine`
+    (a household's: "in-memory", transform/marts.py `Engine`).
     """
-    rows = candidates(tx, keys).collect()
+    rows = candidates(tx, keys).collect(engine=engine)
     found: list[pl.DataFrame] = []
     for c in CADENCES:
-        at = _members_at(rows.lazy(), c).collect()
+        at = _members_at(rows.lazy(), c).collect(engine=engine)
         found.append(at)
         rows = rows.join(at.select(*GROUP).unique(), on=list(GROUP), how="anti")
     return pl.concat(found)

@@ -20,7 +20,12 @@ What is left is listed with a reason (`unpaired`):
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import polars as pl
+
+if TYPE_CHECKING:
+    from centsync.transform.marts import Engine
 
 WINDOW = 4  # days the incoming leg may come after the outgoing one
 BEFORE = 1  # days it may come before (the two banks' booking days differ)
@@ -33,8 +38,11 @@ CARD_PAYMENT_AS_EXPENSE = "card_payment_typed_as_expense"
 REASONS = (NO_MATCH, AMBIGUOUS, CARD_PAYMENT_AS_EXPENSE)
 
 
-def candidates(tx: pl.LazyFrame, accounts: pl.LazyFrame) -> pl.DataFrame:
-    """Every (out, in) couple that could be a pair, with its lag in days."""
+def candidates(
+    tx: pl.LazyFrame, accounts: pl.LazyFrame, *, engine: Engine = "auto"
+) -> pl.DataFrame:
+    """Every (out, in) couple that could be a pair, with its lag in days (collected on
+    `engine`: transform/marts.py `Engine`)."""
     legs = tx.select("id", "account_id", "amount", "booked_at", "type").filter(
         pl.col("type") != "income"
     )
@@ -67,7 +75,7 @@ def candidates(tx: pl.LazyFrame, accounts: pl.LazyFrame) -> pl.DataFrame:
             & pl.col("lag_days").is_between(-BEFORE, WINDOW)
             & ((pl.col("out_type") == "transfer") | (pl.col("in_type") == "transfer"))
         )
-        .collect()
+        .collect(engine=engine)
     )
 
 
@@ -119,10 +127,10 @@ PAIR_COLUMNS = (
 
 
 def pairs_and_unpaired(
-    tx: pl.LazyFrame, accounts: pl.LazyFrame
+    tx: pl.LazyFrame, accounts: pl.LazyFrame, *, engine: Engine = "auto"
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """(`transfer_pairs`, `unpaired_transfers`) of a ledger."""
-    cand = candidates(tx, accounts)
+    """(`transfer_pairs`, `unpaired_transfers`) of a ledger, its plans run on `engine`."""
+    cand = candidates(tx, accounts, engine=engine)
     matched, left = match(cand)
     card = (pl.col("out_type") == "expense") & pl.col("to_account_type").is_in(CREDIT_TYPES)
     pairs = matched.filter(~card).select(PAIR_COLUMNS).sort("out_on", "out_transaction_id")
@@ -133,7 +141,7 @@ def pairs_and_unpaired(
         tx.filter(pl.col("type") == "transfer")
         .select(transaction_id="id")
         .filter(~pl.col("transaction_id").is_in(used.implode()))
-        .collect()
+        .collect(engine=engine)
     )
     unmatched = legs.with_columns(
         reason=pl.when(pl.col("transaction_id").is_in(touched.implode()))

@@ -64,33 +64,40 @@ class ContractStore(Session):
         return int(row[0]) if row else 0
 
     def save_contract(self, rows: Iterable[Mapping[str, Any]]) -> None:
-        """Upsert surfaces' rows (a row's changed_at: now, when its state or mapping changed)."""
+        """Upsert surfaces' rows (a row's changed_at: now, when its state or mapping changed),
+        in one statement: a refresh saves every surface, and a statement a row was a
+        household refresh's 4 % (issue 46)."""
+        params: list[Any] = []
+        for r in rows:
+            params += [
+                r["surface"],
+                r["state"],
+                None if r.get("mapping") is None else orjson.dumps(r["mapping"]).decode(),
+                None if r.get("shape") is None else orjson.dumps(r["shape"]).decode(),
+                r.get("evidence"),
+                r.get("reason"),
+                r.get("learned_refresh"),
+                r.get("checked_refresh"),
+            ]
+        if not params:
+            return
+        one = "(?, ?, ?::JSON, ?::JSON, ?, ?, ?, ?, now()::TIMESTAMP)"
+        values = ", ".join([one] * (len(params) // 8))
         with self.transaction() as con:
-            for r in rows:
-                con.execute(
-                    """
-                    INSERT INTO ops.contract VALUES (?, ?, ?::JSON, ?::JSON, ?, ?, ?, ?,
-                        now()::TIMESTAMP)
-                    ON CONFLICT (surface) DO UPDATE SET
-                        changed_at = CASE WHEN ops.contract.state IS DISTINCT FROM excluded.state
-                            OR ops.contract.mapping::VARCHAR IS DISTINCT FROM excluded.mapping::VARCHAR
-                            THEN excluded.changed_at ELSE ops.contract.changed_at END,
-                        state = excluded.state, mapping = excluded.mapping,
-                        shape = excluded.shape, evidence = excluded.evidence,
-                        reason = excluded.reason, learned_refresh = excluded.learned_refresh,
-                        checked_refresh = excluded.checked_refresh
-                    """,
-                    [
-                        r["surface"],
-                        r["state"],
-                        None if r.get("mapping") is None else orjson.dumps(r["mapping"]).decode(),
-                        None if r.get("shape") is None else orjson.dumps(r["shape"]).decode(),
-                        r.get("evidence"),
-                        r.get("reason"),
-                        r.get("learned_refresh"),
-                        r.get("checked_refresh"),
-                    ],
-                )
+            con.execute(
+                f"""
+                INSERT INTO ops.contract VALUES {values}
+                ON CONFLICT (surface) DO UPDATE SET
+                    changed_at = CASE WHEN ops.contract.state IS DISTINCT FROM excluded.state
+                        OR ops.contract.mapping::VARCHAR IS DISTINCT FROM excluded.mapping::VARCHAR
+                        THEN excluded.changed_at ELSE ops.contract.changed_at END,
+                    state = excluded.state, mapping = excluded.mapping,
+                    shape = excluded.shape, evidence = excluded.evidence,
+                    reason = excluded.reason, learned_refresh = excluded.learned_refresh,
+                    checked_refresh = excluded.checked_refresh
+                """,
+                params,
+            )
 
     def land_unread(self, surface: str, raw: str, reason: str) -> None:
         """Keep an answer that could not be read, whole, with why (raw.unread_answers)."""

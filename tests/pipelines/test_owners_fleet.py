@@ -189,7 +189,8 @@ def test_the_marts_from_the_refresh_frames_are_the_rows_a_read_gives(
         )
     assert summary.verdict == "agree"
     framed, read = seen["framed"], seen["read"]
-    assert len(seen["marts"]) == 7  # type: ignore[arg-type]
+    # the service's seven and the analysts' six (issue 46: the analysts' are not read back)
+    assert len(seen["marts"]) == 13  # type: ignore[arg-type]
     by_key = {key: (data, mark) for key, data, mark in read.tables}  # type: ignore[attr-defined]
     assert [k for k, _, _ in framed.tables] == list(by_key)  # type: ignore[attr-defined]
     for key, data, mark in framed.tables:  # type: ignore[attr-defined]
