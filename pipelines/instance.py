@@ -35,7 +35,7 @@ import shutil
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 import yaml
 from dagster import DagsterInstance, Field, StringSource
@@ -89,6 +89,10 @@ def _revision(engine: Engine) -> str | None:
             return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     except OperationalError:
         return None  # no such table: a new or unstamped file
+
+
+# a run or schedule storage class of ours (`_opened`)
+_Storage = TypeVar("_Storage", "KeptConnectionsRunStorage", "CheckedScheduleStorage")
 
 
 def _stamped(path: str, table: str | None = None) -> bool:
@@ -268,12 +272,7 @@ class KeptConnectionsRunStorage(SqliteRunStorage):
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsRunStorage:
-        # Dagster's from_local creates or checks the schema, then constructs `cls`; a file it
-        # would leave as it is is opened without it (`_stamped`)
-        base = _base_dir(dict(config_value).get("base_dir"))
-        if _stamped(os.path.join(base, "runs.db"), "instance_info"):
-            return cls(create_db_conn_string(base, "runs"), inst_data)
-        return cls.from_local(base_dir=base, inst_data=inst_data)
+        return _opened(cls, inst_data, config_value, "runs", "instance_info")
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
@@ -294,10 +293,19 @@ class CheckedScheduleStorage(SqliteScheduleStorage):
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> CheckedScheduleStorage:
-        base = _base_dir(dict(config_value).get("base_dir"))
-        if _stamped(os.path.join(base, "schedules.db")):
-            return cls(create_db_conn_string(base, "schedules"), inst_data)
-        return cast("CheckedScheduleStorage", cls.from_local(base_dir=base, inst_data=inst_data))
+        return _opened(cls, inst_data, config_value, "schedules")
+
+
+def _opened(
+    cls: type[_Storage], inst_data: Any, config_value: Any, name: str, table: str | None = None
+) -> _Storage:
+    """The run or schedule storage `cls` of `<base_dir>/<name>.db`: Dagster's from_local creates
+    or checks the schema, then constructs `cls`; a file it would leave as it is is opened
+    without it (`_stamped`)."""
+    base = _base_dir(dict(config_value).get("base_dir"))
+    if _stamped(os.path.join(base, f"{name}.db"), table):
+        return cls(create_db_conn_string(base, name), inst_data)
+    return cast("_Storage", cls.from_local(base_dir=base, inst_data=inst_data))
 
 
 def _data(cls: type, base_dir: str) -> dict[str, str]:
