@@ -40,7 +40,7 @@ def build(settings: Settings | None = None) -> dg.Definitions:
     # the ledger's first month (or the setting's) and the service's time zone: read once, in
     # one open of the warehouse, when the code location loads
     first, zone = partitions.ledger_facts(config.warehouse)
-    start = config.partitions_start or partitions.month_start(first)
+    start = partitions.partitions_start(config, first)
     return dg.Definitions(
         assets=[
             writeback.outbox,

@@ -6,13 +6,14 @@ The ledger is read with the columns these marts need beyond the service's marts'
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from pathlib import Path
 
 import duckdb
 import orjson
 import polars as pl
+
+from centsync.warehouse import marts
 
 ANALYST_TABLES = (
     "merchant_names",
@@ -82,29 +83,6 @@ def save_renames(warehouse: Path, names: Mapping[str, str]) -> Path:
     return path
 
 
-def replace(
-    con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame], *, transaction: bool = True
-) -> dict[str, int]:
-    """Replace every analyst mart with its new rows (in one transaction unless the caller's)."""
-    missing = set(ANALYST_TABLES) - set(frames)
-    if missing:
-        raise ValueError(f"analyst marts missing from the rebuild: {sorted(missing)}")
-    if transaction:
-        con.begin()
-    try:
-        for name in ANALYST_TABLES:
-            frame = frames[name]
-            con.register("_analyst_mart", frame.to_arrow(compat_level=pl.CompatLevel.newest()))
-            cols = ", ".join(f'"{c}"' for c in frame.columns)
-            con.execute(f"DELETE FROM marts.{name}")
-            con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _analyst_mart")
-        if transaction:
-            con.commit()
-    except BaseException:
-        if transaction:
-            con.rollback()
-        raise
-    finally:
-        with contextlib.suppress(duckdb.Error):
-            con.unregister("_analyst_mart")
-    return {name: frames[name].height for name in ANALYST_TABLES}
+def replace(con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame]) -> dict[str, int]:
+    """Replace every analyst mart with its new rows, in one transaction (marts.replace_tables)."""
+    return marts.replace_tables(con, frames, ANALYST_TABLES, "analyst marts")

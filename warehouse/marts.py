@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,11 +45,14 @@ def _frame(
     return result
 
 
-_LEDGER = """
-    SELECT account_id::VARCHAR AS account_id, concept, amount, booked_at,
-           type, category_id::VARCHAR AS category_id
-    FROM core.transactions
-"""
+_COLUMNS = """account_id::VARCHAR AS account_id, concept, amount, booked_at,
+    type, category_id::VARCHAR AS category_id"""
+_LEDGER = f"SELECT {_COLUMNS} FROM core.transactions"
+# the Parquet copy (`transactions_scan`): the analysts' marts read the id and Expense from it too
+_WIDE = (
+    f"SELECT {_COLUMNS}, id::VARCHAR AS id, expense_goal_id::VARCHAR AS expense_goal_id "
+    "FROM core.transactions"
+)
 
 
 def transactions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
@@ -85,11 +88,7 @@ def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFr
     columns a plan uses."""
     path = folder / SCAN_FILE
     quoted = str(path).replace("'", "''")
-    wide = _LEDGER.replace(
-        "FROM core.transactions",
-        ", id::VARCHAR AS id, expense_goal_id::VARCHAR AS expense_goal_id FROM core.transactions",
-    )
-    con.execute(f"COPY ({wide}) TO '{quoted}' (FORMAT parquet, ROW_GROUP_SIZE 65536)")
+    con.execute(f"COPY ({_WIDE}) TO '{quoted}' (FORMAT parquet, ROW_GROUP_SIZE 65536)")
     return pl.scan_parquet(path).select(LEDGER_COLUMNS)
 
 
@@ -384,14 +383,25 @@ def replace_marts(
 ) -> dict[str, int]:
     """Replace every mart with its new rows, all in one transaction; returns rows per mart
     (a monthly mart's frame carries its `partial` column, migration 012)."""
-    missing = set(MART_TABLES) - set(frames)
+    return replace_tables(con, frames, MART_TABLES, "marts")
+
+
+def replace_tables(
+    con: duckdb.DuckDBPyConnection,
+    frames: Mapping[str, pl.DataFrame],
+    tables: Sequence[str],
+    what: str,
+) -> dict[str, int]:
+    """Replace each of `tables` in the marts schema with its frame's rows, all in one
+    transaction (`what` names them in the error when one is missing); rows per table."""
+    missing = set(tables) - set(frames)
     if missing:
-        raise ValueError(f"marts missing from the rebuild: {sorted(missing)}")
+        raise ValueError(f"{what} missing from the rebuild: {sorted(missing)}")
     con.begin()
     try:
-        for name in MART_TABLES:
+        for name in tables:
             frame = frames[name]
-            con.register("_mart", _arrow(frame))  # replaces the last mart's frame
+            con.register("_mart", _arrow(frame))  # replaces the last table's frame
             cols = ", ".join(f'"{c}"' for c in frame.columns)
             con.execute(f"DELETE FROM marts.{name}")
             con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
@@ -402,7 +412,7 @@ def replace_marts(
     finally:
         with contextlib.suppress(duckdb.Error):
             con.unregister("_mart")
-    return {name: frames[name].height for name in MART_TABLES}
+    return {name: frames[name].height for name in tables}
 
 
 def write_reconciliation(

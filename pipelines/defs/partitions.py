@@ -1,4 +1,5 @@
-"""The monthly partitions' first month: the setting's, else the ledger's own first month."""
+"""The monthly partitions' first month (the setting's, else the ledger's own first month) and
+the service's time zone: what the code location reads of the warehouse when it loads."""
 
 import datetime as dt
 from pathlib import Path
@@ -7,28 +8,25 @@ from typing import Any
 from centsync.pipelines.settings import Settings
 
 
-def partitions_start(settings: Settings, today: dt.date | None = None) -> str:
+def partitions_start(
+    settings: Settings, first: dt.date | None, today: dt.date | None = None
+) -> str:
     """The first day of the first month to partition (`YYYY-MM-DD`).
 
-    `CENTSYNC_PARTITIONS_START` wins; else the warehouse's first booked month, so a ledger of 37
-    months has 37 partitions, not every month since 2015; before the first refresh (no
-    warehouse, or an empty or unreadable one) this month alone.
+    `CENTSYNC_PARTITIONS_START` wins; else the warehouse's first booked month (`first`, from
+    `ledger_facts`), so a ledger of 37 months has 37 partitions, not every month since 2015;
+    before the first refresh (no warehouse, or an empty or unreadable one) this month alone.
     """
     if settings.partitions_start:
         return settings.partitions_start
-    return month_start(ledger_first_day(settings.warehouse), today)
-
-
-def month_start(first: dt.date | None, today: dt.date | None = None) -> str:
-    """The first day of `first`'s month (of this month when there is none yet)."""
     day = first or today or dt.date.today()
     return day.replace(day=1).isoformat()
 
 
 def ledger_facts(warehouse: Path) -> tuple[dt.date | None, str | None]:
-    """The warehouse's first booked day and the service's time zone, in one read-only open
-    (each None as `ledger_first_day` and `schedules.service_timezone` say); what the code
-    location reads when it loads, once, not once for each."""
+    """The warehouse's first booked day and the service's time zone as the last refresh stored
+    it, in one read-only open; each None when there is none yet, or when the warehouse cannot
+    be read now (held by a writer that is not ours, or damaged: `centsync doctor` says so)."""
     if not warehouse.exists():
         return None, None
     import duckdb
@@ -38,10 +36,7 @@ def ledger_facts(warehouse: Path) -> tuple[dt.date | None, str | None]:
     try:
         con = connect_readonly(warehouse)
     except (duckdb.Error, OSError):
-        return (
-            None,
-            None,
-        )  # held by a writer that is not ours, or damaged: `centsync doctor` says so
+        return None, None
     try:
         return _first_day(con), _timezone(con)
     finally:
@@ -71,8 +66,3 @@ def _timezone(con: Any) -> str | None:
         return reads.settings_timezone(con)
     except duckdb.Error:
         return None  # not migrated yet
-
-
-def ledger_first_day(warehouse: Path) -> dt.date | None:
-    """The warehouse's first booked day, read only (None: no warehouse or no transactions)."""
-    return ledger_facts(warehouse)[0]

@@ -62,22 +62,9 @@ def cron_words(cron: str) -> str:
 def service_timezone(warehouse: Path) -> str | None:
     """The service's time zone as the last refresh stored it (None: no refresh yet, or a
     warehouse that cannot be read now: held by a writer that is not ours, or damaged)."""
-    if not warehouse.exists():
-        return None
-    import duckdb
+    from centsync.pipelines.defs.partitions import ledger_facts
 
-    from centsync.warehouse import connect_readonly, reads
-
-    try:
-        con = connect_readonly(warehouse)
-    except (duckdb.Error, OSError):
-        return None
-    try:
-        return reads.settings_timezone(con)
-    except duckdb.Error:
-        return None  # not migrated yet
-    finally:
-        con.close()
+    return ledger_facts(warehouse)[1]
 
 
 def next_runs(cron: str, timezone: str, now: dt.datetime, count: int = 1) -> list[dt.datetime]:
