@@ -16,7 +16,7 @@ import pandera.polars as pa
 import polars as pl
 
 from centsync.transform import merchants, recurring, spending, transfers
-from centsync.transform.marts import MAX_CENTS, Engine
+from centsync.transform.marts import MAX_CENTS, Engine, collect, collect_all
 
 
 def _cents(nullable: bool = False) -> pa.Column:
@@ -178,7 +178,7 @@ def build(
     tx = frames.transactions
     concepts = tx.select("concept").unique()
     merchant = spending.merchant_key(pl.col("concept"))
-    keys = concepts.with_columns(merchant=merchant).collect(engine=engine).lazy()
+    keys = concepts.with_columns(merchant=merchant).pipe(collect, engine).lazy()
     names = merchants.display_names(keys, frames.renames)
     series, members = _recurring(tx, keys, names, frames.accounts, frames.today, engine)
     pairs, unpaired = transfers.pairs_and_unpaired(tx, frames.accounts, engine=engine)
@@ -197,7 +197,7 @@ def build(
         "unpaired_transfers": unpaired_full,
         "expense_goals_by_month": expense_goals_by_month(frames.transactions),
     }
-    collected = dict(zip(lazy, pl.collect_all(list(lazy.values()), engine=engine), strict=True))
+    collected = dict(zip(lazy, collect_all(list(lazy.values()), engine), strict=True))
     collected["transfer_pairs"] = pairs.rename({"out_on": "booked_at"}).with_columns(
         pl.col("lag_days").cast(pl.Int64)
     )

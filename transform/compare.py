@@ -11,7 +11,7 @@ import datetime as dt
 import polars as pl
 
 from centsync.transform.calendar import month_end
-from centsync.transform.marts import Engine
+from centsync.transform.marts import Engine, collect, collect_all
 from centsync.transform.spending import expenses, merchant_key
 
 RESULT_SCHEMA: dict[str, pl.DataType] = {
@@ -224,7 +224,7 @@ def spending_checks(
     exp = (
         expenses(tx)
         .select("booked_at", "amount", pl.col("category_id").alias("category"), "concept")
-        .collect(engine=engine)
+        .pipe(collect, engine)
         .lazy()
     )
     month_requests = requests.filter(pl.col("group_by") == "month")
@@ -247,7 +247,7 @@ def spending_checks(
         out.append(_spending_comparison(local, server, group_by, lo, hi, whole))
     if not out:
         return _empty_results()
-    return pl.concat(pl.collect_all(out, engine=engine), how="vertical_relaxed")
+    return pl.concat(collect_all(out, engine), how="vertical_relaxed")
 
 
 def summary_checks(
@@ -263,7 +263,7 @@ def summary_checks(
     frame = (
         tx.group_by("booked_at", "type")
         .agg(pl.col("amount").sum(), rows=pl.len().cast(pl.Int64))
-        .collect(engine=engine)
+        .pipe(collect, engine)
     )
     for s in summaries.unique(["from_date", "to_date"], keep="last").iter_rows(named=True):
         lo, hi = s["from_date"], s["to_date"]

@@ -124,6 +124,28 @@ MART_NAMES = tuple(SCHEMAS)
 # default engine's start-up was most of a small plan's cost; a big ledger keeps "auto"
 Engine = Literal["auto", "in-memory", "streaming"]
 
+# A big ledger's plans (the streaming engine over its Parquet copy) do not share common
+# subplans: where two branches of a plan read the same scan (a group-by and the join that
+# uses it), Polars caches the scan whole for both, so a plan that returns a few hundred rows
+# held the ledger's columns in memory; each branch reads the copy again instead. At 1,000,000
+# rows `centsync reconcile` peaked 60-70 MB lower for the same CPU (docs/benchmarks.md).
+_STREAMING = pl.QueryOptFlags(comm_subplan_elim=False)
+
+
+def collect(plan: pl.LazyFrame, engine: Engine) -> pl.DataFrame:
+    """`plan` collected on `engine`; on the streaming engine without shared subplans."""
+    if engine == "streaming":
+        return plan.collect(engine=engine, optimizations=_STREAMING)
+    return plan.collect(engine=engine)
+
+
+def collect_all(plans: list[pl.LazyFrame], engine: Engine) -> list[pl.DataFrame]:
+    """`plans` collected on `engine` as one plan (sharing what they have in common), or,
+    on the streaming engine, one at a time without shared subplans (`collect`)."""
+    if engine == "streaming":
+        return [collect(plan, engine) for plan in plans]
+    return pl.collect_all(plans, engine=engine)
+
 
 @dataclass(frozen=True)
 class CoreFrames:
@@ -167,8 +189,8 @@ def build(
         "net_worth_snapshots": balances.net_worth_snapshots(core.net_worth_history),
     }
     counts = {"transactions", "account_count"}
-    # one plan: Polars shares the common subplans (the ledger scan, the balances)
-    collected = pl.collect_all(list(lazy.values()), engine=engine)
+    # one plan sharing the common subplans (the ledger, the balances), but for a big ledger's scan
+    collected = collect_all(list(lazy.values()), engine)
     out: dict[str, pl.DataFrame] = {}
     for (name, _), frame in zip(lazy.items(), collected, strict=True):
         frame = frame.with_columns(pl.col(c).cast(pl.Int64) for c in frame.columns if c in counts)

@@ -30,6 +30,8 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from centsync.transform.marts import collect
+
 if TYPE_CHECKING:
     from centsync.transform.marts import Engine
 
@@ -162,10 +164,10 @@ def members(tx: pl.LazyFrame, keys: pl.LazyFrame, *, engine: Engine = "auto") ->
     (one lazy plan would repeat the finer cadences' work in every coarser one), on `engine`
     (a household's: "in-memory", transform/marts.py `Engine`).
     """
-    rows = candidates(tx, keys).collect(engine=engine)
+    rows = candidates(tx, keys).pipe(collect, engine)
     found: list[pl.DataFrame] = []
     for c in CADENCES:
-        at = _members_at(rows.lazy(), c).collect(engine=engine)
+        at = _members_at(rows.lazy(), c).pipe(collect, engine)
         found.append(at)
         rows = rows.join(at.select(*GROUP).unique(), on=list(GROUP), how="anti")
     return pl.concat(found)

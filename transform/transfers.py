@@ -24,6 +24,8 @@ from typing import TYPE_CHECKING
 
 import polars as pl
 
+from centsync.transform.marts import collect
+
 if TYPE_CHECKING:
     from centsync.transform.marts import Engine
 
@@ -75,7 +77,7 @@ def candidates(
             & pl.col("lag_days").is_between(-BEFORE, WINDOW)
             & ((pl.col("out_type") == "transfer") | (pl.col("in_type") == "transfer"))
         )
-        .collect(engine=engine)
+        .pipe(collect, engine)
     )
 
 
@@ -141,7 +143,7 @@ def pairs_and_unpaired(
         tx.filter(pl.col("type") == "transfer")
         .select(transaction_id="id")
         .filter(~pl.col("transaction_id").is_in(used.implode()))
-        .collect(engine=engine)
+        .pipe(collect, engine)
     )
     unmatched = legs.with_columns(
         reason=pl.when(pl.col("transaction_id").is_in(touched.implode()))

@@ -16,6 +16,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from centsync.warehouse.instances import release
+
 MART_TABLES = (
     "spending_by_month_category",
     "spending_by_month_merchant",
@@ -89,6 +91,7 @@ def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFr
     path = folder / SCAN_FILE
     quoted = str(path).replace("'", "''")
     con.execute(f"COPY ({_WIDE}) TO '{quoted}' (FORMAT parquet, ROW_GROUP_SIZE 65536)")
+    release(con)  # the ledger's blocks DuckDB cached to write it: not read again
     return pl.scan_parquet(path).select(LEDGER_COLUMNS)
 
 

@@ -448,8 +448,10 @@ class Session:
 
 
 def checkpoint(con: duckdb.DuckDBPyConnection) -> None:
-    """Write what the connection holds in memory to its file (DuckDB's CHECKPOINT)."""
+    """Write what the connection holds in memory to its file (DuckDB's CHECKPOINT), then give
+    the memory that held it back to the system (`release`)."""
     con.execute("CHECKPOINT")
+    instances.release(con)
 
 
 def is_interrupt(exc: BaseException) -> bool:
