@@ -44,19 +44,17 @@ def candidates(
     tx: pl.LazyFrame, accounts: pl.LazyFrame, *, engine: Engine = "auto"
 ) -> pl.DataFrame:
     """Every (out, in) couple that could be a pair, with its lag in days (collected on
-    `engine`: transform/marts.py `Engine`)."""
+    `engine`: transform/marts.py `Engine`).
+
+    The incoming legs (refunds and transfers in: a few hundred in a million rows) are
+    collected first and the outgoing ones (every expense) kept only at their amounts before
+    the join: joined whole, the outgoing side was held in memory (1,000,000 rows: 130 MB over
+    the plan's start, now 40-60, and less CPU: docs/benchmarks.md)."""
     legs = tx.select("id", "account_id", "amount", "booked_at", "type").filter(
         pl.col("type") != "income"
     )
     kinds = accounts.select(pl.col("id").alias("account_id"), account_type="type")
-    outs = legs.filter(pl.col("amount") < 0).select(
-        out_transaction_id="id",
-        from_account_id="account_id",
-        out_on="booked_at",
-        out_type="type",
-        amount_cents=-pl.col("amount"),
-    )
-    ins = (
+    ins = collect(
         legs.filter(pl.col("amount") > 0)
         .join(kinds, "account_id", "left")
         .select(
@@ -66,11 +64,21 @@ def candidates(
             in_type="type",
             to_account_type="account_type",
             amount_cents="amount",
-        )
+        ),
+        engine,
+    )
+    outs = legs.filter(
+        (pl.col("amount") < 0) & (-pl.col("amount")).is_in(ins["amount_cents"].implode())
+    ).select(
+        out_transaction_id="id",
+        from_account_id="account_id",
+        out_on="booked_at",
+        out_type="type",
+        amount_cents=-pl.col("amount"),
     )
     lag = (pl.col("in_on") - pl.col("out_on")).dt.total_days()
     return (
-        outs.join(ins, "amount_cents")
+        outs.join(ins.lazy(), "amount_cents")
         .with_columns(lag_days=lag)
         .filter(
             (pl.col("from_account_id") != pl.col("to_account_id"))
