@@ -8,13 +8,18 @@ the limit back as it was; nothing in the file changes.
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import duckdb
+import polars as pl
 import pytest
 
+from centsync.warehouse import Warehouse, marts
 from centsync.warehouse.instances import release
 from centsync.warehouse.session import checkpoint
+
+from .builders import transactions
 
 ROWS = 600_000
 FLOOR = 8 * 1024 * 1024  # the limit release() sets for a moment
@@ -56,3 +61,17 @@ def test_release_sets_the_limit_back_as_it_was_shown(limit: str) -> None:
     for _ in range(4):  # the same however often
         release(con)
         assert con.execute("SELECT current_setting('memory_limit')").fetchall() == shown
+
+
+def test_the_ledger_copy_gives_its_memory_back_and_keeps_the_threads(wh: Warehouse) -> None:
+    """The marts' Parquet copy runs on one thread and releases DuckDB's cache after it; the
+    connection's threads and memory limit are as they were."""
+    wh.replace_months(["2024-01", "2024-02"], transactions(3_000, months=["2024-01", "2024-02"]))
+    wh.con.execute("SET threads = 3; SET memory_limit = '160MB'")
+    settings = "SELECT current_setting('threads'), current_setting('memory_limit')"
+    before = wh.con.execute(settings).fetchall()
+    folder = Path(tempfile.mkdtemp())
+    scan = marts.transactions_scan(wh.con, folder)
+    assert scan.select(pl.len()).collect().item() == 3_000
+    assert wh.con.execute(settings).fetchall() == before
+    wh.con.execute("RESET threads; RESET memory_limit")
