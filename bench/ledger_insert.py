@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -55,11 +56,11 @@ BASE = {
     "check": False,  # the uniqueness check without a key: window distinct + anti-join on core
 }
 VARIANTS: dict[str, dict[str, object]] = {
-    "today": {},
+    "primary key (before 015)": {},
     "raw VARCHAR": {"raw_type": "VARCHAR"},
     "raw VARCHAR, auto compression": {"raw_type": "VARCHAR", "compression": ""},
     "raw JSON, auto compression": {"compression": ""},
-    "no key, anti-join check": {"pk": False, "check": True},
+    "no key, ids checked (015)": {"pk": False, "check": True},
     "no key, no check": {"pk": False},
     "no key + check, raw VARCHAR": {"pk": False, "check": True, "raw_type": "VARCHAR"},
     "key, rows by id": {"order": "id"},
@@ -254,15 +255,17 @@ def main() -> None:
         "CPU-s of each part over all windows (check: the uniqueness check without a key; "
         "commit: the COMMITs; checkpoints: the windows' and the last)"
     )
-    print(
-        "| variant | check | core insert | raw insert | commit | checkpoints | total CPU-s "
-        "| wall s | peak RSS +MB | file MB |"
-    )
-    print("| - | -: | -: | -: | -: | -: | -: | -: | -: | -: |")
     names = [n.strip() for n in args.variants.split(";")]
     for name in names:
         if name not in VARIANTS:
             raise SystemExit(f"no variant {name!r}; known: {'; '.join(VARIANTS)}")
+    header = (
+        "| variant | check | core insert | raw insert | commit | checkpoints | total CPU-s "
+        "| wall s | peak RSS +MB | file MB |\n| - | -: | -: | -: | -: | -: | -: | -: | -: | -: |"
+    )
+    if args.reps == 1:
+        print(header)
+    runs: dict[str, list[list[float]]] = {name: [] for name in names}
     for _ in range(args.reps):  # interleaved: a busy moment hits every variant alike
         for name in names:
             out = subprocess.run(
@@ -273,7 +276,17 @@ def main() -> None:
             if out.returncode:
                 print(f"| {name} | failed: {out.stderr.strip().splitlines()[-1]} |", flush=True)
                 continue
-            print(out.stdout.strip(), flush=True)
+            line = out.stdout.strip()
+            print(line if args.reps == 1 else f"run: {line}", flush=True)
+            runs[name].append([float(x.strip(" *")) for x in line.strip("|").split("|")[1:]])
+    if args.reps > 1:
+        print(f"medians of {args.reps} interleaved runs:\n{header}")
+        for name, rows in runs.items():
+            if rows:
+                cols = [statistics.median(col) for col in zip(*rows, strict=True)]
+                cells = [f"{x:.2f}" for x in cols[:7]] + [f"{x:.0f}" for x in cols[7:]]
+                cells[5] = f"**{cells[5]}**"
+                print(f"| {name} | " + " | ".join(cells) + " |")
 
 
 if __name__ == "__main__":
