@@ -55,31 +55,19 @@ BASE = {
     "order": "read",  # read: as the pages came (newest first); id: sorted by id
     "check": False,  # the uniqueness check without a key: window distinct + anti-join on core
 }
+NOW = {"pk": False, "check": True}  # since migration 015
 VARIANTS: dict[str, dict[str, object]] = {
     "primary key (before 015)": {},
-    "raw VARCHAR": {"raw_type": "VARCHAR"},
-    "raw VARCHAR, auto compression": {"raw_type": "VARCHAR", "compression": ""},
-    "raw JSON, auto compression": {"compression": ""},
-    "no key, ids checked (015)": {"pk": False, "check": True},
-    "no key, no check": {"pk": False},
-    "no key + check, raw VARCHAR": {"pk": False, "check": True, "raw_type": "VARCHAR"},
-    "key, rows by id": {"order": "id"},
-    "checkpoint at the end only": {"checkpoint": "end"},
-    "checkpoint_threshold 1GB, at the end": {"checkpoint": "end", "threshold": "1GB"},
-    "preserve_insertion_order false": {"preserve_order": False},
-    "one thread": {"threads": 1},
-    "no key + check, VARCHAR, order free": {
-        "pk": False,
-        "check": True,
-        "raw_type": "VARCHAR",
-        "preserve_order": False,
-    },
-    "no key + check, VARCHAR, end": {
-        "pk": False,
-        "check": True,
-        "raw_type": "VARCHAR",
-        "checkpoint": "end",
-    },
+    "key, rows sorted by id": {"order": "id"},
+    "no key, ids checked (015)": NOW,
+    "015, no check (what the check costs)": {"pk": False},
+    "015 + raw VARCHAR (no JSON cast)": {**NOW, "raw_type": "VARCHAR"},
+    "015 + raw auto compression": {**NOW, "compression": ""},
+    "015 + raw uncompressed": {**NOW, "compression": "uncompressed"},
+    "015 + checkpoint at the end only": {**NOW, "checkpoint": "end"},
+    "015 + checkpoint_threshold 1GB, at the end": {**NOW, "checkpoint": "end", "threshold": "1GB"},
+    "015 + preserve_insertion_order false": {**NOW, "preserve_order": False},
+    "015 + one thread": {**NOW, "threads": 1},
 }
 
 

@@ -1,5 +1,5 @@
 -- 015: core.transactions without its PRIMARY KEY index. The key's index (DuckDB's ART) cost
--- about 1.4 CPU-s of a 1,000,000-row first sync's 5 CPU-s of inserts, commits and checkpoints
+-- about 1.3 CPU-s of a 1,000,000-row first sync's 5 CPU-s of inserts, commits and checkpoints
 -- and 80 of the file's 220 MB (bench/ledger_insert.py, docs/benchmarks.md). Ids stay unique:
 -- every insert into core.transactions first checks that its ids are distinct and in no row
 -- already there (warehouse/ledger.py `_check_new_ids`), and refuses the insert as the key did.
