@@ -105,7 +105,7 @@ REPLACE_MONTHS_WITH_MOVES = ReplacePlan(
     "replace months with moves", "_old_tx", _stage_months_with_moves
 )
 # Optimistic: rows rarely move between months, and finding moved rows scans every id. If one
-# did move, the primary key refuses the insert and we redo with the scan.
+# did move, the id check refuses the insert (`_check_new_ids`) and we redo with the scan.
 MONTH_PLANS = (REPLACE_MONTHS, REPLACE_MONTHS_WITH_MOVES)
 
 
@@ -222,7 +222,7 @@ class Ledger(Session):
     ) -> LoadResult:
         """Replace the months with the split's valid rows, trying `plans` in order.
 
-        A plan after the first runs only when the primary key refused the previous one's insert
+        A plan after the first runs only when the id check refused the previous one's insert
         (a row moved between months, which only the last plan looks for).
         """
         with self._registered(split.valid) as src:
@@ -347,9 +347,29 @@ class Ledger(Session):
         return MonthBatch(self, rows=rows)
 
     def _insert_core_transactions(self, src: str, refresh_id: str) -> None:
-        """Insert validated rows into core.transactions (a seam the atomicity tests break)."""
+        """Insert validated rows into core.transactions (a seam the atomicity tests break),
+        once their ids are proven new (`_check_new_ids`)."""
+        _check_new_ids(self.con, src)
         self.con.execute(
             f"INSERT INTO core.transactions SELECT {_TX_SELECT}, ? FROM {src}", [refresh_id]
+        )
+
+
+def _check_new_ids(con: duckdb.DuckDBPyConnection, src: str) -> None:
+    """Refuse rows whose ids are not distinct or already in core.transactions, as its primary
+    key did (DuckDB's ConstraintException, so a replace plan that refused is redone by the
+    next). The table has no key since migration 015: its index cost about 1.3 CPU-s of a
+    1,000,000-row first sync; this check (one distinct count, one semi-join scanning the
+    ledger's ids) about 0.3 (bench/ledger_insert.py). The rows are validated: their ids are
+    canonical lower-case text, so distinct as text is distinct as UUIDs (half the cost)."""
+    twice, present = con.execute(
+        f"SELECT (SELECT count(*) - count(DISTINCT id) FROM {src}), "
+        f"(SELECT count(*) FROM core.transactions WHERE id IN (SELECT id::UUID FROM {src}))"
+    ).fetchall()[0]
+    if twice or present:
+        raise duckdb.ConstraintException(
+            f"Duplicate key: {twice} id(s) twice among the rows and {present} already in "
+            "core.transactions; nothing was inserted"
         )
 
 
