@@ -258,7 +258,8 @@ class Session:
 
     def _snapshotted(self, entity: str) -> bool:
         """Whether `entity` was already snapshotted in this session (its history rows of this
-        refresh are then replaced, not added to); marks it snapshotted."""
+        refresh are then replaced, not added to; a service aggregate's rows of this refresh
+        likewise); marks it snapshotted."""
         again = entity in self._snapshots
         self._snapshots.add(entity)
         return again

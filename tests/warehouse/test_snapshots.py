@@ -260,3 +260,27 @@ def test_the_counts_from_the_replaced_rows_are_a_full_joins() -> None:
         got_old = con.execute("SELECT k, a, l FROM o").fetchall()
         got_new = con.execute("SELECT k, a, l FROM n").fetchall()
         assert diff_counts(got_new, got_old) == want, (old, new)
+
+
+def test_the_services_totals_loaded_twice_in_one_refresh_keep_the_second(wh: Warehouse) -> None:
+    # the first load of a refresh has nothing to take out (no DELETE); a second replaces it
+    for assets, by_type in ((100, {"depository": 100}), (250, {"depository": 200, "loan": 50})):
+        body = {"currency": "EUR", "assets": assets, "liabilities": 0, "count": 2}
+        wh.load_accounts_summary({**body, "net_worth": assets, "by_type": by_type})
+        wh.load_net_worth({**body, "total": assets, "as_of": "2024-01-31T10:00:00.000Z"})
+    assert wh.query("SELECT refresh_id, assets FROM server.accounts_summary").rows() == [
+        ("r1", 250)
+    ]
+    assert wh.query(
+        "SELECT type, balance FROM server.accounts_summary_by_type ORDER BY 1"
+    ).rows() == [
+        ("depository", 200),
+        ("loan", 50),
+    ]
+    assert wh.query("SELECT refresh_id, total FROM server.net_worth").rows() == [("r1", 250)]
+    wh.start_refresh(refresh_id="r2")  # the next refresh's rows are its own
+    wh.load_net_worth({"currency": "EUR", "assets": 7, "liabilities": 0, "total": 7})
+    assert wh.query("SELECT refresh_id, total FROM server.net_worth ORDER BY 1").rows() == [
+        ("r1", 250),
+        ("r2", 7),
+    ]
