@@ -50,10 +50,11 @@ class _Replace:
         return _date_ranges("booked_at", self.months)
 
 
-# A replace of up to this many rows types them once into a temp table (`_new_tx`), read by
-# the diff and the history's two statements; a bigger one keeps a view over the frame (no
-# second copy of a first sync's window in memory). Each read of the view casts every row
-# again: ~2 ms a read for a household's 1,700 rows (issue 46)
+# A replace of up to this many rows that is diffed (its months hold rows) types them once
+# into a temp table (`_new_tx`), read by the diff and the history's two statements; a bigger
+# one keeps a view over the frame (no second copy of a window in memory), and so does a
+# replace of new months (a first sync: nothing reads it twice). Each read of the view casts
+# every row again: ~2 ms a read for a household's 1,700 rows (issue 46)
 TYPED_ONCE_ROWS = 20_000
 
 # The columns _old_tx and _moved_tx hold: what a diff compares, and the month a row sat in.
@@ -113,6 +114,17 @@ REPLACE_MONTHS_WITH_MOVES = ReplacePlan(
 # Optimistic: rows rarely move between months, and finding moved rows scans every id. If one
 # did move, the primary key refuses the insert and we redo with the scan.
 MONTH_PLANS = (REPLACE_MONTHS, REPLACE_MONTHS_WITH_MOVES)
+
+
+def _typed_once(con: duckdb.DuckDBPyConnection, job: _Replace) -> str:
+    """`_new_tx` as a temp table for a small replace that is diffed (TYPED_ONCE_ROWS), else
+    the view it is; what it is now (for its DROP)."""
+    if job.landed > TYPED_ONCE_ROWS:
+        return "VIEW"
+    con.execute(
+        f"DROP VIEW _new_tx; CREATE TEMP TABLE _new_tx AS SELECT {_TX_SELECT}, raw FROM {job.src}"
+    )
+    return "TABLE"
 
 
 @dataclass(frozen=True)
@@ -251,10 +263,10 @@ class Ledger(Session):
         rid = self._rid()
         result = LoadResult("transactions", landed=job.landed, rejected=job.rejected.height)
         timezone = self.get_meta("timezone")
-        typed = "TABLE" if job.landed <= TYPED_ONCE_ROWS else "VIEW"
+        typed = "VIEW"
         with self.transaction() as con:
             con.execute(
-                f"CREATE OR REPLACE TEMP {typed} _new_tx AS SELECT {_TX_SELECT}, raw FROM {job.src}"
+                f"CREATE OR REPLACE TEMP VIEW _new_tx AS SELECT {_TX_SELECT}, raw FROM {job.src}"
             )
             plan.stage(con, job)
             put = job.src
@@ -265,6 +277,7 @@ class Ledger(Session):
                 result.inserted = job.landed
                 con.execute(f"DELETE FROM raw.transactions WHERE {raw_filter}")
             else:
+                typed = _typed_once(con, job)
                 changes = _stage_changes(con, plan.old, raw_filter)
                 # every version replaced is kept (SCD2), before core is rewritten
                 noted = self.service_now is not None and self.clock_noted == self.service_now
