@@ -54,18 +54,32 @@ def note_clock(
         )
 
 
-def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime | None) -> int:
+def record(
+    con: duckdb.DuckDBPyConnection,
+    refresh_id: str,
+    seen_at: dt.datetime | None,
+    *,
+    changed: int | None = None,
+    clock_noted: bool = False,
+) -> int:
     """Write the versions a month replace is about to change; returns the changes recorded.
 
     Inside the replace's transaction, after `_changed_tx` (id, added, gone, in_core, updated)
     and the `_new_tx` view (the rows as sent, typed) exist and before core.transactions is
     rewritten (its rows are the versions being replaced). `seen_at`: the service's clock.
+    `changed`: the rows in `_changed_tx` when the caller counted them (else counted here);
+    `clock_noted`: the refresh's clock is already in history.refresh_clock (`note_clock` with
+    this `seen_at`), so it is not written again (a statement each: issue 46).
     """
-    if not con.execute("SELECT count(*) FROM _changed_tx").fetchall()[0][0]:
+    if changed is None:
+        changed = con.execute("SELECT count(*) FROM _changed_tx").fetchall()[0][0]
+    if not changed:
         return 0  # a month read unchanged: nothing to keep
-    note_clock(con, refresh_id, seen_at)
+    if not clock_noted:
+        note_clock(con, refresh_id, seen_at)
     differs = ", ".join(f"CASE WHEN n.{f} IS DISTINCT FROM o.{f} THEN '{f}' END" for f in COMPARED)
-    con.execute(
+    # CREATE ... AS answers the rows it wrote: no count(*) of its own
+    count = con.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _hist_events AS
         FROM (
@@ -88,8 +102,7 @@ def record(con: duckdb.DuckDBPyConnection, refresh_id: str, seen_at: dt.datetime
         -- a row new in a month never read before is first seen: its core row says it all
         WHERE kind <> 'added' OR month_read
         """
-    )
-    count = con.execute("SELECT count(*) FROM _hist_events").fetchall()[0][0]
+    ).fetchall()[0][0]
     if count:
         _write_versions(con, refresh_id)
     con.execute("DROP TABLE _hist_events")

@@ -62,6 +62,9 @@ class Session:
         # the service's "now" (its net worth as_of), recorded as when a month was verified;
         # None: DuckDB's now()
         self.service_now: dt.datetime | None = None
+        # the service's clock this refresh wrote to history.refresh_clock (history.note_clock);
+        # a month replace then does not write it again
+        self.clock_noted: dt.datetime | None = None
         self.stats = RefreshStats()
         self._published_path: Path | None = None
         self._depth = 0  # frames registered now (_registered)
@@ -255,7 +258,8 @@ class Session:
 
     def _snapshotted(self, entity: str) -> bool:
         """Whether `entity` was already snapshotted in this session (its history rows of this
-        refresh are then replaced, not added to); marks it snapshotted."""
+        refresh are then replaced, not added to; a service aggregate's rows of this refresh
+        likewise); marks it snapshotted."""
         again = entity in self._snapshots
         self._snapshots.add(entity)
         return again
@@ -569,9 +573,10 @@ def _finish_file(wh: Session, work: Path) -> Path:
     """
     wal = work.with_name(work.name + ".wal")
     size = sum(p.stat().st_size for p in (work, wal) if p.exists())
-    block = wh.con.execute(
-        "SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()"
-    ).fetchall()[0][0]
+    block, source = wh.con.execute(
+        "SELECT block_size, database_name FROM pragma_database_size() "
+        "WHERE database_name = current_database()"
+    ).fetchall()[0]
     if size > COMPACT_MAX_BYTES or block != BLOCK_SIZE:
         # a big warehouse's refresh rewrites a small share of it; an old file keeps its blocks
         wh.con.execute("CHECKPOINT")
@@ -581,7 +586,6 @@ def _finish_file(wh: Session, work: Path) -> Path:
     paths.remove(target)
     quoted = str(target).replace("'", "''")
     wh.con.execute(f"ATTACH '{quoted}' AS compact (BLOCK_SIZE {BLOCK_SIZE})")
-    source = wh.con.execute("SELECT current_database()").fetchall()[0][0]
     wh.con.execute(f'COPY FROM DATABASE "{source}" TO compact')
     wh.con.execute("DETACH compact")
     # the working copy's state is in the compact file: its own checkpoint would be wasted

@@ -103,6 +103,7 @@ class Refresher:
         self.warehouse.service_now = now
         # the time the versions this refresh sees are valid from (history.refresh_clock)
         transaction_history.note_clock(self.warehouse.con, self.warehouse.refresh_id, now)
+        self.warehouse.clock_noted = now
         today = started_with.today
         hot_start = plan.hot_window_start(today, self.options.hot_months)
         self.summary.asked = "months" if self.options.months is not None else self.options.mode

@@ -11,8 +11,9 @@ import datetime as dt
 from pathlib import Path
 
 import polars as pl
+import pytest
 
-from centsync.warehouse import Warehouse, history
+from centsync.warehouse import Warehouse, history, ledger
 
 from .builders import transactions, with_raw
 
@@ -110,3 +111,53 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
         assert history.before_last_no(wh.con) == 3
     finally:
         wh.close()
+
+
+def _story(db_path: Path, *, noted: bool) -> tuple[list[tuple[object, ...]], ...]:
+    """Three loads (a change, a delete, an addition, then the deleted row back); every
+    version, clock and core row after them. `noted`: the session says its clock is noted
+    (as a refresh's does: the replace then does not write it again)."""
+    first = transactions(4, months=["2026-10"])
+    ids = first.get_column("id").to_list()
+    edited = first.filter(pl.col("id") != ids[1]).with_columns(
+        amount=pl.when(pl.col("id") == ids[0]).then(-5750).otherwise(pl.col("amount"))
+    )
+    added = transactions(1, months=["2026-10"], seed=2)
+    second = with_raw(pl.concat([edited, added], how="vertical_relaxed"))
+    third = with_raw(
+        pl.concat([second, first.filter(pl.col("id") == ids[1])], how="vertical_relaxed")
+    )
+    wh = Warehouse.open(db_path)
+    try:
+        for n, frame in enumerate((first, second, third), start=1):
+            seen = T1 + dt.timedelta(days=n)
+            wh.start_refresh(refresh_id=f"r{n}")
+            wh.service_now = seen
+            history.note_clock(wh.con, f"r{n}", seen)
+            if noted:
+                wh.clock_noted = seen
+            wh.replace_months(["2026-10"], frame)
+            wh.finish_refresh()
+        return tuple(
+            sorted(wh.con.execute(sql).fetchall(), key=repr)
+            for sql in (
+                "SELECT * FROM history.transaction_versions",
+                "SELECT * FROM history.refresh_clock",
+                "SELECT * FROM core.transactions",
+            )
+        )
+    finally:
+        wh.close()
+
+
+def test_a_small_replace_typed_once_and_its_clock_noted_once_write_the_same_history(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a household's replace types its rows once into a temp table and takes the clock the
+    # refresh noted; a big one reads a view and notes the clock itself: the same versions
+    small = _story(tmp_path / "small.duckdb", noted=True)
+    monkeypatch.setattr(ledger, "TYPED_ONCE_ROWS", 0)
+    big = _story(tmp_path / "big.duckdb", noted=False)
+    versions, clocks, core = small
+    assert len(versions) == 6 and len(clocks) == 3 and len(core) == 5
+    assert small == big

@@ -220,3 +220,67 @@ def test_a_bad_aggregate_row_is_rejected_not_landed(wh: Warehouse) -> None:
     assert (result.landed, result.rejected) == (0, 1)
     assert wh.con.execute("SELECT count(*) FROM server.transactions_summary").fetchone() == (0,)
     assert wh.rejected_rows().get_column("entity").to_list() == ["server.transactions_summary"]
+
+
+def test_the_counts_from_the_replaced_rows_are_a_full_joins() -> None:
+    # the snapshot's counts come from the rows its DELETE and INSERT return; the same as a
+    # FULL JOIN on the key, null keys (match nothing), twice-seen keys, nulls and lists aside
+    import duckdb
+
+    from centsync.warehouse.snapshots import diff_counts
+
+    rng = random.Random(11)
+    keys = [None, 1, 2, 3, 4, 5]
+    values = [None, 0, 1]
+    lists = [None, [1], [1, 2]]
+    con = duckdb.connect()
+    for _ in range(200):
+        old = [
+            (rng.choice(keys), rng.choice(values), rng.choice(lists))
+            for _ in range(rng.randint(0, 5))
+        ]
+        new = [
+            (rng.choice(keys), rng.choice(values), rng.choice(lists))
+            for _ in range(rng.randint(0, 5))
+        ]
+        for name, rows in (("o", old), ("n", new)):
+            con.execute(f"CREATE OR REPLACE TABLE {name} (k INT, a INT, l INT[])")
+            if rows:
+                con.executemany(f"INSERT INTO {name} VALUES (?, ?, ?)", rows)
+        want = con.execute(
+            """
+            SELECT count(*) FILTER (WHERE o._old IS NULL),
+                   count(*) FILTER (WHERE n._new AND o._old
+                                    AND (n.a IS DISTINCT FROM o.a OR n.l IS DISTINCT FROM o.l)),
+                   count(*) FILTER (WHERE n._new IS NULL)
+            FROM (SELECT *, true AS _new FROM n) n
+            FULL JOIN (SELECT *, true AS _old FROM o) o ON o.k = n.k
+            """
+        ).fetchall()[0]
+        got_old = con.execute("SELECT k, a, l FROM o").fetchall()
+        got_new = con.execute("SELECT k, a, l FROM n").fetchall()
+        assert diff_counts(got_new, got_old) == want, (old, new)
+
+
+def test_the_services_totals_loaded_twice_in_one_refresh_keep_the_second(wh: Warehouse) -> None:
+    # the first load of a refresh has nothing to take out (no DELETE); a second replaces it
+    for assets, by_type in ((100, {"depository": 100}), (250, {"depository": 200, "loan": 50})):
+        body = {"currency": "EUR", "assets": assets, "liabilities": 0, "count": 2}
+        wh.load_accounts_summary({**body, "net_worth": assets, "by_type": by_type})
+        wh.load_net_worth({**body, "total": assets, "as_of": "2024-01-31T10:00:00.000Z"})
+    assert wh.query("SELECT refresh_id, assets FROM server.accounts_summary").rows() == [
+        ("r1", 250)
+    ]
+    assert wh.query(
+        "SELECT type, balance FROM server.accounts_summary_by_type ORDER BY 1"
+    ).rows() == [
+        ("depository", 200),
+        ("loan", 50),
+    ]
+    assert wh.query("SELECT refresh_id, total FROM server.net_worth").rows() == [("r1", 250)]
+    wh.start_refresh(refresh_id="r2")  # the next refresh's rows are its own
+    wh.load_net_worth({"currency": "EUR", "assets": 7, "liabilities": 0, "total": 7})
+    assert wh.query("SELECT refresh_id, total FROM server.net_worth ORDER BY 1").rows() == [
+        ("r1", 250),
+        ("r2", 7),
+    ]
