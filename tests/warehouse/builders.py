@@ -6,8 +6,11 @@ import datetime as dt
 import random
 import uuid
 
+import duckdb
 import orjson
 import polars as pl
+
+from centsync.warehouse.migrate import available
 
 TYPES = ("expense", "income", "transfer")
 
@@ -98,3 +101,18 @@ def accounts(n: int = 3, *, seed: int = 7, balances: list[int] | None = None) ->
         },
     )
     return with_raw(frame)
+
+
+def at_version(con: duckdb.DuckDBPyConnection, version: int) -> None:
+    """A warehouse as migration `version` left it (the versions table as migrate() creates it)."""
+    con.execute("CREATE SCHEMA ops")
+    con.execute(
+        "CREATE TABLE ops.schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+        " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+    )
+    for migration in available()[:version]:
+        con.execute(migration.sql)
+        con.execute(
+            "INSERT INTO ops.schema_version (version, name) VALUES (?, ?)",
+            [migration.version, migration.name],
+        )

@@ -9,6 +9,8 @@ import duckdb
 from centsync.warehouse import Warehouse, current_version, migrate
 from centsync.warehouse.migrate import available
 
+from .builders import at_version
+
 
 def test_migration_files_ship_with_the_package_numbered_from_one() -> None:
     found = available()
@@ -119,17 +121,7 @@ def test_006_drops_the_month_states_never_filled_server_columns(db_path: Path) -
     con = duckdb.connect(str(db_path))
     try:
         # a warehouse as version 5 left it (the versions table as migrate() creates it)
-        con.execute("CREATE SCHEMA ops")
-        con.execute(
-            "CREATE TABLE ops.schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
-            " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        )
-        for migration in available()[:5]:
-            con.execute(migration.sql)
-            con.execute(
-                "INSERT INTO ops.schema_version (version, name) VALUES (?, ?)",
-                [migration.version, migration.name],
-            )
+        at_version(con, 5)
         con.execute(
             "INSERT INTO ops.month_state (month, read_refresh, read_at, read_reason, read_rows) "
             "VALUES ('2024-01-01', 'r1', now(), 'first sync', 12)"

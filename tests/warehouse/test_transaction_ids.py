@@ -9,9 +9,8 @@ import polars as pl
 import pytest
 
 from centsync.warehouse import Warehouse, migrate
-from centsync.warehouse.migrate import available
 
-from .builders import transactions
+from .builders import at_version, transactions
 
 MONTHS = ["2024-01", "2024-02", "2024-03"]
 
@@ -59,17 +58,7 @@ def test_015_rebuilds_the_ledger_without_its_key_keeping_rows_order_and_views(
     con = duckdb.connect(str(db_path))
     try:
         # a warehouse as version 14 left it, with a ledger
-        con.execute("CREATE SCHEMA ops")
-        con.execute(
-            "CREATE TABLE ops.schema_version (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
-            " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
-        )
-        for migration in available()[:14]:
-            con.execute(migration.sql)
-            con.execute(
-                "INSERT INTO ops.schema_version (version, name) VALUES (?, ?)",
-                [migration.version, migration.name],
-            )
+        at_version(con, 14)
         frame = transactions(500, months=MONTHS, seed=4).sort("booked_at", descending=True)
         con.register("f", frame)
         con.execute(
