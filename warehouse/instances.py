@@ -29,9 +29,10 @@ import duckdb
 # A working copy up to this size is attached to the thread's shared instance
 SHARED_MAX_BYTES = 16 * 1024 * 1024
 # Settings of every working copy's instance (DuckDB keeps them per instance, not per file):
-# - automatic checkpoints every 16 MB of WAL rewrite the primary-key index again and again (a
+# - automatic checkpoints every 16 MB of WAL rewrote the primary-key index again and again (a
 #   third of a month-by-month first sync); never checkpointing keeps every row in memory until
-#   the end (+700 MB at 1M rows). 64 MB measured best of both.
+#   the end (+700 MB at 1M rows). 64 MB measured best of both (with the key, which migration
+#   015 dropped: bench/ledger_insert.py found a 1 GB threshold no better without it).
 # - nothing of a working copy is kept after a crash (stale copies are removed before a
 #   refresh): its commits need no fsync (~0.5 ms each, a dozen per household). The file that
 #   is published is fsynced whole before it replaces the old one (paths.publish_file).
