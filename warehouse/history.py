@@ -59,7 +59,7 @@ def record(
     refresh_id: str,
     seen_at: dt.datetime | None,
     *,
-    changed: int | None = None,
+    changed: int,
     clock_noted: bool = False,
 ) -> int:
     """Write the versions a month replace is about to change; returns the changes recorded.
@@ -67,12 +67,10 @@ def record(
     Inside the replace's transaction, after `_changed_tx` (id, added, gone, in_core, updated)
     and the `_new_tx` view (the rows as sent, typed) exist and before core.transactions is
     rewritten (its rows are the versions being replaced). `seen_at`: the service's clock.
-    `changed`: the rows in `_changed_tx` when the caller counted them (else counted here);
-    `clock_noted`: the refresh's clock is already in history.refresh_clock (`note_clock` with
-    this `seen_at`), so it is not written again (a statement each: issue 46).
+    `changed`: the rows in `_changed_tx` (the replace has counted them); `clock_noted`: the
+    refresh's clock is already in history.refresh_clock (`Session.note_service_clock` with this
+    `seen_at`), so it is not written again (a statement each: issue 46).
     """
-    if changed is None:
-        changed = con.execute("SELECT count(*) FROM _changed_tx").fetchall()[0][0]
     if not changed:
         return 0  # a month read unchanged: nothing to keep
     if not clock_noted:

@@ -16,7 +16,7 @@ import duckdb
 import orjson
 import polars as pl
 
-from centsync.warehouse import common, instances, paths
+from centsync.warehouse import common, history, instances, paths
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     RefreshMode,
@@ -255,6 +255,12 @@ class Session:
                 # Inside a failed transaction DuckDB refuses even this; the original error matters.
                 with contextlib.suppress(duckdb.TransactionException):
                     self.con.unregister(name)
+
+    def note_service_clock(self, now: dt.datetime | None) -> None:
+        """The service's clock: months read are verified at it; history notes it once."""
+        self.service_now = now
+        history.note_clock(self.con, self.refresh_id, now)
+        self.clock_noted = now
 
     def _snapshotted(self, entity: str) -> bool:
         """Whether `entity` was already snapshotted in this session (its history rows of this

@@ -26,7 +26,6 @@ from centsync.pipelines.refresh.summary import RefreshOptions, RefreshSummary
 from centsync.transform import bisection, shapes
 from centsync.transform.calendar import contiguous, month_key, parse_month
 from centsync.warehouse import SettingsResult, Warehouse
-from centsync.warehouse import history as transaction_history
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse.fingerprints import local_spending_by_month, local_totals
 
@@ -99,11 +98,9 @@ class Refresher:
         self._bind(me.account_id, started_with.currency or "", started_with.timezone)
         # "Today" is the service's, read off net worth's as_of, in the settings timezone.
         now = started_with.now
-        # every month read is recorded as verified at the service's "now"
-        self.warehouse.service_now = now
-        # the time the versions this refresh sees are valid from (history.refresh_clock)
-        transaction_history.note_clock(self.warehouse.con, self.warehouse.refresh_id, now)
-        self.warehouse.clock_noted = now
+        # every month read is verified at the service's "now", and the versions this refresh
+        # sees are valid from it (history.refresh_clock)
+        self.warehouse.note_service_clock(now)
         today = started_with.today
         hot_start = plan.hot_window_start(today, self.options.hot_months)
         self.summary.asked = "months" if self.options.months is not None else self.options.mode

@@ -132,10 +132,11 @@ def _story(db_path: Path, *, noted: bool) -> tuple[list[tuple[object, ...]], ...
         for n, frame in enumerate((first, second, third), start=1):
             seen = T1 + dt.timedelta(days=n)
             wh.start_refresh(refresh_id=f"r{n}")
-            wh.service_now = seen
-            history.note_clock(wh.con, f"r{n}", seen)
-            if noted:
-                wh.clock_noted = seen
+            if noted:  # as a refresh notes it
+                wh.note_service_clock(seen)
+            else:
+                wh.service_now = seen
+                history.note_clock(wh.con, f"r{n}", seen)
             wh.replace_months(["2026-10"], frame)
             wh.finish_refresh()
         return tuple(
