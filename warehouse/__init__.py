@@ -24,7 +24,7 @@ from centsync.warehouse.errors import (
     WarehouseError,
 )
 from centsync.warehouse.migrate import current_version, migrate
-from centsync.warehouse.paths import connect_readonly, damaged
+from centsync.warehouse.paths import connect_readonly, damaged, reading
 from centsync.warehouse.store import (
     LoadResult,
     MonthBatch,
@@ -58,5 +58,6 @@ __all__ = [
     "month_key",
     "month_start",
     "new_refresh_id",
+    "reading",
     "split_valid",
 ]

@@ -25,15 +25,11 @@ from centsync.warehouse.common import (
     transaction,
 )
 from centsync.warehouse.errors import WarehouseError
+from centsync.warehouse.instances import BLOCK_SIZE, NEW_FILE
 from centsync.warehouse.migrate import migrate
 
 log = logging.getLogger("centsync.warehouse.store")
 
-# The block size of a new warehouse file. DuckDB's default, 256 KiB, gives every table and
-# index at least one block: a household's 1,700 rows over ~40 tables took 15-27 MB, nearly all
-# empty. 16 KiB (DuckDB's least) stores the same warehouse in about 1.5 MB (docs/scale.md). A
-# file keeps the block size it was made with: older warehouses keep 256 KiB.
-BLOCK_SIZE = 16_384
 # A small ledger's refresh (one thread) runs about 200 small statements that take longer to
 # optimise than to run: without DuckDB's optimiser a household's daily refresh spent 7-9 % less
 # CPU (bench/small_statements.py, docs/scale.md). Its passes change plans, never results; a big
@@ -46,7 +42,6 @@ SMALL_REFRESH_OPTIMIZER = False
 ONE_THREAD_ROWS = 100_000
 # A frame up to this many rows stays registered after use until the next frame replaces it
 KEEP_REGISTERED_ROWS = 10_000
-NEW_FILE: dict[str, str | bool | int | float | list[str]] = {"default_block_size": str(BLOCK_SIZE)}
 
 
 class Session:
@@ -551,7 +546,7 @@ def _connect_working_copy(
     one or a first sync's gets an instance of its own (None)."""
     size = published.stat().st_size if published.exists() else None
     if size is not None and size <= instances.SHARED_MAX_BYTES:
-        return instances.attach(work, NEW_FILE)
+        return instances.attach(work)
     con = duckdb.connect(str(work), config=NEW_FILE)  # a copy keeps its own block size
     for sql in instances.WORKING_SETTINGS:
         con.execute(sql)

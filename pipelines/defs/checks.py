@@ -3,7 +3,7 @@
 import dagster as dg
 
 from centsync.pipelines.settings import Settings
-from centsync.warehouse import connect_readonly, reads
+from centsync.warehouse import reading, reads
 
 
 @dg.asset_check(
@@ -12,11 +12,8 @@ from centsync.warehouse import connect_readonly, reads
     description="No landed row was rejected by validation in the latest refresh.",
 )
 def no_rejected_rows(settings: dg.ResourceParam[Settings]) -> dg.AssetCheckResult:
-    con = connect_readonly(settings.warehouse)
-    try:
+    with reading(settings.warehouse) as con:
         n, reason = reads.rejected_in_latest_refresh(con)
-    finally:
-        con.close()
     return dg.AssetCheckResult(
         passed=n == 0,
         severity=dg.AssetCheckSeverity.ERROR,

@@ -31,16 +31,13 @@ def ledger_facts(warehouse: Path) -> tuple[dt.date | None, str | None]:
         return None, None
     import duckdb
 
-    from centsync.warehouse import connect_readonly
+    from centsync.warehouse import reading
 
     try:
-        con = connect_readonly(warehouse)
+        with reading(warehouse) as con:
+            return _first_day(con), _timezone(con)
     except (duckdb.Error, OSError):
         return None, None
-    try:
-        return _first_day(con), _timezone(con)
-    finally:
-        con.close()
 
 
 def _first_day(con: Any) -> dt.date | None:

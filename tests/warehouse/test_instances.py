@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from centsync.warehouse import Warehouse, connect_readonly, instances, paths
+from centsync.warehouse import NoWarehouseError, Warehouse, connect_readonly, instances, paths
 
 from .builders import transactions
 
@@ -161,3 +161,40 @@ def test_a_publishing_session_nested_in_a_refresh_shares_the_instance(tmp_path: 
         assert len(instances.attached_files()) == 1
     assert instances.attached_files() == []
     assert len(_rows(outer)) == 50 and len(_rows(inner)) == 50
+
+
+def test_a_read_of_a_small_warehouse_attaches_it_read_only_to_the_threads_instance(
+    tmp_path: Path,
+) -> None:
+    a = tmp_path / "a" / "centsync.duckdb"
+    _refresh(a, 1)
+    _refresh(a, 2)  # a daily refresh: the thread's instance is started
+    home = instances.thread_instance()
+    assert home is not None
+    with paths.reading(a) as con:
+        assert instances.attached_files() == [str(a)]
+        got = con.execute("SELECT id, amount FROM core.transactions ORDER BY id").fetchall()
+        assert got == _rows(a)
+        with pytest.raises(duckdb.Error, match="read-only"):
+            con.execute("DELETE FROM core.transactions")
+        with paths.reading(a) as again:  # the same file twice: an instance of its own
+            assert again.execute("SELECT count(*) FROM core.transactions").fetchone() == (50,)
+    assert instances.thread_instance() is home  # no new instance for the reads
+    assert instances.attached_files() == []
+    _refresh(a, 3)  # the published file is free to be replaced
+    with paths.reading(a) as con:
+        assert con.execute("SELECT count(*) FROM core.transactions").fetchone() == (50,)
+    assert instances.attached_files() == []
+
+
+def test_a_read_of_a_big_warehouse_opens_an_instance_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    a = tmp_path / "a" / "centsync.duckdb"
+    _refresh(a, 1)
+    monkeypatch.setattr(instances, "SHARED_MAX_BYTES", 1)
+    with paths.reading(a) as con:
+        assert con.execute("SELECT count(*) FROM core.transactions").fetchone() == (50,)
+    assert instances.thread_instance() is None  # never started for the read
+    with pytest.raises(NoWarehouseError), paths.reading(tmp_path / "none.duckdb"):
+        pass
