@@ -5,6 +5,10 @@ within the key's allowance, retried on transient failures, drift-safe when pagin
 returning typed Polars frames with each record's raw JSON. See docs/extract.md.
 """
 
+# first: the transport adapter imports httpx without its command line (`_transport`)
+from . import _transport  # noqa: F401
+
+# isort: split
 from ._client import AsyncApiClient
 from ._errors import (
     ApiError,

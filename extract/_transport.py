@@ -2,8 +2,9 @@
 query encoding and the direct send path.
 
 This is the one adapter over httpx and httpx-aiohttp internals: every private name of theirs
-the client relies on is read here (`DirectSender`, `client_transport`, `_FAST_URL`), pinned by
-tests/extract/test_transport.py and allowed by tests/test_private_reaches.py.
+the client relies on is read here (`DirectSender`, `client_transport`, `_FAST_URL`, and httpx's
+command line left out of its import: `_SKIP_CLI`), pinned by tests/extract/test_transport.py and
+allowed by tests/test_private_reaches.py.
 """
 
 from __future__ import annotations
@@ -12,17 +13,30 @@ import datetime as dt
 import ipaddress
 import socket
 import ssl
+import sys
 from collections.abc import Generator, Mapping
 from functools import lru_cache
 from typing import Any
 from urllib.parse import quote
 
-import aiohttp
-import httpx
-import orjson
-from httpx_aiohttp import AiohttpTransport
+# httpx imports its own command line (`httpx._main`, with click, rich and pygments) whenever
+# those are installed, as Dagster's dependencies are: about 30 ms of every centsync process
+# (docs/benchmarks.md), for a command no one runs from here. httpx falls back to a stub `main`
+# when that import fails (httpx 0.28, pinned: tests/extract/test_transport.py); the module is
+# refused for httpx's first import only, so a later `import httpx._main` still works.
+_SKIP_CLI = "httpx" not in sys.modules and "httpx._main" not in sys.modules
+if _SKIP_CLI:
+    sys.modules["httpx._main"] = None  # type: ignore[assignment]
 
-from ._errors import (
+import aiohttp  # noqa: E402
+import httpx  # noqa: E402
+import orjson  # noqa: E402
+from httpx_aiohttp import AiohttpTransport  # noqa: E402
+
+if _SKIP_CLI:
+    del sys.modules["httpx._main"]
+
+from ._errors import (  # noqa: E402
     ConfigurationError,
     ResponseFormatError,
 )

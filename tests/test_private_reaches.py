@@ -34,6 +34,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("extract/_transport.py", "._transport_for_url"): "the transport a request would use",
     ("extract/_transport.py", "._uri_reference"): "a URL's parse, reused per path",
     ("extract/_transport.py", "._content"): "the body as the transport read it",
+    ("extract/_transport.py", "httpx._main"): "httpx's command line, not imported",
     # aiolimiter: tests/extract/test_pacing.py::test_the_bucket_s_level_can_be_set_and_a_...
     ("extract/_pacing.py", "._leak"): "drain the bucket to now",
     ("extract/_pacing.py", "._wake_next"): "let a waiter re-check",

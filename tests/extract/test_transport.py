@@ -292,3 +292,29 @@ def test_a_large_chunk_transport_reads_whole_bodies_and_leaves_the_class_alone()
 
     run(go())
     assert AiohttpResponseStream.CHUNK_SIZE == 16 * 1024
+
+
+def test_httpx_is_imported_without_its_command_line_which_still_loads_when_asked() -> None:
+    """`_transport` refuses `httpx._main` to httpx's first import (click, rich and pygments,
+    ~30 ms of every process) and lets it load afterwards; httpx falls back to a stub `main`
+    when that import fails: if a new httpx stopped doing so, importing the client would fail
+    here."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "import centsync.extract\n"
+        "import httpx\n"
+        "assert 'rich' not in sys.modules and 'pygments' not in sys.modules, 'CLI loaded'\n"
+        "assert 'httpx._main' not in sys.modules\n"
+        "assert callable(httpx.main) and httpx.AsyncClient\n"
+        "import importlib.util\n"
+        "if importlib.util.find_spec('rich') is not None:\n"
+        "    import httpx._main\n"
+        "    assert hasattr(httpx._main, 'main')\n"
+        "print('ok')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
