@@ -158,16 +158,16 @@ def test_the_code_location_opens_the_warehouse_once_for_its_partitions_and_time_
 
     http_env.refresh()
     opened: list[object] = []
-    real = warehouse.connect_readonly
+    real = warehouse.reading
 
     def counting(path: object, *args: object, **kwargs: object) -> object:
         opened.append(path)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(warehouse, "connect_readonly", counting)
+    monkeypatch.setattr(warehouse, "reading", counting)
     defs = definitions.build(Settings.from_env())
     assert len(opened) == 1
-    monkeypatch.setattr(warehouse, "connect_readonly", real)
+    monkeypatch.setattr(warehouse, "reading", real)
     zone = schedule_defs.service_timezone(http_env.warehouse)
     assert zone is not None
     assert {s.execution_timezone for s in defs.schedules} == {zone}
