@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import os
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -156,11 +157,11 @@ def reading(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
     1.5 s refresh, which opened two: the definitions' first month and the landed rows' check);
     an attach to the instance the refresh's working copy uses costs about a tenth of that
     (docs/benchmarks.md). The reads see the file as it was when attached, as with a connection
-    of its own. A file this thread has attached already is opened in an instance of its own
-    (DuckDB attaches a file once per instance)."""
-    quoted = str(path).replace("'", "''")
-    if str(path) in attached_files():
-        con = duckdb.connect(str(path), read_only=True)
+    of its own. A file this thread has attached already (by any name) is opened in an
+    instance of its own: DuckDB refuses a file attached for writing to be attached again."""
+    target = os.path.realpath(path)
+    if target in {os.path.realpath(p) for p in attached_files()}:
+        con = duckdb.connect(target, read_only=True)
         try:
             yield con
         finally:
@@ -168,11 +169,13 @@ def reading(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         return
     home = _thread_instance()
     alias = f"reading_{next(_aliases)}"
+    quoted = target.replace("'", "''")
     _thread.attached += 1
     try:
         home.execute(f"ATTACH '{quoted}' AS {alias} (READ_ONLY)")
     except BaseException:
         _thread.attached -= 1
+        _thread.failed = True  # as `attach`: the next refresh starts a new instance
         _drop_if_failed()
         raise
     con = home.cursor()

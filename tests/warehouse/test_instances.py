@@ -164,7 +164,7 @@ def test_a_publishing_session_nested_in_a_refresh_shares_the_instance(tmp_path: 
 
 
 def test_a_read_of_a_small_warehouse_attaches_it_read_only_to_the_threads_instance(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     a = tmp_path / "a" / "centsync.duckdb"
     _refresh(a, 1)
@@ -178,6 +178,9 @@ def test_a_read_of_a_small_warehouse_attaches_it_read_only_to_the_threads_instan
         with pytest.raises(duckdb.Error, match="read-only"):
             con.execute("DELETE FROM core.transactions")
         with paths.reading(a) as again:  # the same file twice: an instance of its own
+            assert again.execute("SELECT count(*) FROM core.transactions").fetchone() == (50,)
+        monkeypatch.chdir(a.parent)
+        with paths.reading(Path(a.name)) as again:  # named another way: the same file
             assert again.execute("SELECT count(*) FROM core.transactions").fetchone() == (50,)
     assert instances.thread_instance() is home  # no new instance for the reads
     assert instances.attached_files() == []
