@@ -1,4 +1,5 @@
-"""Working copies attached to one DuckDB instance per thread, not each opened in its own.
+"""Working copies, and blocks of reads of a small warehouse (`reading`), attached to one DuckDB
+instance per thread, not each opened in its own.
 
 Starting a DuckDB instance costs about 25 ms of CPU (`duckdb.connect()`, even in memory): a
 tenth of a household's daily refresh. A process that refreshes many owners one after the
