@@ -18,7 +18,6 @@ import dagster as dg
 from centsync.pipelines.defs import (
     alerts,
     bank_sync,
-    checks,
     jobs,
     partitions,
     reconcile,
@@ -48,7 +47,6 @@ def build(settings: Settings | None = None) -> dg.Definitions:
             refresh.transactions_by_month(start),
             bank_sync.bank_sync,
         ],
-        asset_checks=[checks.no_rejected_rows],
         jobs=[
             jobs.refresh_job,
             jobs.bank_sync_job,

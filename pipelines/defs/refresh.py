@@ -15,7 +15,7 @@ from tqdm import tqdm
 
 from centsync.pipelines import failures as errors
 from centsync.pipelines.clients import api_client
-from centsync.pipelines.defs import OWNERS, marts
+from centsync.pipelines.defs import OWNERS, checks, marts
 from centsync.pipelines.defs.failures import known_failures
 from centsync.pipelines.outputs.verdict_words import run_line
 from centsync.pipelines.refresh.run import (
@@ -318,12 +318,13 @@ def _run(
     for key in ENDPOINT_ASSETS:
         yield dg.MaterializeResult(asset_key=key, metadata=_metadata(summary, key, result))
     yield from marts.materializations(summary, report_path)
+    yield checks.no_rejected_rows(Path(settings.warehouse))
     yield from marts.check_results(summary)
 
 
 @dg.multi_asset(
     specs=_specs() + marts.specs(),
-    check_specs=marts.check_specs(),
+    check_specs=[checks.SPEC, *marts.check_specs()],
     name="refresh",
     can_subset=False,
 )
