@@ -105,18 +105,21 @@ def applied_settings() -> dict[str, str]:
     return _thread.applied  # a new instance starts a new dict
 
 
-def attach(work: Path) -> tuple[duckdb.DuckDBPyConnection, Callable[[bool, bool], None]]:
-    """A connection whose default database is the working copy `work`, attached to this
-    thread's instance, and `detach(failed, checkpoint)`, which closes it and detaches the
-    file: checkpointed first unless `checkpoint` is False (its state was copied elsewhere,
-    or it is discarded). After a failure (`failed`) the instance is closed once nothing else
-    of this thread is attached, and the next refresh starts a new one."""
+def attach(
+    work: Path, *, read_only: bool = False
+) -> tuple[duckdb.DuckDBPyConnection, Callable[[bool, bool], None]]:
+    """A connection whose default database is the working copy `work` (or, `read_only`, a
+    file only read: `reading`), attached to this thread's instance, and `detach(failed,
+    checkpoint)`, which closes it and detaches the file: checkpointed first unless
+    `checkpoint` is False (its state was copied elsewhere, or it is discarded). After a
+    failure (`failed`) the instance is closed once nothing else of this thread is attached,
+    and the next refresh starts a new one."""
     home = _thread_instance()
-    alias = f"working_copy_{next(_aliases)}"
+    alias = f"{'reading' if read_only else 'working_copy'}_{next(_aliases)}"
     quoted = str(work).replace("'", "''")
     _thread.attached += 1
     try:
-        home.execute(f"ATTACH '{quoted}' AS {alias}")
+        home.execute(f"ATTACH '{quoted}' AS {alias}" + (" (READ_ONLY)" if read_only else ""))
         con = home.cursor()
         con.execute(f"USE {alias}")
     except BaseException:
@@ -168,28 +171,11 @@ def reading(path: Path) -> Iterator[duckdb.DuckDBPyConnection]:
         finally:
             con.close()
         return
-    home = _thread_instance()
-    alias = f"reading_{next(_aliases)}"
-    quoted = target.replace("'", "''")
-    _thread.attached += 1
+    con, detach = attach(Path(target), read_only=True)
     try:
-        home.execute(f"ATTACH '{quoted}' AS {alias} (READ_ONLY)")
-    except BaseException:
-        _thread.attached -= 1
-        _thread.failed = True  # as `attach`: the next refresh starts a new instance
-        _drop_if_failed()
-        raise
-    con = home.cursor()
-    try:
-        con.execute(f"USE {alias}")
         yield con
     finally:
-        con.close()
-        try:
-            home.execute(f"DETACH {alias}")
-        finally:
-            _thread.attached -= 1
-            _drop_if_failed()
+        detach(False, True)  # a read-only file has nothing to checkpoint
 
 
 def release(con: duckdb.DuckDBPyConnection) -> None:

@@ -24,8 +24,8 @@ def no_rejected_rows(warehouse: Path) -> dg.AssetCheckResult:
     with reading(warehouse) as con:
         n, reason = reads.rejected_in_latest_refresh(con)
     return dg.AssetCheckResult(
-        asset_key="transactions",
-        check_name=NAME,
+        asset_key=SPEC.asset_key,
+        check_name=SPEC.name,
         passed=n == 0,
         severity=dg.AssetCheckSeverity.ERROR,
         metadata={"rejected_rows": int(n), "example_reason": str(reason or "")},
