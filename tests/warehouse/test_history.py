@@ -22,10 +22,18 @@ T1 = dt.datetime(2026, 11, 1, 12, tzinfo=dt.UTC)
 
 def _load(wh: Warehouse, rid: str, frame: pl.DataFrame, seen: dt.datetime) -> None:
     wh.start_refresh(refresh_id=rid)
-    wh.service_now = seen
-    history.note_clock(wh.con, rid, seen)
+    wh.note_service_clock(seen)  # as a refresh does
     wh.replace_months(["2026-10"], frame)
     wh.finish_refresh()
+
+
+def _versions(wh: Warehouse) -> list[tuple[object, ...]]:
+    return wh.con.execute("SELECT count(*) FROM history.transaction_versions").fetchall()
+
+
+def _totals(wh: Warehouse, source: str) -> list[tuple[object, ...]]:
+    """(rows, sum of amounts) of a ledger: a table or an as-of macro's call."""
+    return wh.con.execute(f"SELECT count(*), sum(amount) FROM {source}").fetchall()
 
 
 def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path) -> None:
@@ -40,9 +48,7 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
     wh = Warehouse.open(db_path)
     try:
         _load(wh, "r1", first, T1)
-        assert wh.con.execute("SELECT count(*) FROM history.transaction_versions").fetchall() == [
-            (0,)
-        ]
+        assert _versions(wh) == [(0,)]
         _load(wh, "r2", second, T1 + dt.timedelta(days=1))
         got = wh.con.execute(
             "SELECT id::VARCHAR, valid_from_refresh, kind, changed_fields, amount, valid_to_refresh "
@@ -59,7 +65,7 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
             ]
         )
         sums = [
-            wh.con.execute(f"SELECT count(*), sum(amount) FROM {f}").fetchall()[0]
+            _totals(wh, f)[0]
             for f in (
                 "history.ledger_as_of_refresh(1)",
                 "history.ledger_as_of_refresh(2)",
@@ -72,8 +78,7 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
         assert sums[1] == sums[3] == sums[4] == (4, second.get_column("amount").sum())
         # nothing changed: a re-read writes no version
         _load(wh, "r3", second, T1 + dt.timedelta(days=2))
-        got = wh.con.execute("SELECT count(*) FROM history.transaction_versions").fetchall()
-        assert got == [(5,)]
+        assert _versions(wh) == [(5,)]
         # changed again, and the deleted row comes back: the open versions close at r4
         third = with_raw(
             pl.concat(
@@ -96,7 +101,7 @@ def test_versions_are_the_changes_and_as_of_gives_each_state_back(db_path: Path)
             ("changed", "r4", None, -6000),
         ]
         then, now, core = (
-            wh.con.execute(f"SELECT count(*), sum(amount) FROM {f}").fetchall()
+            _totals(wh, f)
             for f in (
                 "history.ledger_as_of_refresh(3)",
                 "history.ledger_as_of_refresh(4)",
