@@ -13,7 +13,8 @@ More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit wi
 Dagster's own `_initdb`, so no run loads alembic's migration scripts to create or check it;
 a CLI run's stdout and stderr, already on the user's terminal, are not captured again; and the
 run and schedule storages open a file Dagster has stamped without loading alembic's scripts to
-learn a head revision that would change nothing (`_stamped`).
+learn a head revision that would change nothing (`_stamped`); so alembic itself is not
+imported until a file needs it (`_sql_storage_without_alembic`).
 
 `instance(home)` gives the centsync commands an instance of the Dagster home that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
@@ -30,30 +31,91 @@ them, and tests/pipelines/test_dagster_storage.py fails when any of them changes
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import sqlite3
+import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
 import yaml
-from dagster import DagsterInstance, Field, StringSource
-from dagster import __version__ as dagster_version
-from dagster._core.instance.ref import InstanceRef
-from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
+
+# The alembic names Dagster's SQL storage module imports (dagster 1.13, pinned by
+# tests/pipelines/test_dagster_storage.py), for the migrations it runs on a new or an old file.
+_ALEMBIC_NAMES = {
+    "alembic.command": ("downgrade", "stamp", "upgrade"),
+    "alembic.config": ("Config",),
+    "alembic.runtime.environment": ("EnvironmentContext",),
+    "alembic.runtime.migration": ("MigrationContext",),
+    "alembic.script": ("ScriptDirectory",),
+}
+
+
+class _Deferred:
+    """One of those names: alembic's own, imported when it is first called or read."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module, self._name = module, name
+
+    def _target(self) -> Any:
+        return getattr(importlib.import_module(self._module), self._name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self._target()(*args, **kwargs)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._target(), attr)
+
+
+def _sql_storage_without_alembic() -> None:
+    """Import Dagster's SQL storage module with `_Deferred` stand-ins for alembic's names.
+
+    alembic (with Mako and Pygments) costs about 60 ms of every process that opens an
+    instance (docs/benchmarks.md), and only a new file, an unstamped one or `dagster instance
+    migrate` runs it: the stamped files of a CLI run are opened without it (`_stamped`,
+    `_initdb`). The stand-in modules are in `sys.modules` for that one import only, so any later
+    `import alembic` is alembic's own; a process that has alembic or the module already is left
+    as it is."""
+    if "alembic" in sys.modules or "dagster._core.storage.sql" in sys.modules:
+        return
+    importlib.import_module("dagster")  # all of it outside the window: only the one module in it
+    stand_ins = {name: types.ModuleType(name) for name in ("alembic", "alembic.runtime")}
+    for module, names in _ALEMBIC_NAMES.items():
+        stand_ins[module] = types.ModuleType(module)
+        for name in names:
+            setattr(stand_ins[module], name, _Deferred(module, name))
+    sys.modules.update(stand_ins)
+    try:
+        importlib.import_module("dagster._core.storage.sql")
+    except ImportError:
+        pass  # a name it imports that is not stood in: the imports below bring alembic's own
+    finally:
+        for name, module in stand_ins.items():
+            if sys.modules.get(name) is module:
+                del sys.modules[name]
+
+
+_sql_storage_without_alembic()
+
+from dagster import DagsterInstance, Field, StringSource  # noqa: E402
+from dagster import __version__ as dagster_version  # noqa: E402
+from dagster._core.instance.ref import InstanceRef  # noqa: E402
+from dagster._core.storage.event_log.sqlite.sqlite_event_log import (  # noqa: E402
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
 )
-from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
-from dagster._core.storage.schedules import SqliteScheduleStorage
-from dagster._core.storage.sql import create_engine
-from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS, create_db_conn_string
-from dagster._serdes import ConfigurableClassData
-from sqlalchemy import event
-from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import OperationalError
-from sqlalchemy.pool import NullPool, QueuePool
+from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage  # noqa: E402
+from dagster._core.storage.schedules import SqliteScheduleStorage  # noqa: E402
+from dagster._core.storage.sql import create_engine  # noqa: E402
+from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS, create_db_conn_string  # noqa: E402
+from dagster._serdes import ConfigurableClassData  # noqa: E402
+from sqlalchemy import event  # noqa: E402
+from sqlalchemy.engine import Connection, Engine  # noqa: E402
+from sqlalchemy.exc import OperationalError  # noqa: E402
+from sqlalchemy.pool import NullPool, QueuePool  # noqa: E402
 
 # Event databases whose engines are kept: the index and the few runs a process touches.
 KEPT_SHARDS = 8
