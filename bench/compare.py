@@ -11,7 +11,9 @@ every tool and repetition; it writes its ledger to Parquet, the truth every load
 against. Each run is one child process timed from start to exit:
 
 - centsync: the real CLI, `centsync refresh --json`, with CENTSYNC_API_BASE_URL/KEY pointing
-  at the sandbox and a fresh CENTSYNC_WAREHOUSE, DAGSTER_HOME and XDG_DATA_HOME per run;
+  at the sandbox and a fresh CENTSYNC_WAREHOUSE, DAGSTER_HOME and XDG_DATA_HOME per run, run
+  from a user's install of the checkout (`uv sync --no-dev`, as `make setup`; cached under
+  bench/results/; `--install dev` runs the test environment's instead);
 - dlt: `bench/compare_dlt.py` (rest_api source, parquet loader into DuckDB) in a throwaway
   environment built with uv from `bench/requirements-dlt.txt` (cached under bench/results/,
   which git ignores);
@@ -221,6 +223,32 @@ def dlt_python(cache: Path) -> Path:
     return py
 
 
+def user_install(checkout: Path, cache: Path) -> Path:
+    """centsync as `make setup` installs it for a user (no test tools: `uv sync --no-dev`),
+    for `checkout`, in a cached environment of its own; the `centsync` to run.
+
+    What a household runs. The `make setup-dev` environment has the test tools too, and some
+    libraries import them whenever they are installed (pandera imports Hypothesis): about 0.08
+    s of every process that no user pays (docs/benchmarks.md). `--install dev` measures that
+    environment instead."""
+    env = {
+        **os.environ,
+        "UV_COMPILE_BYTECODE": "1",
+        "UV_LINK_MODE": "copy",
+        "UV_PROJECT_ENVIRONMENT": str(cache),
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("VIRTUAL_ENV", None)
+    sync = [*_uv(), "sync", "--frozen", "--no-dev", "--quiet", "--project", str(checkout)]
+    subprocess.run(sync, check=True, env=env)
+    # centsync's own modules are the checkout's files (an editable install): compiled in place,
+    # as `make setup` does
+    layers = [layer for layer in LAYERS if (checkout / layer).is_dir()]
+    compile_ = [str(cache / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", *layers]
+    subprocess.run(compile_, check=True, env=env, cwd=checkout, stdout=subprocess.DEVNULL)
+    return cache / "bin" / "centsync"
+
+
 @dataclass
 class Tool:
     name: str
@@ -230,14 +258,17 @@ class Tool:
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
-def tools(names: list[str], dlt_py: Path | None) -> dict[str, Tool]:
+def tools(names: list[str], dlt_py: Path | None, install: str = "user") -> dict[str, Tool]:
     out: dict[str, Tool] = {}
     for name in names:
         if name in ("centsync", "before"):
             # "before": another checkout's centsync (CENTSYNC_BEFORE, its root with a .venv),
             # interleaved with this one to measure a change before and after in one run
             root = Path(os.environ.get("CENTSYNC_BEFORE", "")) if name == "before" else None
-            exe = root / ".venv" / "bin" / "centsync" if root else VENV_BIN / "centsync"
+            if install == "user":
+                exe = user_install(root or BENCH.parent, RESULTS / f"venv-user-{name}")
+            else:
+                exe = root / ".venv" / "bin" / "centsync" if root else VENV_BIN / "centsync"
             out[name] = Tool(
                 name, [str(exe), "refresh", "--json"], "core.transactions", "centsync.duckdb"
             )
@@ -561,6 +592,12 @@ def main() -> None:
     ap.add_argument("--years", type=int, default=10, help="years of the sized ledgers")
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     ap.add_argument("--dlt-venv", type=Path, default=RESULTS / "venv-dlt")
+    ap.add_argument(
+        "--install",
+        choices=("user", "dev"),
+        default="user",
+        help="centsync as `make setup` installs it (default), or the `make setup-dev` .venv",
+    )
     ap.add_argument("--out", type=Path, default=None, help="JSON of every run")
     ap.add_argument("--check", nargs=4, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -572,13 +609,13 @@ def main() -> None:
 
     RESULTS.mkdir(exist_ok=True)
     dlt_py = dlt_python(args.dlt_venv) if "dlt" in args.tools else None
-    chosen = tools(args.tools, dlt_py)
+    chosen = tools(args.tools, dlt_py, args.install)
     base = Path(tempfile.mkdtemp(prefix="centsync-compare-"))
     rss = psutil.Process().memory_info().rss / 2**20
     print(
         f"driver RSS {rss:.0f} MB (a floor of every ru_maxrss below); "
         f"{os.cpu_count()} cores; load {_load()}; {tree_state()}; tools {', '.join(chosen)}; "
-        f"{args.reps} reps",
+        f"centsync as a {args.install} install; {args.reps} reps",
         flush=True,
     )
     runs: list[Run] = []

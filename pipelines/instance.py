@@ -14,7 +14,8 @@ Dagster's own `_initdb`, so no run loads alembic's migration scripts to create o
 a CLI run's stdout and stderr, already on the user's terminal, are not captured again; and the
 run and schedule storages open a file Dagster has stamped without loading alembic's scripts to
 learn a head revision that would change nothing (`_stamped`); so alembic itself is not
-imported until a file needs it (`_sql_storage_without_alembic`).
+imported until a file needs it (`_sql_storage_without_alembic`), nor rich for structlog,
+which only Dagster's daemon uses (`_structlog_without_rich`).
 
 `instance(home)` gives the centsync commands an instance of the Dagster home that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
@@ -98,7 +99,24 @@ def _sql_storage_without_alembic() -> None:
                 del sys.modules[name]
 
 
+def _structlog_without_rich() -> None:
+    """Import structlog, which Dagster's run storage brings in through its daemon's modules,
+    without rich (and Pygments): structlog formats exceptions with rich whenever it is
+    installed, about 25 ms of every process that opens an instance (docs/benchmarks.md), for
+    loggers only Dagster's daemon uses, and it runs in a process of its own (`centsync
+    schedule`). rich is refused to that one import, so a later `import rich` is rich's own."""
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        return
+    sys.modules["rich"] = None  # type: ignore[assignment]
+    try:
+        importlib.import_module("structlog")
+    finally:
+        if sys.modules.get("rich", 0) is None:
+            del sys.modules["rich"]
+
+
 _sql_storage_without_alembic()
+_structlog_without_rich()
 
 from dagster import DagsterInstance, Field, StringSource  # noqa: E402
 from dagster import __version__ as dagster_version  # noqa: E402

@@ -282,14 +282,14 @@ def test_dagster_s_from_local_changes_nothing_in_a_stamped_file(tmp_path: Path) 
         assert schema(folder / name) == made
 
 
-def test_dagster_s_sql_storage_is_imported_without_alembic_until_a_file_needs_it(
+def test_dagster_s_storage_is_imported_without_alembic_until_a_file_needs_it_nor_rich(
     tmp_path: Path,
 ) -> None:
     """The storage adapter imports Dagster's SQL storage module with stand-ins for the alembic
-    names it imports (alembic, Mako and Pygments: ~40 ms of every process that opens an
-    instance). In a fresh process: alembic is not imported by the adapter, a new Dagster home
-    (which Dagster stamps through alembic) still works and brings alembic's own modules, and a
-    later `import alembic.command` is alembic's."""
+    names it imports (alembic and Mako), and structlog without rich (rich and Pygments): ~60
+    ms of every process that opens an instance. In a fresh process: neither is imported by the
+    adapter, a new Dagster home (which Dagster stamps through alembic) still works and brings
+    alembic's own modules, and later imports of alembic and rich are their own."""
     import subprocess
     import sys
 
@@ -297,6 +297,9 @@ def test_dagster_s_sql_storage_is_imported_without_alembic_until_a_file_needs_it
         "import sys\n"
         "from centsync.pipelines import instance as s\n"
         "assert 'alembic' not in sys.modules and 'mako' not in sys.modules, 'alembic loaded'\n"
+        "assert 'rich' not in sys.modules and 'pygments' not in sys.modules, 'rich loaded'\n"
+        "import structlog.dev\n"
+        "assert structlog.dev.rich is None\n"
         "import dagster._core.storage.sql as sql\n"
         "assert type(sql.stamp).__name__ == '_Deferred'\n"
         f"with s.instance({str(tmp_path / 'home')!r}) as i:\n"
@@ -304,6 +307,8 @@ def test_dagster_s_sql_storage_is_imported_without_alembic_until_a_file_needs_it
         "import alembic.command\n"
         "assert sql.stamp._target() is alembic.command.stamp\n"
         "assert hasattr(alembic.command, '__file__')\n"
+        "import rich.console\n"
+        "assert hasattr(rich.console, 'Console')\n"
         "print('ok')\n"
     )
     (tmp_path / "home").mkdir()
