@@ -223,14 +223,17 @@ def dlt_python(cache: Path) -> Path:
     return py
 
 
-def user_install(checkout: Path, cache: Path) -> Path:
-    """centsync as `make setup` installs it for a user (no test tools: `uv sync --no-dev`),
-    for `checkout`, in a cached environment of its own; the `centsync` to run.
+def user_install(checkout: Path | None = None) -> Path:
+    """centsync as `make setup` installs it for a user (no test tools: `uv sync --no-dev`), of
+    this checkout or another one (`checkout`, CENTSYNC_BEFORE's), in a cached environment of
+    its own under bench/results/; its `bin` folder.
 
     What a household runs. The `make setup-dev` environment has the test tools too, and some
     libraries import them whenever they are installed (pandera imports Hypothesis): about 0.08
     s of every process that no user pays (docs/benchmarks.md). `--install dev` measures that
     environment instead."""
+    root = checkout or BENCH.parent
+    cache = RESULTS / ("venv-user-other" if checkout else "venv-user")
     env = {
         **os.environ,
         "UV_COMPILE_BYTECODE": "1",
@@ -239,14 +242,14 @@ def user_install(checkout: Path, cache: Path) -> Path:
     }
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("VIRTUAL_ENV", None)
-    sync = [*_uv(), "sync", "--frozen", "--no-dev", "--quiet", "--project", str(checkout)]
+    sync = [*_uv(), "sync", "--frozen", "--no-dev", "--quiet", "--project", str(root)]
     subprocess.run(sync, check=True, env=env)
     # centsync's own modules are the checkout's files (an editable install): compiled in place,
     # as `make setup` does
-    layers = [layer for layer in LAYERS if (checkout / layer).is_dir()]
+    layers = [layer for layer in LAYERS if (root / layer).is_dir()]
     compile_ = [str(cache / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", *layers]
-    subprocess.run(compile_, check=True, env=env, cwd=checkout, stdout=subprocess.DEVNULL)
-    return cache / "bin" / "centsync"
+    subprocess.run(compile_, check=True, env=env, cwd=root, stdout=subprocess.DEVNULL)
+    return cache / "bin"
 
 
 @dataclass
@@ -266,7 +269,7 @@ def tools(names: list[str], dlt_py: Path | None, install: str = "user") -> dict[
             # interleaved with this one to measure a change before and after in one run
             root = Path(os.environ.get("CENTSYNC_BEFORE", "")) if name == "before" else None
             if install == "user":
-                exe = user_install(root or BENCH.parent, RESULTS / f"venv-user-{name}")
+                exe = user_install(root) / "centsync"
             else:
                 exe = root / ".venv" / "bin" / "centsync" if root else VENV_BIN / "centsync"
             out[name] = Tool(

@@ -14,11 +14,13 @@ what any such command costs whatever its work:
 - `+ run of 26 assets`: the same with a multi-asset of 26 outputs, the shape of refresh_job's
   main step (its 8 checks and 2 other steps are not counted, so this is a lower bound).
 
-    uv run --frozen python bench/fixed_cost.py [--reps 7]
+    uv run --frozen python bench/fixed_cost.py [--reps 7] [--install user|dev]
     CENTSYNC_BEFORE=<a checkout with its .venv> uv run --frozen python bench/fixed_cost.py
 
-With `CENTSYNC_BEFORE`, each process is run with that checkout's Python too, by turns with this
-one's (`before` and `after`). Each line gives the wall time and the CPU time (user + system, of
+Each runs in a user's install of the checkout (`uv sync --no-dev`, as `make setup` makes it, as
+bench/compare.py runs centsync; `--install dev`: the test environment, whose test tools some
+libraries import when present). With `CENTSYNC_BEFORE`, each process is run with that
+checkout's Python too, by turns with this one's (`before` and `after`). Each line gives the wall time and the CPU time (user + system, of
 the process and every thread) of the process, medians; on this shared machine the CPU time is
 the steadier of the two.
 
@@ -91,9 +93,20 @@ def once(mode: str, env: dict[str, str], python: str = sys.executable) -> tuple[
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def pythons() -> dict[str, str]:
-    """This checkout's interpreter, and `CENTSYNC_BEFORE`'s when it names a checkout."""
+def pythons(install: str) -> dict[str, str]:
+    """This checkout's interpreter, and `CENTSYNC_BEFORE`'s when it names a checkout: each a
+    user's install of it (`install="user"`, as bench/compare.py runs centsync), or its
+    `make setup-dev` .venv (`"dev"`)."""
+    from compare import user_install
+
     root = os.environ.get("CENTSYNC_BEFORE")
+    if install == "user":
+        this = str(user_install() / "python")
+        return (
+            {"before": str(user_install(Path(root)) / "python"), "after": this}
+            if root
+            else {"": this}
+        )
     if not root:
         return {"": sys.executable}
     return {"before": str(Path(root) / ".venv" / "bin" / "python"), "after": sys.executable}
@@ -102,8 +115,14 @@ def pythons() -> dict[str, str]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument(
+        "--install",
+        choices=("user", "dev"),
+        default="user",
+        help="a user's install of each checkout (default), or its `make setup-dev` .venv",
+    )
     args = ap.parse_args()
-    versions = pythons()
+    versions = pythons(args.install)
     runs = [(mode, v) for mode in CASES for v in versions]
     with tempfile.TemporaryDirectory(prefix="centsync-floor-") as tmp:
         env = {k: v for k, v in os.environ.items() if not k.startswith("DAGSTER_")}
@@ -121,7 +140,8 @@ def main() -> None:
             for mode, v in order:
                 times[mode, v].append(once(mode, env, versions[v]))
     print(
-        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.reps} interleaved runs each\n"
+        f"load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {args.install} installs; "
+        f"{args.reps} interleaved runs each\n"
     )
     print("| process | version | wall, median (min-max) | CPU, median |")
     print("| - | - | -: | -: |")
