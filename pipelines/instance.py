@@ -102,7 +102,7 @@ def _sql_storage_without_alembic() -> None:
 def _structlog_without_rich() -> None:
     """Import structlog, which Dagster's run storage brings in through its daemon's modules,
     without rich (and Pygments): structlog formats exceptions with rich whenever it is
-    installed, about 25 ms of every process that opens an instance (docs/benchmarks.md), for
+    installed, about 30 ms of every process that opens an instance (docs/benchmarks.md), for
     loggers only Dagster's daemon uses, and it runs in a process of its own (`centsync
     schedule`). rich is refused to that one import, so a later `import rich` is rich's own."""
     if "structlog" in sys.modules or "rich" in sys.modules:
@@ -110,6 +110,8 @@ def _structlog_without_rich() -> None:
     sys.modules["rich"] = None  # type: ignore[assignment]
     try:
         importlib.import_module("structlog")
+    except ImportError:
+        pass  # not installed with this Dagster: nothing imports it
     finally:
         if sys.modules.get("rich", 0) is None:
             del sys.modules["rich"]
