@@ -94,8 +94,8 @@ def _sql_storage_without_alembic() -> None:
     except ImportError:
         pass  # a name it imports that is not stood in: the imports below bring alembic's own
     finally:
-        for name, module in stand_ins.items():
-            if sys.modules.get(name) is module:
+        for name, stood in stand_ins.items():
+            if sys.modules.get(name) is stood:
                 del sys.modules[name]
 
 
