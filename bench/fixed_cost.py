@@ -20,7 +20,8 @@ what any such command costs whatever its work:
 Each runs in a user's install of the checkout (`uv sync --no-dev`, as `make setup` makes it, as
 bench/compare.py runs centsync; `--install dev`: the test environment, whose test tools some
 libraries import when present). With `CENTSYNC_BEFORE`, each process is run with that
-checkout's Python too, by turns with this one's (`before` and `after`). Each line gives the wall time and the CPU time (user + system, of
+checkout's Python too, by turns with this one's (`before` and `after`). Each line gives the
+wall time and the CPU time (user + system, of
 the process and every thread) of the process, medians; on this shared machine the CPU time is
 the steadier of the two.
 
@@ -97,7 +98,7 @@ def pythons(install: str) -> dict[str, str]:
     """This checkout's interpreter, and `CENTSYNC_BEFORE`'s when it names a checkout: each a
     user's install of it (`install="user"`, as bench/compare.py runs centsync), or its
     `make setup-dev` .venv (`"dev"`)."""
-    from compare import user_install
+    from environments import user_install
 
     root = os.environ.get("CENTSYNC_BEFORE")
     if install == "user":

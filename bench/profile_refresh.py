@@ -101,9 +101,9 @@ def classify(stack: list[tuple[str, str]]) -> str:
 
 
 def _pyspy() -> list[str]:
-    from compare import _uv
+    from environments import uv
 
-    return [*_uv(), "tool", "run", "--from", "py-spy==0.4.3", "py-spy"]
+    return [*uv(), "tool", "run", "--from", "py-spy==0.4.3", "py-spy"]
 
 
 def cli(*extra: str) -> list[str]:

@@ -286,10 +286,11 @@ def test_dagster_s_storage_is_imported_without_alembic_until_a_file_needs_it_nor
     tmp_path: Path,
 ) -> None:
     """The storage adapter imports Dagster's SQL storage module with stand-ins for the alembic
-    names it imports (alembic and Mako, ~60 ms), and structlog without rich (rich and
-    Pygments, ~30 ms): of every process that opens an instance. In a fresh process: neither is imported by the
-    adapter, a new Dagster home (which Dagster stamps through alembic) still works and brings
-    alembic's own modules, and later imports of alembic and rich are their own."""
+    names it imports (alembic and Mako, ~60 ms of every process that opens an instance), and
+    structlog without rich (rich and Pygments, ~30 ms). In a fresh process: neither is
+    imported by the adapter, a new Dagster home (which Dagster stamps through alembic) still
+    works and brings alembic's own modules, and later imports of alembic and rich are their
+    own."""
     import subprocess
     import sys
 
