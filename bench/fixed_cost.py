@@ -48,7 +48,7 @@ CHILD = r"""
 import gc, os, sys, warnings
 mode = sys.argv[1]
 if mode != "imports-gc":
-    gc.disable()  # as the console script does (pipelines/cli/main.py: entry)
+    gc.disable()  # as the console script does (pipelines/cli/console.py)
 warnings.simplefilter("ignore")
 if mode != "python":
     import centsync.pipelines.definitions, centsync.pipelines.refresh.run, centsync.pipelines.reconcile

@@ -122,7 +122,9 @@ _structlog_without_rich()
 
 from dagster import DagsterInstance, Field, StringSource  # noqa: E402
 from dagster import __version__ as dagster_version  # noqa: E402
+from dagster._core.instance import InstanceType  # noqa: E402
 from dagster._core.instance.ref import InstanceRef  # noqa: E402
+from dagster._core.storage.defs_state.base import DefsStateStorage  # noqa: E402
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (  # noqa: E402
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
@@ -410,7 +412,7 @@ def instance(home: str | os.PathLike[str]) -> DagsterInstance:
         "dagster._core.storage.sqlite_storage",
         "DagsterSqliteStorage",
     ):
-        return DagsterInstance.from_ref(ref)
+        return _from_ref(ref)
     base = yaml.safe_load(data.config_yaml).get("base_dir") or home
     composite = {
         "run_storage": _data(KeptConnectionsRunStorage, os.path.join(base, "history", "")),
@@ -424,7 +426,71 @@ def instance(home: str | os.PathLike[str]) -> DagsterInstance:
         "CompositeStorage",
         yaml.dump(composite, default_flow_style=False),
     )
-    return DagsterInstance.from_ref(ref._replace(storage_data=storage))
+    return _from_ref(ref._replace(storage_data=storage))
+
+
+def _from_ref(ref: InstanceRef) -> DagsterInstance:
+    """`DagsterInstance.from_ref(ref)` (Dagster's `create_instance_from_ref`, argument for
+    argument), but for its definitions-state storage, made on first use (`_DefsStateOnFirstUse`)."""
+    klass = ref.custom_instance_class or DagsterInstance
+    unified = ref.storage
+    return klass(
+        instance_type=InstanceType.PERSISTENT,
+        local_artifact_storage=ref.local_artifact_storage,
+        # None only for a ref without storage, which Dagster's factory does not check either
+        run_storage=unified.run_storage if unified else ref.run_storage,  # type: ignore[arg-type]
+        event_storage=unified.event_log_storage if unified else ref.event_storage,  # type: ignore[arg-type]
+        schedule_storage=unified.schedule_storage if unified else ref.schedule_storage,
+        compute_log_manager=None,  # made on first use, as Dagster's
+        scheduler=ref.scheduler,
+        run_coordinator=None,
+        run_launcher=None,
+        settings=ref.settings,
+        secrets_loader=ref.secrets_loader,
+        defs_state_storage=_DefsStateOnFirstUse(ref),
+        ref=ref,
+        **ref.custom_instance_class_config,
+    )
+
+
+class _DefsStateOnFirstUse(DefsStateStorage):
+    """The instance's definitions-state storage (the files of Dagster's state-backed
+    components), made when first used. Making it (`InstanceRef.defs_state_storage`) imports
+    UPath and fsspec, ~15 ms of every process that opens an instance (docs/benchmarks.md), and
+    centsync's definitions have no such component; any that did would reach the storage
+    configured, as through Dagster's own instance."""
+
+    def __init__(self, ref: InstanceRef) -> None:
+        super().__init__()
+        self._ref = ref
+        self._made: DefsStateStorage | None = None
+
+    def storage(self) -> DefsStateStorage:
+        """The storage the instance's `dagster.yaml` configures (Dagster's default: UPath)."""
+        if self._made is None:
+            made = cast("DefsStateStorage", self._ref.defs_state_storage)
+            if self.has_instance:
+                made.register_instance(self._instance)
+            self._made = made
+        return self._made
+
+    def get_latest_version(self, key: str) -> str | None:
+        return self.storage().get_latest_version(key)
+
+    def get_latest_defs_state_info(self) -> Any:
+        return self.storage().get_latest_defs_state_info()
+
+    def list_state_keys_with_prefix(self, prefix: str) -> list[str]:
+        return self.storage().list_state_keys_with_prefix(prefix)
+
+    def download_state_to_path(self, key: str, version: str, path: Any) -> None:
+        self.storage().download_state_to_path(key, version, path)
+
+    def upload_state_from_path(self, key: str, version: str, path: Any) -> None:
+        self.storage().upload_state_from_path(key, version, path)
+
+    def set_latest_version(self, key: str, version: str | None) -> None:
+        self.storage().set_latest_version(key, version)
 
 
 def _cli_compute_logs(ref: InstanceRef) -> ConfigurableClassData:

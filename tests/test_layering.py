@@ -36,7 +36,9 @@ ALLOWED: dict[str, set[str]] = {
 }
 # The shared kernel: the only modules of another layer that extract and warehouse may import.
 KERNEL = {"centsync.transform.calendar", "centsync.transform.contract", "centsync.transform.money"}
-KERNEL_MAY_IMPORT = {"__future__", "datetime", "enum", "math", "re", "collections", "typing"}
+KERNEL_MAY_IMPORT = {
+    "__future__", "datetime", "enum", "functools", "math", "re", "collections", "typing", "zoneinfo",
+}  # fmt: skip
 # transform has no I/O: no network, files, processes, databases or orchestration.
 IO_MODULES = {
     "duckdb", "httpx", "aiohttp", "requests", "urllib", "socket", "os", "pathlib", "io",

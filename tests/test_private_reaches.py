@@ -45,6 +45,8 @@ ALLOWED: dict[tuple[str, str], str] = {
     # dagster: tests/pipelines/test_dagster_storage.py::test_the_dagster_internals_...
     ("pipelines/instance.py", "._initdb"): "Dagster's schema set-up, overridden",
     ("pipelines/instance.py", "dagster._core.instance.ref"): "InstanceRef",
+    ("pipelines/instance.py", "dagster._core.instance"): "InstanceType, for _from_ref",
+    ("pipelines/instance.py", "dagster._core.storage.defs_state.base"): "DefsStateStorage",
     (
         "pipelines/instance.py",
         "dagster._core.storage.event_log.sqlite.sqlite_event_log",

@@ -1,4 +1,5 @@
-"""Calendar months: the unit a refresh reads and replaces, and the `--months` syntax.
+"""Calendar months: the unit a refresh reads and replaces, and the `--months` syntax; and the
+IANA time zone names.
 
 The one implementation of month arithmetic in centsync (part of the shared kernel, with
 `contract` and `money`): the warehouse, the refresh and reconciliation all use these.
@@ -8,7 +9,9 @@ A month is the date of its first day; its key is 'YYYY-MM', the form the API use
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import math
+import zoneinfo
 from collections.abc import Iterable, Mapping
 
 MonthLike = str | dt.date
@@ -102,3 +105,11 @@ def parse_month_range(text: str, today: dt.date | None = None) -> tuple[str, str
     if b > now:
         raise ValueError(f"{b:%Y-%m} is in the future (the current month is {now:%Y-%m})")
     return a.strftime("%Y-%m"), b.strftime("%Y-%m")
+
+
+@functools.cache
+def iana_zones() -> frozenset[str]:
+    """Every IANA time zone name this machine knows (`zoneinfo.available_timezones`): read once
+    a process, when first asked, as listing them walks the zone files (~10 ms). The settings'
+    validation and the learner of the settings' answer both ask it (issue 46)."""
+    return frozenset(zoneinfo.available_timezones())

@@ -19,8 +19,8 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from zoneinfo import available_timezones
 
+from centsync.transform.calendar import iana_zones
 from centsync.transform.contract import UUID_RE
 
 SETTINGS = "GET /v1/settings"
@@ -89,7 +89,6 @@ MISSING = object()
 _SELECT = re.compile(r"^(?P<name>[^\[]*)\[(?P<field>[^=\]]+)=(?P<value>[^\]]*)\]$")
 MONTH_KEY = re.compile(r"^(\d{4})-(\d{2})(?:-\d{2})?$")
 _ISO_INSTANT = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}")
-_ZONES: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -107,13 +106,6 @@ class Refused:
 
     reason: str
     candidates: dict[str, list[str]] = field(default_factory=dict)
-
-
-def zones() -> frozenset[str]:
-    global _ZONES
-    if _ZONES is None:
-        _ZONES = frozenset(available_timezones())
-    return _ZONES
 
 
 # ---- reading a path ---------------------------------------------------------------------------
@@ -497,7 +489,7 @@ def learn_settings(body: Any, currency: str | None) -> Learned | Refused:
     value equal to the accounts' currency (left undecided when no account tells it)."""
     if not isinstance(body, dict):
         return Refused("the answer is not a JSON object")
-    named = [p for p, v in leaves(body) if isinstance(v, str) and v in zones()]
+    named = [p for p, v in leaves(body) if isinstance(v, str) and v in iana_zones()]
     if not named:
         return Refused("no value is an IANA time zone name")
     if len(named) > 1:

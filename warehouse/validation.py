@@ -10,12 +10,12 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Literal
-from zoneinfo import available_timezones
 
 import pandera.polars as pa
 import polars as pl
 from pandera.errors import SchemaError, SchemaErrors
 
+from centsync.transform.calendar import iana_zones
 from centsync.transform.contract import ACCOUNT_TYPES, MAX_AMOUNT, TRANSACTION_TYPES, UUID_PATTERN
 from centsync.warehouse.errors import FrameShapeError
 from centsync.warehouse.pandera_screen import passes_every_check
@@ -99,9 +99,8 @@ def _uuid_list_check() -> pa.Check:
     )
 
 
-def _timezone_check() -> pa.Check:
-    zones = sorted(available_timezones() | {"UTC"})
-    return pa.Check.isin(zones, error="not an IANA timezone")
+def _in_zones(d: pa.PolarsData) -> pl.LazyFrame:  # the zones read when checked, not at import
+    return d.lazyframe.select(pl.col(d.key).is_in(sorted(iana_zones() | {"UTC"})))
 
 
 def conflicting_ids(entity: str | EntitySpec, frame: pl.DataFrame) -> list[str]:
@@ -276,7 +275,7 @@ SETTINGS = _entity(
     ],
     key=None,
     checks={
-        "timezone": [_timezone_check()],
+        "timezone": [pa.Check(_in_zones, error="not an IANA timezone")],
         "currency": [pa.Check.str_matches(r"^[A-Z]{3}$", error="not an ISO 4217 code")],
     },
 )

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 JSON_OUTPUT: contextvars.ContextVar[bool] = contextvars.ContextVar("json", default=False)
 DEBUG: contextvars.ContextVar[bool] = contextvars.ContextVar("debug", default=False)
 
-# Commands whose work is a Dagster run: the console script (`cli.main.entry`) starts them with
+# Commands whose work is a Dagster run: the console script (`cli.console.entry`) starts them with
 # the cyclic garbage collector off, and `imports_done` turns it on once the run's imports are in.
 JOB_COMMANDS = frozenset({"refresh", "demo", "reconcile", "writeback"})
 

@@ -336,3 +336,68 @@ def test_the_alembic_names_stood_in_are_the_ones_dagster_imports() -> None:
         elif isinstance(node, ast.Import):
             assert not any(a.name.startswith("alembic") for a in node.names)
     assert imported == dagster_storage._ALEMBIC_NAMES
+
+
+def test_the_definitions_state_storage_is_made_when_first_used(tmp_path: Path) -> None:
+    """An instance of the adapter imports no UPath or fsspec until its definitions-state
+    storage is used (~15 ms of every process that opens one); used, it is the storage Dagster's
+    own instance of the same home makes: what one writes, the other reads."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pathlib\n"
+        "from centsync.pipelines import instance as s\n"
+        f"home = {str(tmp_path / 'home')!r}\n"
+        "with s.instance(home) as i:\n"
+        "    assert i.get_runs_count() == 0\n"
+        "    assert 'upath' not in sys.modules and 'fsspec' not in sys.modules, 'upath loaded'\n"
+        "    state = i.defs_state_storage\n"
+        "    assert state.get_latest_defs_state_info() is None\n"
+        "    f = pathlib.Path(home) / 'state.json'\n"
+        "    f.write_text('{}')\n"
+        "    state.upload_state_from_path('key', 'v1', f)\n"
+        "    state.set_latest_version('key', 'v1')\n"
+        "    assert state.list_state_keys_with_prefix('k') == ['key']\n"
+        "    assert state.storage()._instance is i\n"
+        "from dagster import DagsterInstance\n"
+        "own = DagsterInstance.from_ref(i.get_ref())\n"
+        "assert type(own.defs_state_storage).__name__ == 'UPathDefsStateStorage'\n"
+        "assert own.defs_state_storage.get_latest_version('key') == 'v1'\n"
+        "print('ok')\n"
+    )
+    (tmp_path / "home").mkdir()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+def test_the_instance_is_made_as_dagster_makes_it_from_a_ref() -> None:
+    """`_from_ref` passes Dagster's instance class the same arguments as Dagster's own
+    `create_instance_from_ref` (parsed from its source), and the storage made on first use
+    forwards every public method of Dagster's `DefsStateStorage`: a Dagster release that adds
+    either fails here."""
+    import ast
+    import inspect
+
+    from dagster._core.instance import factory
+    from dagster._core.storage.defs_state.base import DefsStateStorage
+
+    def keywords(fn: object) -> set[str]:
+        tree = ast.parse(inspect.getsource(fn))  # type: ignore[arg-type]
+        calls = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "klass"
+        ]
+        assert len(calls) == 1
+        return {k.arg or "**" for k in calls[0].keywords}
+
+    assert keywords(dagster_storage._from_ref) == keywords(factory.create_instance_from_ref)
+    public = {
+        name
+        for name, member in vars(DefsStateStorage).items()
+        if callable(member) and not name.startswith("_") and name != "get"
+    }
+    forwarded = set(vars(dagster_storage._DefsStateOnFirstUse)) - {"storage"}
+    assert public <= forwarded, public - forwarded
