@@ -44,7 +44,10 @@ class Snapshots(Session):
         split = self._split(entity, frame)
         result = LoadResult(entity, landed=split.valid.height, rejected=split.rejected_count)
         again = self._snapshotted(entity)
-        cols = ", ".join((key, *compared))
+        # the compared values as text: equal text, equal values, for every type compared here;
+        # a timestamp with time zone would come back as a datetime, and the first of a process
+        # loads pytz's zone list (~10 ms of a household refresh)
+        cols = ", ".join((key, *(f"{c}::VARCHAR" for c in compared)))
         with self._registered(split.valid) as src, self.transaction() as con:
             old = con.execute(f"DELETE FROM core.{entity} RETURNING {cols}").fetchall()
             new = con.execute(

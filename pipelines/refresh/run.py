@@ -110,8 +110,7 @@ def run_refresh(
             mode=_recorded_mode(summary.mode),
         )
         # the one duration a person reads, here and in `status`: as ops.refreshes records it
-        recorded = warehouse_reads.latest_refresh(warehouse.con) or {}
-        summary.took = float(recorded.get("seconds") or 0.0)
+        summary.took = warehouse_reads.latest_refresh_seconds(warehouse.con)
         if options.finished is not None:
             options.finished(warehouse.con, marts)
     return summary
