@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from centsync.transform.marts import collect
+from centsync.transform.marts import collect, collect_all
 
 if TYPE_CHECKING:
     from centsync.transform.marts import Engine
@@ -160,16 +160,22 @@ def _members_at(rows: pl.LazyFrame, c: Cadence) -> pl.LazyFrame:
 def members(tx: pl.LazyFrame, keys: pl.LazyFrame, *, engine: Engine = "auto") -> pl.DataFrame:
     """Every series member: id, the group's columns, amount, booked_at, cadence.
 
-    Collected cadence by cadence: each cadence looks only at the groups the finer ones left
-    (one lazy plan would repeat the finer cadences' work in every coarser one), on `engine`
-    (a household's: "in-memory", transform/marts.py `Engine`).
+    The candidates are collected once, then every cadence's members together (`collect_all`,
+    on `engine`: a household's is "in-memory", transform/marts.py `Engine`); a group found at
+    a cadence is left out of the coarser ones' results. Every step of `_members_at` works
+    within a group, so a coarser cadence finds for the other groups what it would find
+    without this group's rows: the same members as looking only at the groups the finer
+    cadences left, in one collection instead of four (2 ms of a household's 13, issue 46).
     """
-    rows = candidates(tx, keys).pipe(collect, engine)
+    rows = candidates(tx, keys).pipe(collect, engine).lazy()
     found: list[pl.DataFrame] = []
-    for c in CADENCES:
-        at = _members_at(rows.lazy(), c).pipe(collect, engine)
+    taken: pl.DataFrame | None = None
+    for at in collect_all([_members_at(rows, c) for c in CADENCES], engine):
+        if taken is not None:
+            at = at.join(taken, on=list(GROUP), how="anti")
         found.append(at)
-        rows = rows.join(at.select(*GROUP).unique(), on=list(GROUP), how="anti")
+        groups = at.select(*GROUP).unique()
+        taken = groups if taken is None else pl.concat([taken, groups])
     return pl.concat(found)
 
 
