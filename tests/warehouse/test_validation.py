@@ -357,3 +357,30 @@ def test_what_the_screen_relies_on_in_pandera() -> None:
     assert {k.lstrip("_") for k in vars(plain)} <= known
     known = pandera_screen._COLUMN_JUDGED | set(pandera_screen._COLUMN_DEFAULTS)
     assert {k.lstrip("_") for k in vars(plain.columns["a"])} <= known
+
+
+def test_the_time_zones_are_listed_when_a_settings_frame_is_checked_not_on_import() -> None:
+    """Listing the IANA zones walks the zone files (~10 ms): a process that imports the
+    validation lists none; checking settings lists them once, and a name that is not one is
+    rejected with its reason."""
+    import subprocess
+    import sys
+
+    code = (
+        "from centsync.transform.calendar import iana_zones\n"
+        "import centsync.warehouse.validation\n"
+        "assert iana_zones.cache_info().currsize == 0\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    raw = '{"timezone": "x"}'
+    frame = pl.DataFrame(
+        {
+            "timezone": ["Europe/Madrid", "Mars/Olympus"],
+            "currency": ["EUR", "EUR"],
+            "raw": [raw, raw],
+        }
+    )
+    split = split_valid("settings", frame)
+    assert split.valid.get_column("timezone").to_list() == ["Europe/Madrid"]
+    assert "not an IANA timezone" in split.rejected.get_column("reason")[0]
