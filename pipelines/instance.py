@@ -15,7 +15,9 @@ a CLI run's stdout and stderr, already on the user's terminal, are not captured 
 run and schedule storages open a file Dagster has stamped without loading alembic's scripts to
 learn a head revision that would change nothing (`_stamped`); so alembic itself is not
 imported until a file needs it (`_sql_storage_without_alembic`), nor rich for structlog,
-which only Dagster's daemon uses (`_structlog_without_rich`).
+which only Dagster's daemon uses (`_structlog_without_rich`); and the instance is made here,
+as Dagster's factory makes it, with its definitions-state storage (UPath, fsspec) made on
+first use (`_from_ref`).
 
 `instance(home)` gives the centsync commands an instance of the Dagster home that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
@@ -25,8 +27,9 @@ the same history. (Not named in dagster.yaml: tools that make a temporary instan
 file, such as `dg list defs`, give storages no home to find their files in.)
 
 This module is the one adapter over Dagster's storage internals: the private modules imported
-below, the module paths named as strings, the overridden `_initdb`/`_connect` and the
-attributes read (`_db_lock`, `_initialized_dbs`, `_base_dir`). The exact pin of dagster guards
+below, the module paths named as strings, the overridden `_initdb`/`_connect`, the attributes
+read (`_db_lock`, `_initialized_dbs`, `_base_dir`) and the arguments of Dagster's
+`create_instance_from_ref`. The exact pin of dagster guards
 them, and tests/pipelines/test_dagster_storage.py fails when any of them changes.
 """
 

@@ -56,7 +56,7 @@ def test_wheel_installs_only_the_centsync_name_with_every_module(wheel: Path) ->
         .read(next(n for n in names if n.endswith("entry_points.txt")))
         .decode()
     )
-    assert "centsync = centsync.pipelines.cli.main:entry" in entry
+    assert "centsync = centsync.pipelines.cli.console:entry" in entry
 
 
 def test_every_package_folder_is_listed_in_pyproject() -> None:
