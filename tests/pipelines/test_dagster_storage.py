@@ -291,8 +291,6 @@ def test_dagster_s_storage_is_imported_without_alembic_until_a_file_needs_it_nor
     imported by the adapter, a new Dagster home (which Dagster stamps through alembic) still
     works and brings alembic's own modules, and later imports of alembic and rich are their
     own."""
-    import subprocess
-    import sys
 
     code = (
         "import sys\n"
@@ -310,13 +308,23 @@ def test_dagster_s_storage_is_imported_without_alembic_until_a_file_needs_it_nor
         "assert hasattr(alembic.command, '__file__')\n"
         "import rich.console\n"
         "assert hasattr(rich.console, 'Console')\n"
-        "print('ok')\n"
     )
+    _in_a_fresh_process(tmp_path, code)
+    assert (tmp_path / "home" / "history" / "runs.db").exists()
+
+
+def _in_a_fresh_process(tmp_path: Path, code: str) -> None:
+    """Run `code` in a new Python process, with an empty Dagster home at tmp_path/home; it
+    must get to its end."""
+    import subprocess
+    import sys
+
     (tmp_path / "home").mkdir()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code + "print('ok')\n"], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
-    assert (tmp_path / "home" / "history" / "runs.db").exists()
 
 
 def test_the_alembic_names_stood_in_are_the_ones_dagster_imports() -> None:
@@ -342,8 +350,6 @@ def test_the_definitions_state_storage_is_made_when_first_used(tmp_path: Path) -
     """An instance of the adapter imports no UPath or fsspec until its definitions-state
     storage is used (~15 ms of every process that opens one); used, it is the storage Dagster's
     own instance of the same home makes: what one writes, the other reads."""
-    import subprocess
-    import sys
 
     code = (
         "import sys, pathlib\n"
@@ -364,12 +370,8 @@ def test_the_definitions_state_storage_is_made_when_first_used(tmp_path: Path) -
         "own = DagsterInstance.from_ref(i.get_ref())\n"
         "assert type(own.defs_state_storage).__name__ == 'UPathDefsStateStorage'\n"
         "assert own.defs_state_storage.get_latest_version('key') == 'v1'\n"
-        "print('ok')\n"
     )
-    (tmp_path / "home").mkdir()
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "ok"
+    _in_a_fresh_process(tmp_path, code)
 
 
 def test_the_instance_is_made_as_dagster_makes_it_from_a_ref() -> None:
