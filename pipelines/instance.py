@@ -9,8 +9,9 @@ events: that was 0.5 s of a 3.4 s command (py-spy, docs/benchmarks.md). These su
 one engine, and one connection, per database for the life of the process; everything else
 (the schema, the files, the per-run event databases, the watchers the UI uses) is Dagster's.
 More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit with
-`synchronous=NORMAL`; a run's new event database starts as a copy of an empty one made by
-Dagster's own `_initdb`, so no run loads alembic's migration scripts to create or check it;
+`synchronous=NORMAL`; a run's new event database (and a new home's index) starts as a copy of an
+empty one made by Dagster's own `_initdb`, so no run loads alembic's migration scripts to
+create or check it;
 a CLI run's stdout and stderr, already on the user's terminal, are not captured again; and the
 run and schedule storages open a file Dagster has stamped without loading alembic's scripts to
 learn a head revision that would change nothing (`_stamped`); so alembic itself is not
@@ -292,10 +293,16 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         return self._empty_rev
 
     def _start_from_empty(self, shard: str) -> bool:
-        """A new run's database as a copy of the empty one (no clobbering: if another process,
-        such as the UI, created the file first, Dagster's `_initdb` takes it from there)."""
-        path = self.path_for_shard(shard)
-        if shard == INDEX_SHARD_NAME or os.path.exists(path) or self._empty_revision() is None:
+        """A new run's database as a copy of the empty one (the index's: `_initdb`)."""
+        if shard == INDEX_SHARD_NAME:
+            return False
+        return self._copy_of_empty(self.path_for_shard(shard))
+
+    def _copy_of_empty(self, path: str) -> bool:
+        """A new event database at `path` as a copy of the empty one (no clobbering: if another
+        process, such as the UI, created the file first, Dagster's `_initdb` takes it from
+        there)."""
+        if os.path.exists(path) or self._empty_revision() is None:
             return False
         tmp = f"{path}.{os.getpid()}.tmp"
         shutil.copyfile(self._empty_path(), tmp)
@@ -312,6 +319,10 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         migration scripts (about 35 ms a database, two databases a run, docs/benchmarks.md): a
         database already at the revision Dagster stamps an empty one with needs nothing."""
         path = engine.url.database
+        if for_index_shard and path:
+            # a new Dagster home's index: the same tables and revision as a run's database
+            # (Dagster's own `_initdb` for both), so a copy of the empty one too
+            self._copy_of_empty(path)
         if path and os.path.exists(path) and _revision(engine) == self._empty_revision():
             return
         super()._initdb(engine, for_index_shard)
