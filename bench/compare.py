@@ -50,11 +50,10 @@ from typing import Any
 
 import httpx
 import psutil
-from environments import LAYERS, RESULTS, dlt_python, user_install
+from environments import BENCH, LAYERS, RESULTS, dlt_python, user_install
 
 from centsync.sandbox.server import free_port
 
-BENCH = Path(__file__).resolve().parent
 VENV_BIN = Path(sys.executable).parent
 TOOLS = ("centsync", "dlt", "plain", "before")
 FIELDS = (

@@ -292,16 +292,10 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
             self._empty_known = True
         return self._empty_rev
 
-    def _start_from_empty(self, shard: str) -> bool:
-        """A new run's database as a copy of the empty one (the index's: `_initdb`)."""
-        if shard == INDEX_SHARD_NAME:
-            return False
-        return self._copy_of_empty(self.path_for_shard(shard))
-
-    def _copy_of_empty(self, path: str) -> bool:
-        """A new event database at `path` as a copy of the empty one (no clobbering: if another
-        process, such as the UI, created the file first, Dagster's `_initdb` takes it from
-        there)."""
+    def _start_from_empty(self, path: str) -> bool:
+        """A new event database at `path` (a run's, or a new home's index: Dagster makes both
+        with the same `_initdb`) as a copy of the empty one (no clobbering: if another process,
+        such as the UI, created the file first, Dagster's `_initdb` takes it from there)."""
         if os.path.exists(path) or self._empty_revision() is None:
             return False
         tmp = f"{path}.{os.getpid()}.tmp"
@@ -317,12 +311,11 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
     def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
         """Dagster's `_initdb`, skipped where its outcome is known without loading alembic's
         migration scripts (about 35 ms a database, two databases a run, docs/benchmarks.md): a
-        database already at the revision Dagster stamps an empty one with needs nothing."""
+        new database starts as a copy of the empty one (`_start_from_empty`), and one already at
+        the revision Dagster stamps an empty one with needs nothing."""
         path = engine.url.database
-        if for_index_shard and path:
-            # a new Dagster home's index: the same tables and revision as a run's database
-            # (Dagster's own `_initdb` for both), so a copy of the empty one too
-            self._copy_of_empty(path)
+        if path:
+            self._start_from_empty(path)
         if path and os.path.exists(path) and _revision(engine) == self._empty_revision():
             return
         super()._initdb(engine, for_index_shard)
@@ -332,8 +325,6 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         with self._db_lock:
             engine = self._engines.get(shard)
             if engine is None:
-                if shard not in self._initialized_dbs:
-                    self._start_from_empty(shard)
                 engine = _kept_engine(self.conn_string_for_shard(shard))
                 if shard not in self._initialized_dbs:
                     self._initdb(engine)

@@ -100,9 +100,9 @@ def test_new_run_databases_start_from_an_empty_one_at_dagsters_head(
     # a file another process made first is not replaced by the copy
     storage = dagster_storage.KeptConnectionsEventLogStorage(str(runs_dir))
     (runs_dir / "made-elsewhere.db").write_bytes(b"")
-    assert not storage._start_from_empty("made-elsewhere")
+    assert not storage._start_from_empty(str(runs_dir / "made-elsewhere.db"))
     assert (runs_dir / "made-elsewhere.db").read_bytes() == b""
-    assert storage._start_from_empty("fresh")
+    assert storage._start_from_empty(str(runs_dir / "fresh.db"))
     assert not list(runs_dir.glob("*.tmp"))
 
 
