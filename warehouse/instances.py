@@ -52,6 +52,10 @@ Config = dict[str, str | bool | int | float | list[str]]
 # empty. 16 KiB (DuckDB's least) stores the same warehouse in about 1.5 MB (docs/scale.md). A
 # file keeps the block size it was made with: older warehouses keep 256 KiB.
 BLOCK_SIZE = 16_384
+# Rows of a row group in a table of a warehouse (DuckDB's default, kept by every file made here;
+# tests/warehouse/test_row_groups.py reads it back from a file). A first sync sizes its windows
+# by it (pipelines/refresh/plan.py `months_per_window`).
+ROW_GROUP_ROWS = 122_880
 # A new file's settings, of a working copy's instance and of the thread's shared one
 NEW_FILE: Config = {"default_block_size": str(BLOCK_SIZE)}
 

@@ -24,15 +24,23 @@ from centsync.transform.calendar import (
     parse_month,
 )
 from centsync.transform.contract import RefreshMode, key_expires_soon
+from centsync.warehouse.instances import ROW_GROUP_ROWS
 from centsync.warehouse.session import ONE_THREAD_ROWS
 
 PAGE = 200
-# Rows per read window: big windows waste fewer partial pages; this bounds memory.
-WINDOW_ROWS = 170_000
+# Rows per read window: big windows waste fewer partial pages; this bounds memory. A window is
+# one commit of core.transactions and raw.transactions, which DuckDB writes as whole row groups
+# (ROW_GROUP_ROWS) and one part-filled group of the rest; each checkpoint after a window merges
+# neighbouring groups wherever t + 1 of them fit in t (t up to 3), rewriting and compressing
+# them again. A rest of more than half a row group is never merged (tests/warehouse/
+# test_row_groups.py), so a big ledger's windows aim here, at 1.63 row groups (a rest of 77,000
+# rows): at 1,000,000 rows the 170,000-row windows this replaced (a rest of 47,000, merged
+# every second window) spent 1.4 CPU-s more for a higher peak (docs/benchmarks.md).
+WINDOW_ROWS = 200_000
 # Pages per streamed batch and batches the reader may run ahead of the loader. Validation has
-# a fixed cost per call; at 1,000,000 rows 150 pages (30,000 rows) ran at 88-90k rows/s with a
-# 520 MB peak, 250 pages 90-95k rows/s at 590 MB, 100 pages 77-80k rows/s at 483 MB.
-STREAM_BATCH_PAGES = 150
+# a fixed cost per call; at 1,000,000 rows with 200,000-row windows, 100 pages (20,000 rows)
+# peaked 17-50 MB lower than 150 for 0.1-0.15 s more (docs/benchmarks.md, seventh round).
+STREAM_BATCH_PAGES = 100
 # Requests per fingerprint: the summary, spending by category, spending by merchant.
 FINGERPRINT_REQUESTS = 3
 
@@ -119,9 +127,24 @@ def batch_pages(minute_limit: int) -> int:
 def pack(oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt.date]]:
     """Month-aligned windows of about WINDOW_ROWS rows each, sized from the ledger's span."""
     months = months_between(oldest, newest)
-    per_month = max(1.0, total / len(months))
-    size = max(1, math.floor(WINDOW_ROWS / per_month))
+    size = months_per_window(max(1.0, total / len(months)))
     return [(months[i], month_end(months[i : i + size][-1])) for i in range(0, len(months), size)]
+
+
+def months_per_window(per_month: float) -> int:
+    """Months a window holds at `per_month` rows a month: of the counts under two row groups,
+    the one nearest WINDOW_ROWS among those whose commit leaves DuckDB nothing to merge (whole
+    row groups, or a rest over half a row group: WINDOW_ROWS); one month when a month is more."""
+
+    def merged(rows: float) -> bool:
+        rest = rows % ROW_GROUP_ROWS
+        return rows < ROW_GROUP_ROWS or 0 < rest <= ROW_GROUP_ROWS / 2
+
+    most = max(1, math.floor(2 * ROW_GROUP_ROWS / per_month))
+    return min(
+        range(1, most + 1),
+        key=lambda n: (merged(n * per_month), abs(n * per_month - WINDOW_ROWS)),
+    )
 
 
 def open_ends(windows: Sequence[tuple[dt.date, dt.date]]) -> list[Window]:

@@ -9,6 +9,7 @@ import pytest
 
 from centsync.pipelines.refresh import plan
 from centsync.transform.calendar import month_key, months_between, parse_month_range
+from centsync.warehouse.instances import ROW_GROUP_ROWS
 from centsync.warehouse.session import ONE_THREAD_ROWS
 
 D = dt.date
@@ -132,7 +133,7 @@ def test_a_small_ledger_runs_on_one_thread() -> None:
 
 @pytest.mark.parametrize(
     ("minute_limit", "pages"),
-    [(0, 150), (-1, 150), (20, 10), (60, 15), (400, 100), (600, 150), (10_000, 150)],
+    [(0, 100), (-1, 100), (20, 10), (60, 15), (400, 100), (600, 100), (10_000, 100)],
 )
 def test_a_batch_is_about_15_seconds_of_the_rate_limit(minute_limit: int, pages: int) -> None:
     assert plan.batch_pages(minute_limit) == pages
@@ -146,14 +147,35 @@ def test_a_small_span_is_one_window() -> None:
 
 
 def test_windows_hold_about_window_rows_each() -> None:
-    # 10 years of 12,000 rows a month: 14 months (168,000 rows) fit in a window of 170,000
+    # 10 years of 12,000 rows a month: 17 months (204,000 rows: a rest of 81,120 past one row
+    # group) is the count nearest a window of 200,000 that no checkpoint merges
     windows = plan.pack(D(2015, 1, 5), D(2024, 12, 20), 120 * 12_000)
-    assert len(windows) == 9  # ceil(120 / 14)
-    assert windows[0] == (D(2015, 1, 1), D(2016, 2, 29))
-    assert windows[1] == (D(2016, 3, 1), D(2017, 4, 30))
-    assert windows[-1] == (D(2024, 5, 1), D(2024, 12, 31))
+    assert len(windows) == 8  # ceil(120 / 17)
+    assert windows[0] == (D(2015, 1, 1), D(2016, 5, 31))
+    assert windows[1] == (D(2016, 6, 1), D(2017, 10, 31))
+    assert windows[-1] == (D(2024, 12, 1), D(2024, 12, 31))
     for (_, hi), (lo, _) in itertools.pairwise(windows):
         assert lo == hi + dt.timedelta(days=1)  # adjacent, no gap, no overlap
+
+
+@pytest.mark.parametrize(
+    ("per_month", "months"),
+    [
+        (8_300, 24),  # 199,200 rows: a rest of 76,320
+        (16_500, 12),  # 198,000
+        (60_000, 4),  # 240,000 (a rest of 117,120), not 180,000 (a rest of 57,120: merged)
+        (100_000, 2),  # 200,000
+        (130_000, 1),  # two months would pass two row groups: a window of its own
+        (300_000, 1),
+    ],
+)
+def test_a_window_leaves_its_checkpoint_nothing_to_merge(per_month: int, months: int) -> None:
+    assert plan.months_per_window(per_month) == months
+    rows = months * per_month
+    rest = rows % ROW_GROUP_ROWS
+    if months > 1:
+        assert rows >= ROW_GROUP_ROWS and (rest == 0 or rest > ROW_GROUP_ROWS / 2)
+        assert rows < 2 * ROW_GROUP_ROWS
 
 
 def test_a_dense_month_is_a_window_of_its_own() -> None:

@@ -148,7 +148,9 @@ def test_the_verification_share_is_the_time_since_the_last_over_the_period() -> 
 def test_a_full_read_costs_a_summary_its_pages_and_for_a_big_ledger_its_span() -> None:
     assert plan.full_read_requests(0) == 13
     assert plan.full_read_requests(1_763) == 21
-    assert plan.full_read_requests(200_000) == 11 + 1 + 1_000 + 2 + 1
+    assert plan.full_read_requests(plan.WINDOW_ROWS) == 11 + 1 + plan.WINDOW_ROWS // 200
+    # two windows: the span's two one-row pages and the second window's partial page
+    assert plan.full_read_requests(300_000) == 11 + 1 + 1_500 + 2 + 1
 
 
 # ---- locating a difference -------------------------------------------------------------------
