@@ -127,7 +127,22 @@ def batch_pages(minute_limit: int) -> int:
 def pack(oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt.date]]:
     """Month-aligned windows of about WINDOW_ROWS rows each, sized from the ledger's span."""
     months = months_between(oldest, newest)
-    size = months_per_window(max(1.0, total / len(months)))
+    return _chunks(months, months_per_window(max(1.0, total / len(months))))
+
+
+def repack(
+    rest: Sequence[tuple[dt.date, dt.date]], per_month: float
+) -> list[tuple[dt.date, dt.date]]:
+    """The windows still to read, packed again over the same months at `per_month` rows a month:
+    the density the window just read measured. `pack` can only size windows from the ledger's
+    average; a ledger that grew over the years has fewer rows a month in its old windows and
+    more in its new ones, and windows sized from the average leave their commits' rests where
+    DuckDB merges them (WINDOW_ROWS)."""
+    months = months_between(rest[0][0], rest[-1][1])
+    return _chunks(months, months_per_window(max(1.0, per_month)))
+
+
+def _chunks(months: list[dt.date], size: int) -> list[tuple[dt.date, dt.date]]:
     return [(months[i], month_end(months[i : i + size][-1])) for i in range(0, len(months), size)]
 
 

@@ -127,6 +127,37 @@ class FirstSync:
         return self.windows[self.index :], planned
 
 
+def _repack(
+    i: int, rows: int, windows: list[Window], planned: list[Window], sync: FirstSync
+) -> FirstSync:
+    """Pack a first sync's windows after the i-th again at the rows a month the i-th held
+    (`plan.repack`), in `windows` and `planned`; the sync's stored plan follows (`sync.index`
+    is the i-th window's)."""
+    if i + 1 >= len(planned):
+        return sync
+    ((lo, hi),) = _bounded(planned[i : i + 1])
+    per_month = rows / len(plan.window_months(lo, hi))
+    rest: list[Window] = list(plan.repack(_bounded(planned[i + 1 :]), per_month))
+    if rest == planned[i + 1 :]:
+        return sync
+    # the same months, the last window still open above when it was
+    reading: list[Window] = [*rest[:-1], (rest[-1][0], windows[-1][1])]
+    planned[i + 1 :], windows[i + 1 :] = rest, reading
+    log.info("windows packed again at %.0f rows a month: %d to read", per_month, len(rest))
+    done = sync.index + 1
+    return replace(
+        sync,
+        windows=[*sync.windows[:done], *reading],
+        planned=[*sync.planned[:done], *rest] if sync.planned is not None else None,
+    )
+
+
+def _bounded(windows: Sequence[Window]) -> list[tuple[dt.date, dt.date]]:
+    out = [(lo, hi) for lo, hi in windows if lo is not None and hi is not None]
+    assert len(out) == len(windows), "a packed window has month bounds"
+    return out
+
+
 @dataclass
 class _Stop:
     """Where the pass being staged stands: its last page staged, the total its first page
@@ -172,6 +203,9 @@ class WindowReader:
         stopped; where it stands is kept in ops.meta as each window commits, and on a stop.
         """
         done: list[WindowRead] = []
+        # lists of this read's own: a first sync's windows still to read are packed again as
+        # each is read (`_repack`), in place, so the loop below reads the new ones
+        windows, planned = list(windows), list(planned) if planned is not None else None
         sync = first_sync
         stop = self._resume_point(sync)
         if sync is not None:  # a stop from here on is read on by the next refresh
@@ -185,6 +219,8 @@ class WindowReader:
                 if newest is not None:
                     self._stage_kept(stage, newest)
                 rows, rereads, conflicts = self._stage(stream, stage, reason, sync, stop)
+                if sync is not None and planned is not None and not stop.resumed:
+                    sync = _repack(i, rows, windows, planned, sync)
                 following = _Stop()
                 stream = (
                     self._open(windows[i + 1], verify, following) if i + 1 < len(windows) else None

@@ -324,3 +324,15 @@ def test_due_months_are_verified_even_over_the_budget_and_months_read_are_skippe
     assert plan.months_to_verify(order, budget=0, due_before=due_before, read=read) == {
         "2022-02": 10_000
     }
+
+
+def test_windows_packed_again_cover_the_same_months_at_the_measured_rows_a_month() -> None:
+    windows = plan.pack(D(2015, 1, 1), D(2024, 12, 31), 120 * 8_300)  # 24 months each
+    rest = windows[1:]
+    # the first window held 5,000 rows a month: 40 months (200,000 rows) to a window now
+    again = plan.repack(rest, 5_000)
+    assert again[0] == (D(2017, 1, 1), D(2020, 4, 30))
+    assert plan.months_covered(again) == plan.months_covered(rest)
+    for (_, hi), (lo, _) in itertools.pairwise(again):
+        assert lo == hi + dt.timedelta(days=1)
+    assert plan.repack(rest, 8_300) == rest  # the density the plan assumed: the same windows
