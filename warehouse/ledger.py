@@ -4,7 +4,7 @@ streaming stage a window lands in, and batches of months."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -448,6 +448,18 @@ class TransactionStage:
                 for m in f.get_column("booked_at").dt.truncate("1mo").unique().to_list()
             }
         )
+
+    def month_rows(self, months: Sequence[dt.date]) -> list[int]:
+        """Valid rows staged in each of these months (their first days), in their order."""
+        if not self._frames:
+            return [0] * len(months)
+        counts = dict(
+            pl.concat([f.select("booked_at") for f in self._frames])
+            .group_by(pl.col("booked_at").dt.truncate("1mo"))
+            .len()
+            .iter_rows()
+        )
+        return [int(counts.get(m, 0)) for m in months]
 
     def booked_range(self) -> tuple[dt.date, dt.date] | None:
         """Oldest and newest booked_at staged (None when nothing is)."""

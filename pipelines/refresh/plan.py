@@ -9,8 +9,9 @@ for the facts; this module decides from them, so it is unit-tested on its own
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
 from centsync.transform.calendar import (
@@ -127,39 +128,80 @@ def batch_pages(minute_limit: int) -> int:
 def pack(oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt.date]]:
     """Month-aligned windows of about WINDOW_ROWS rows each, sized from the ledger's span."""
     months = months_between(oldest, newest)
-    return _chunks(months, months_per_window(max(1.0, total / len(months))))
+    return _chunks(months, months_per_window(max(1.0, total / len(months)), len(months)))
 
 
 def repack(
-    rest: Sequence[tuple[dt.date, dt.date]], per_month: float
+    rest: Sequence[tuple[dt.date, dt.date]], month_rows: Sequence[int]
 ) -> list[tuple[dt.date, dt.date]]:
-    """The windows still to read, packed again over the same months at `per_month` rows a month:
-    the density the window just read measured. `pack` can only size windows from the ledger's
-    average; a ledger that grew over the years has fewer rows a month in its old windows and
-    more in its new ones, and windows sized from the average leave their commits' rests where
-    DuckDB merges them (WINDOW_ROWS)."""
+    """The windows still to read, packed again over the same months from the rows each month of
+    the window just read held (`month_rows`, oldest first). `pack` can only size windows from
+    the ledger's average; a ledger that grew over the years has fewer rows a month in its old
+    windows and more in its new ones, and windows sized from the average leave their commits'
+    rests where DuckDB merges them (WINDOW_ROWS). The next months' rows are projected from the
+    window's by a straight line (least squares; its mean when it has under TREND_MONTHS
+    months), so a ledger that keeps growing is not always a window behind."""
     months = months_between(rest[0][0], rest[-1][1])
-    return _chunks(months, months_per_window(max(1.0, per_month)))
+    line, read = _line(month_rows), len(month_rows)
+    return _chunks(months, _months_for(_cumulative(lambda x: line(read + x), len(months))))
+
+
+# Months a window must hold before its rows a month are projected by their trend, not their mean
+TREND_MONTHS = 6
+
+
+def _line(month_rows: Sequence[int]) -> Callable[[int], float]:
+    """Rows in the x-th month counted from a window's first (0), by the window's trend, at least 1."""
+    n = len(month_rows)
+    mean = sum(month_rows) / max(n, 1)
+    if n < TREND_MONTHS:
+        return lambda x: max(1.0, mean)
+    middle = (n - 1) / 2
+    slope = sum((x - middle) * (r - mean) for x, r in enumerate(month_rows)) / sum(
+        (x - middle) ** 2 for x in range(n)
+    )
+    return lambda x: max(1.0, mean + slope * (x - middle))
 
 
 def _chunks(months: list[dt.date], size: int) -> list[tuple[dt.date, dt.date]]:
     return [(months[i], month_end(months[i : i + size][-1])) for i in range(0, len(months), size)]
 
 
-def months_per_window(per_month: float) -> int:
-    """Months a window holds at `per_month` rows a month: of the counts under two row groups,
-    the one nearest WINDOW_ROWS among those whose commit leaves DuckDB nothing to merge (whole
-    row groups, or a rest over half a row group: WINDOW_ROWS); one month when a month is more."""
+def months_per_window(per_month: float, months: int | None = None) -> int:
+    """Months a window holds at `per_month` rows a month (`_months_for`), at most `months`."""
+    return _months_for(_cumulative(lambda _: per_month, months))
+
+
+def _cumulative(month: Callable[[int], float], months: int | None) -> list[float]:
+    """The rows of the first n months ahead (`month(x)`: the x-th's, from 0), n = 1, 2, ...
+    while under two row groups (the first month always) and, given, at most `months` months."""
+    out: list[float] = []
+    total = 0.0
+    for x in itertools.count():
+        if months is not None and x >= months:
+            break
+        total += month(x)
+        if out and total >= 2 * ROW_GROUP_ROWS:
+            break
+        out.append(total)
+    return out
+
+
+def _months_for(cumulative: Sequence[float]) -> int:
+    """Months a window holds, n months holding `cumulative[n - 1]` rows: of the counts under
+    two row groups, the one nearest WINDOW_ROWS among those whose commit leaves DuckDB nothing
+    to merge (whole row groups, or a rest over half a row group: WINDOW_ROWS); one month when a
+    month is more."""
 
     def merged(rows: float) -> bool:
         rest = rows % ROW_GROUP_ROWS
         return rows < ROW_GROUP_ROWS or 0 < rest <= ROW_GROUP_ROWS / 2
 
-    most = max(1, math.floor(2 * ROW_GROUP_ROWS / per_month))
-    return min(
-        range(1, most + 1),
-        key=lambda n: (merged(n * per_month), abs(n * per_month - WINDOW_ROWS)),
+    best = min(
+        range(len(cumulative)),
+        key=lambda i: (merged(cumulative[i]), abs(cumulative[i] - WINDOW_ROWS)),
     )
+    return best + 1
 
 
 def open_ends(windows: Sequence[tuple[dt.date, dt.date]]) -> list[Window]:

@@ -33,7 +33,7 @@ from centsync.extract import (
 )
 from centsync.pipelines.refresh import plan
 from centsync.pipelines.refresh.plan import PAGE, Window
-from centsync.transform.calendar import month_key, parse_month
+from centsync.transform.calendar import month_key, months_between, parse_month
 from centsync.warehouse import Warehouse
 from centsync.warehouse import reads as warehouse_reads
 from centsync.warehouse.ledger import TransactionStage
@@ -128,22 +128,26 @@ class FirstSync:
 
 
 def _repack(
-    i: int, rows: int, windows: list[Window], planned: list[Window], sync: FirstSync
+    i: int, stage: TransactionStage, windows: list[Window], planned: list[Window], sync: FirstSync
 ) -> FirstSync:
-    """Pack a first sync's windows after the i-th again at the rows a month the i-th held
-    (`plan.repack`), in `windows` and `planned`; the sync's stored plan follows (`sync.index`
-    is the i-th window's)."""
+    """Pack a first sync's windows after the i-th again from the rows each month of the i-th
+    held (`plan.repack`), in `windows` and `planned`; the sync's stored plan follows
+    (`sync.index` is the i-th window's)."""
     if i + 1 >= len(planned):
         return sync
     ((lo, hi),) = _bounded(planned[i : i + 1])
-    per_month = rows / len(plan.window_months(lo, hi))
-    rest: list[Window] = list(plan.repack(_bounded(planned[i + 1 :]), per_month))
+    month_rows = stage.month_rows(months_between(lo, hi))
+    rest: list[Window] = list(plan.repack(_bounded(planned[i + 1 :]), month_rows))
     if rest == planned[i + 1 :]:
         return sync
     # the same months, the last window still open above when it was
     reading: list[Window] = [*rest[:-1], (rest[-1][0], windows[-1][1])]
     planned[i + 1 :], windows[i + 1 :] = rest, reading
-    log.info("windows packed again at %.0f rows a month: %d to read", per_month, len(rest))
+    log.info(
+        "windows packed again from %d rows a month: %d to read",
+        sum(month_rows) // len(month_rows),
+        len(rest),
+    )
     done = sync.index + 1
     return replace(
         sync,
@@ -220,7 +224,7 @@ class WindowReader:
                     self._stage_kept(stage, newest)
                 rows, rereads, conflicts = self._stage(stream, stage, reason, sync, stop)
                 if sync is not None and planned is not None and not stop.resumed:
-                    sync = _repack(i, rows, windows, planned, sync)
+                    sync = _repack(i, stage, windows, planned, sync)
                 following = _Stop()
                 stream = (
                     self._open(windows[i + 1], verify, following) if i + 1 < len(windows) else None

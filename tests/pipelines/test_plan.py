@@ -326,13 +326,24 @@ def test_due_months_are_verified_even_over_the_budget_and_months_read_are_skippe
     }
 
 
-def test_windows_packed_again_cover_the_same_months_at_the_measured_rows_a_month() -> None:
+def test_windows_packed_again_cover_the_same_months_from_the_rows_a_month_read() -> None:
     windows = plan.pack(D(2015, 1, 1), D(2024, 12, 31), 120 * 8_300)  # 24 months each
     rest = windows[1:]
     # the first window held 5,000 rows a month: 40 months (200,000 rows) to a window now
-    again = plan.repack(rest, 5_000)
+    again = plan.repack(rest, [5_000] * 24)
     assert again[0] == (D(2017, 1, 1), D(2020, 4, 30))
     assert plan.months_covered(again) == plan.months_covered(rest)
     for (_, hi), (lo, _) in itertools.pairwise(again):
         assert lo == hi + dt.timedelta(days=1)
-    assert plan.repack(rest, 8_300) == rest  # the density the plan assumed: the same windows
+    assert plan.repack(rest, [8_300] * 24) == rest  # the rows the plan assumed: the same windows
+
+
+def test_a_growing_window_is_projected_by_its_trend() -> None:
+    rest = [(D(2017, 1, 1), D(2024, 12, 31))]
+    # 24 months growing by 100 rows a month, from 3,000 to 5,300: the next months hold 5,400,
+    # 5,500, ... rows; 29 of them hold 197,200 rows, a rest of 74,320 (by their mean, 4,150 a
+    # month, the 48 months chosen would hold 413,000 rows)
+    again = plan.repack(rest, [3_000 + 100 * m for m in range(24)])
+    assert again[0] == (D(2017, 1, 1), D(2019, 5, 31))
+    # under TREND_MONTHS months the mean: 40 months at 5,000
+    assert plan.repack(rest, [4_000, 6_000])[0] == (D(2017, 1, 1), D(2020, 4, 30))
