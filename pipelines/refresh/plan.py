@@ -132,7 +132,7 @@ def pack(oldest: dt.date, newest: dt.date, total: int) -> list[tuple[dt.date, dt
 
 
 def repack(
-    rest: Sequence[tuple[dt.date, dt.date]], month_rows: Sequence[int]
+    rest: Sequence[tuple[dt.date, dt.date]], month_rows: Sequence[int], left: int | None = None
 ) -> list[tuple[dt.date, dt.date]]:
     """The windows still to read, packed again over the same months from the rows each month of
     the window just read held (`month_rows`, oldest first). `pack` can only size windows from
@@ -140,10 +140,15 @@ def repack(
     windows and more in its new ones, and windows sized from the average leave their commits'
     rests where DuckDB merges them (WINDOW_ROWS). The next months' rows are projected from the
     window's by a straight line (least squares; its mean when it has under TREND_MONTHS
-    months), so a ledger that keeps growing is not always a window behind."""
+    months), so a ledger that keeps growing is not always a window behind; scaled to the rows
+    `left` to read when known (the ledger's count less those read), so a window of quiet
+    months (a dormant year) does not make the next window the whole rest of the ledger."""
     months = months_between(rest[0][0], rest[-1][1])
     line, read = _line(month_rows), len(month_rows)
-    return _chunks(months, _months_for(_cumulative(lambda x: line(read + x), len(months))))
+    scale = 1.0
+    if left is not None and left > 0:
+        scale = left / sum(line(read + x) for x in range(len(months)))
+    return _chunks(months, _months_for(_cumulative(lambda x: line(read + x) * scale, len(months))))
 
 
 # Months a window must hold before its rows a month are projected by their trend, not their mean

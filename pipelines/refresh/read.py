@@ -95,6 +95,7 @@ class FirstSync:
     total: int | None = None
     month: str | None = None
     reason: str = "first sync"
+    rows: int | None = None  # the ledger's rows when the windows were packed
 
     def to_json(self) -> str:
         out: dict[str, Any] = asdict(self)
@@ -117,6 +118,7 @@ class FirstSync:
                 total=d.get("total"),
                 month=d.get("month"),
                 reason=str(d.get("reason") or "first sync"),
+                rows=d.get("rows"),
             )
         except (ValueError, KeyError, TypeError):
             return None
@@ -128,16 +130,22 @@ class FirstSync:
 
 
 def _repack(
-    i: int, stage: TransactionStage, windows: list[Window], planned: list[Window], sync: FirstSync
+    i: int,
+    stage: TransactionStage,
+    landed: int,
+    windows: list[Window],
+    planned: list[Window],
+    sync: FirstSync,
 ) -> FirstSync:
     """Pack a first sync's windows after the i-th again from the rows each month of the i-th
-    held (`plan.repack`), in `windows` and `planned`; the sync's stored plan follows
-    (`sync.index` is the i-th window's)."""
+    held (`plan.repack`; `landed`: the rows committed before it), in `windows` and `planned`;
+    the sync's stored plan follows (`sync.index` is the i-th window's)."""
     if i + 1 >= len(planned):
         return sync
     ((lo, hi),) = _bounded(planned[i : i + 1])
     month_rows = stage.month_rows(months_between(lo, hi))
-    rest: list[Window] = list(plan.repack(_bounded(planned[i + 1 :]), month_rows))
+    left = sync.rows - landed - stage.rows if sync.rows is not None else None
+    rest: list[Window] = list(plan.repack(_bounded(planned[i + 1 :]), month_rows, left))
     if rest == planned[i + 1 :]:
         return sync
     # the same months, the last window still open above when it was
@@ -224,7 +232,8 @@ class WindowReader:
                     self._stage_kept(stage, newest)
                 rows, rereads, conflicts = self._stage(stream, stage, reason, sync, stop)
                 if sync is not None and planned is not None and not stop.resumed:
-                    sync = _repack(i, stage, windows, planned, sync)
+                    landed = warehouse_reads.transaction_count(self.warehouse.con)
+                    sync = _repack(i, stage, landed, windows, planned, sync)
                 following = _Stop()
                 stream = (
                     self._open(windows[i + 1], verify, following) if i + 1 < len(windows) else None

@@ -276,7 +276,9 @@ class Refresher:
         windows = plan.pack(oldest, max(newest, today), total)
         planned: list[Window] = list(windows)
         reading = plan.open_ends(windows)
-        sync = FirstSync(reading, planned, reason=self.summary.reason) if first else None
+        sync = (
+            FirstSync(reading, planned, reason=self.summary.reason, rows=total) if first else None
+        )
         self._read(
             reading, reason=self.summary.reason, planned=planned, verify=False, first_sync=sync
         )

@@ -347,3 +347,18 @@ def test_a_growing_window_is_projected_by_its_trend() -> None:
     assert again[0] == (D(2017, 1, 1), D(2019, 5, 31))
     # under TREND_MONTHS months the mean: 40 months at 5,000
     assert plan.repack(rest, [4_000, 6_000])[0] == (D(2017, 1, 1), D(2020, 4, 30))
+
+
+def test_a_quiet_window_is_followed_by_windows_of_the_rows_left() -> None:
+    rest = [(D(2017, 1, 1), D(2020, 12, 31))]  # 48 months
+    # a dormant year read: by it alone, one window of all 48 months (a row a month)
+    assert plan.repack(rest, [0] * 12) == rest
+    # 240,000 rows left over 48 months, 5,000 a month: 40 months, 200,000 rows
+    again = plan.repack(rest, [0] * 12, left=240_000)
+    assert again[0] == (D(2017, 1, 1), D(2020, 4, 30))
+    # a trend keeps its shape, its level scaled to the rows left
+    growing = [3_000 + 100 * m for m in range(24)]
+    assert plan.repack(rest, growing, left=sum(5_400 + 100 * x for x in range(48)))[0] == (
+        D(2017, 1, 1),
+        D(2019, 5, 31),
+    )

@@ -1,10 +1,11 @@
 """A big ledger's first sync packs its windows again as it reads (issue 46), over loopback.
 
 Windows are sized in DuckDB row groups (`plan.months_per_window`), first from the ledger's
-average rows a month; a ledger whose months grew is read in windows sized from the rows a month
-the last window held (`plan.repack`). The household here stands in for a big ledger: the row
-group and the window are made small (60 and 100 rows), and three recent months hold about four
-times the rows of the others.
+average rows a month; then, as each is read, from the rows each of its months held, projected by
+their trend (`plan.repack`). The household here stands in for a big ledger: eight years whose
+months grow fourfold (rows taken out of the older months), a row group of 150 rows and windows of
+245, so a window is some eight months and its commit's rest is merged or not by the same rule as
+DuckDB's (`tests/warehouse/test_row_groups.py`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import duckdb
-import httpx
 import pytest
 
 from centsync.extract import ApiClient
@@ -29,16 +29,15 @@ from helpers import make_sandbox
 
 pytestmark = pytest.mark.e2e
 
-BUSY = ("2026-07", "2026-08", "2026-09")  # ~47 rows a month elsewhere, ~170 in these
-EXTRA = 120
+GROUP, WINDOW = 150, 245
 
 
 @pytest.fixture
 def grown(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sandbox, str, list[Window]]]:
-    """A sandbox over loopback whose BUSY months hold EXTRA rows more, small row groups and
-    windows, and the windows each refresh opens, in order."""
-    monkeypatch.setattr(plan, "ROW_GROUP_ROWS", 60)
-    monkeypatch.setattr(plan, "WINDOW_ROWS", 100)
+    """A sandbox over loopback whose months grow fourfold over eight years, small row groups
+    and windows, and the windows each refresh opens, in order."""
+    monkeypatch.setattr(plan, "ROW_GROUP_ROWS", GROUP)
+    monkeypatch.setattr(plan, "WINDOW_ROWS", WINDOW)
     opened: list[Window] = []
     original = WindowReader._open
 
@@ -47,24 +46,19 @@ def grown(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Sandbox, str, list[
         return original(self, window, *args)  # type: ignore[arg-type]
 
     monkeypatch.setattr(WindowReader, "_open", recorded)
-    sb = make_sandbox(rate_limit=False)
+    sb = make_sandbox(rate_limit=False, years=8)
+    by_month: dict[str, list[str]] = {}
+    for t in sb.state()["transactions"]:
+        by_month.setdefault(t["booked_at"][:7], []).append(t["id"])
+    months = sorted(by_month)
+    for k, month in enumerate(months):  # a quarter of the oldest month kept, all of the newest
+        ids = sorted(by_month[month])
+        keep = round(len(ids) * (0.25 + 0.75 * k / (len(months) - 1)))
+        for tx_id in ids[keep:]:
+            tx = sb.service.find_any_transaction(tx_id)
+            assert tx is not None
+            sb.service.delete_transaction(tx)
     with run_in_thread(sb) as base_url:
-        account = sb.state()["accounts"][0]["id"]
-        with httpx.Client(
-            base_url=base_url, headers={"Authorization": f"Bearer {sb.keys['admin_token']}"}
-        ) as admin:
-            for month in BUSY:
-                for i in range(EXTRA):
-                    r = admin.post(
-                        "/_sandbox/transactions",
-                        json={
-                            "account_id": account,
-                            "amount": -(100 + i),
-                            "concept": f"card {i}",
-                            "booked_at": f"{month}-{1 + i % 28:02d}",
-                        },
-                    )
-                    assert r.status_code == 201, r.text
         yield sb, base_url, opened
 
 
@@ -72,11 +66,6 @@ def _months(window: Window) -> int:
     lo, hi = window
     assert lo is not None and hi is not None
     return len(plan.window_months(lo, hi))
-
-
-def _first(window: Window) -> str:
-    assert window[0] is not None
-    return month_key(window[0])
 
 
 def _per_month(wh: Path) -> dict[str, int]:
@@ -97,6 +86,21 @@ def _server_per_month(sb: Sandbox) -> dict[str, int]:
     return out
 
 
+def _merged(rows: int) -> bool:
+    """Whether a commit of `rows` leaves a rest DuckDB's checkpoints merge (GROUP rows a group)."""
+    rest = rows % GROUP
+    return rows < GROUP or 0 < rest <= GROUP / 2
+
+
+def _rows(window: Window, per_month: dict[str, int]) -> int:
+    lo, hi = window
+    return sum(
+        n
+        for m, n in per_month.items()
+        if (lo is None or m >= month_key(lo)) and (hi is None or m <= month_key(hi))
+    )
+
+
 def test_a_grown_ledgers_windows_follow_the_rows_a_month_it_reads(
     grown: tuple[Sandbox, str, list[Window]], tmp_path: Path
 ) -> None:
@@ -105,18 +109,17 @@ def test_a_grown_ledgers_windows_follow_the_rows_a_month_it_reads(
     with ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client:
         summary = run_refresh(client, str(wh), RefreshOptions())
     assert summary.verdict == "agree"
-    assert _per_month(wh) == _server_per_month(sb)
-    # from the average (~61 rows a month) every window would be one month: 25 of them
     server = _server_per_month(sb)
+    assert _per_month(wh) == server
+    # from the average every window holds the same months, and the old ones' commits merge
     packed = plan.pack(parse_month(min(server)), parse_month(max(server)), sum(server.values()))
-    assert all(_months(w) == 1 for w in packed)
-    bounded = opened[1:-1]  # the first is open below, the last open above
-    # read at ~47 rows a month, two months a window; each busy month a window of its own
-    quiet = [w for w in bounded if _first(w) < BUSY[0]]
-    busy = [w for w in bounded if _first(w) in BUSY[1:]]
-    assert quiet and all(_months(w) == 2 for w in quiet), opened
-    assert len(busy) == 2 and all(_months(w) == 1 for w in busy), opened
-    assert len(opened) < len(packed)
+    assert len({_months(w) for w in packed[:-1]}) == 1
+    read = opened[1:-1]  # the first is open below, the last open above
+    assert sum(_merged(_rows(w, server)) for w in read) < sum(
+        _merged(_rows(w, server)) for w in packed[1:-1]
+    ), (opened, packed)
+    # the old months' windows hold more months than the new ones'
+    assert _months(read[0]) > _months(read[-1]), opened
 
 
 def test_a_first_sync_stopped_after_its_windows_were_packed_again_reads_on_exactly(
@@ -145,9 +148,12 @@ def test_a_first_sync_stopped_after_its_windows_were_packed_again_reads_on_exact
         (kept,) = con.execute("SELECT count(*) FROM core.transactions").fetchall()[0]
     finally:
         con.close()
-    # the stored plan is the one packed again: its third window is the two months opened third
+    # the stored plan is the one packed again: its third window is the one opened third, not
+    # the average's
     assert stored["windows"][2] == [d.isoformat() for d in opened[2]], (stored, opened)
-    assert _months(opened[2]) == 2
+    server = _server_per_month(sb)
+    packed = plan.pack(parse_month(min(server)), parse_month(max(server)), sum(server.values()))
+    assert opened[2] != packed[2]
     monkeypatch.setattr(WindowReader, "_open", recorded)
     with ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client:
         summary = run_refresh(client, str(wh), RefreshOptions())
