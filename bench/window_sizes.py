@@ -16,7 +16,7 @@ validation: the storage alone), under three sizings:
   now does).
 
 for two ledgers of `--rows` rows: every month alike, and one whose months grow threefold over
-the years. Prints, per sizing, the windows, the row groups left against those committed (fewer:
+the years. Prints, per sizing, the windows, the largest's rows, the row groups left against those committed (fewer:
 merged), and the CPU and wall of the commits and checkpoints (medians of `--reps`).
 """
 
@@ -80,7 +80,8 @@ def windows(density: list[float], sizing: str) -> list[tuple[int, int]]:
         out.append((start, n))
         if sizing == "packed again as read" and len(packed) > 1:
             read = [round(d) for d in density[start : start + n]]
-            packed = [packed[0], *plan.repack(packed[1:], read)]
+            left = round(sum(density[start + n :]))
+            packed = [packed[0], *plan.repack(packed[1:], read, left)]
         packed, start = packed[1:], start + n
     return out
 
@@ -90,11 +91,12 @@ def land(density: list[float], sizing: str, folder: Path) -> dict[str, float]:
     wh.start_refresh(mode="full", refresh_id="r1")
     con = wh.con
     first = FIRST
-    committed = 0
+    committed = largest = 0
     cpu, wall = time.process_time(), time.perf_counter()
     plan_ = windows(density, sizing)
     for start, n in plan_:
         rows = round(sum(density[start : start + n]))
+        largest = max(largest, rows)
         lo = add_months(first, start)
         hi = month_end(add_months(first, start + n - 1))
         con.execute("BEGIN")
@@ -110,6 +112,7 @@ def land(density: list[float], sizing: str, folder: Path) -> dict[str, float]:
     wh.close()
     return {
         "windows": len(plan_),
+        "largest": largest,
         "groups": groups,
         "committed": committed,
         "cpu": cpu,
@@ -125,8 +128,11 @@ def main() -> None:
     args = ap.parse_args()
     sizings = ("170,000 rows", "from the average", "packed again as read")
     print(f"{args.rows:,} rows over {args.years} years; row groups of {ROW_GROUP_ROWS:,} rows\n")
-    print("| ledger | windows sized | windows | row groups left / committed | CPU-s | wall s |")
-    print("| - | - | -: | -: | -: | -: |")
+    print(
+        "| ledger | windows sized | windows | largest window | row groups left / committed "
+        "| CPU-s | wall s |"
+    )
+    print("| - | - | -: | -: | -: | -: | -: |")
     for name, density in ledgers(args.rows, 12 * args.years).items():
         runs: dict[str, list[dict[str, float]]] = {s: [] for s in sizings}
         for _ in range(args.reps):
@@ -136,7 +142,8 @@ def main() -> None:
         for sizing in sizings:
             r = runs[sizing]
             print(
-                f"| {name} | {sizing} | {r[0]['windows']:.0f} | {r[0]['groups']:.0f} / "
+                f"| {name} | {sizing} | {r[0]['windows']:.0f} | {r[0]['largest']:,.0f} | "
+                f"{r[0]['groups']:.0f} / "
                 f"{r[0]['committed']:.0f} | {statistics.median(x['cpu'] for x in r):.2f} | "
                 f"{statistics.median(x['wall'] for x in r):.2f} |",
                 flush=True,
