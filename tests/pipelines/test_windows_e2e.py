@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import duckdb
 import pytest
@@ -68,15 +69,14 @@ def _months(window: Window) -> int:
     return len(plan.window_months(lo, hi))
 
 
+def _query(wh: Path, sql: str, *params: object) -> list[tuple[Any, ...]]:
+    with duckdb.connect(str(wh), read_only=True) as con:
+        return con.execute(sql, list(params)).fetchall()
+
+
 def _per_month(wh: Path) -> dict[str, int]:
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
-        ).fetchall()
-    finally:
-        con.close()
-    return dict(rows)
+    rows = _query(wh, "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1")
+    return {str(m): int(n) for m, n in rows}
 
 
 def _server_per_month(sb: Sandbox) -> dict[str, int]:
@@ -140,14 +140,10 @@ def test_a_first_sync_stopped_after_its_windows_were_packed_again_reads_on_exact
         ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client,
     ):
         run_refresh(client, str(wh), RefreshOptions())
-    con = duckdb.connect(str(wh), read_only=True)
-    try:
-        stored = json.loads(
-            con.execute("SELECT value FROM ops.meta WHERE key = ?", [RESUME_KEY]).fetchall()[0][0]
-        )
-        (kept,) = con.execute("SELECT count(*) FROM core.transactions").fetchall()[0]
-    finally:
-        con.close()
+    stored = json.loads(
+        str(_query(wh, "SELECT value FROM ops.meta WHERE key = ?", RESUME_KEY)[0][0])
+    )
+    ((kept,),) = _query(wh, "SELECT count(*) FROM core.transactions")
     # the stored plan is the one packed again: its third window is the one opened third, not
     # the average's
     assert stored["windows"][2] == [d.isoformat() for d in opened[2]], (stored, opened)
