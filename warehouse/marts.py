@@ -92,7 +92,7 @@ def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFr
     quoted = str(path).replace("'", "''")
     # on one thread: at 1,000,000 rows 0.4 CPU-s and +95 MB against 0.7 and +160 on two, for
     # about the same wall time; uncompressed, as the file lives for one reconciliation: 0.25
-    # against 0.33 CPU-s (snappy, DuckDB's default) for 50 MB of disk against 41 (docs/benchmarks.md)
+    # against 0.33 CPU-s (snappy, DuckDB's default) for 50 MB against 41 (docs/benchmarks.md)
     (threads,) = con.execute("SELECT current_setting('threads')").fetchall()[0]
     con.execute("SET threads = 1")
     try:
