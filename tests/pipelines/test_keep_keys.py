@@ -5,6 +5,8 @@ and the key is nowhere in what was printed or in any file written (the failure's
 
 from __future__ import annotations
 
+import secrets
+
 from pathlib import Path
 
 import pytest
@@ -92,3 +94,7 @@ def test_a_variable_or_owner_name_is_not_taken_for_a_key(name: str) -> None:
 def test_every_key_shape_is_a_key(sandbox: Sandbox) -> None:
     assert all(key_shaped(k) for k in KEYS.values())
     assert all(key_shaped(k) for k in sandbox.keys.values())  # as the sandbox issues them
+    # a random token without a digit (the sandbox's admin token, token_urlsafe(32), is one
+    # about once in 1,500: CI met one)
+    assert key_shaped("XoqbWhnZ_kPzrTqLmvYcFdsaJeuHgkwBnVtRyUiOpAs")
+    assert all(key_shaped(secrets.token_urlsafe(32)) for _ in range(20_000))
