@@ -6,7 +6,6 @@ and the key is nowhere in what was printed or in any file written (the failure's
 from __future__ import annotations
 
 import secrets
-
 from pathlib import Path
 
 import pytest
