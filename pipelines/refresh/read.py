@@ -118,7 +118,7 @@ class FirstSync:
                 total=d.get("total"),
                 month=d.get("month"),
                 reason=str(d.get("reason") or "first sync"),
-                rows=d.get("rows"),
+                rows=int(d["rows"]) if d.get("rows") is not None else None,
             )
         except (ValueError, KeyError, TypeError):
             return None
@@ -139,9 +139,7 @@ def _repack(
 ) -> FirstSync:
     """Pack a first sync's windows after the i-th again from the rows each month of the i-th
     held (`plan.repack`; `landed`: the rows committed before it), in `windows` and `planned`;
-    the sync's stored plan follows (`sync.index` is the i-th window's)."""
-    if i + 1 >= len(planned):
-        return sync
+    the sync's stored plan follows (`sync.index` is the i-th window's). Not the last window."""
     ((lo, hi),) = _bounded(planned[i : i + 1])
     month_rows = stage.month_rows(months_between(lo, hi))
     left = sync.rows - landed - stage.rows if sync.rows is not None else None
@@ -231,7 +229,7 @@ class WindowReader:
                 if newest is not None:
                     self._stage_kept(stage, newest)
                 rows, rereads, conflicts = self._stage(stream, stage, reason, sync, stop)
-                if sync is not None and planned is not None and not stop.resumed:
+                if sync is not None and planned and i + 1 < len(planned) and not stop.resumed:
                     landed = warehouse_reads.transaction_count(self.warehouse.con)
                     sync = _repack(i, stage, landed, windows, planned, sync)
                 following = _Stop()
