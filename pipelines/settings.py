@@ -54,10 +54,17 @@ _PERCENT = re.compile(r"^(\d+(?:\.\d+)?)\s*%$")
 MIN_DUCKDB_MEMORY = 16 * 10**6
 
 
+def memory_bytes(size: str) -> int | None:
+    """A DuckDB memory size (e.g. `160MB`) in bytes; None when it is not one (a share of
+    memory, e.g. `50%`)."""
+    found = _SIZE.match(size)
+    return int(float(found[1]) * _UNITS[found[2].lower()]) if found else None
+
+
 def _duckdb_memory(raw: str) -> str:
     """CENTSYNC_DUCKDB_MEMORY checked before any run: DuckDB's own error names no setting."""
-    size, percent = _SIZE.match(raw), _PERCENT.match(raw)
-    if size and float(size[1]) * _UNITS[size[2].lower()] >= MIN_DUCKDB_MEMORY:
+    size, percent = memory_bytes(raw), _PERCENT.match(raw)
+    if size is not None and size >= MIN_DUCKDB_MEMORY:
         return raw
     if percent and 0 < float(percent[1]) <= 100:
         return raw
@@ -186,7 +193,8 @@ class Settings:
     )
     duckdb_memory: str = _setting(
         "CENTSYNC_DUCKDB_MEMORY",
-        "DuckDB's memory limit during a refresh (a DuckDB size, e.g. `160MB`, `1GB`).",
+        "DuckDB's memory limit during a refresh (a DuckDB size, e.g. `160MB`, `1GB`); a first "
+        "sync's windows land under 96MB when this is higher.",
         "160MB",
     )
     verify_days: float = _setting(

@@ -14,6 +14,7 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from centsync.pipelines.settings import memory_bytes
 from centsync.transform.calendar import (
     add_months,
     contiguous,
@@ -42,6 +43,12 @@ WINDOW_ROWS = 200_000
 # a fixed cost per call; at 1,000,000 rows with 200,000-row windows, 100 pages (20,000 rows)
 # peaked 17-50 MB lower than 150 for 0.1-0.15 s more (docs/benchmarks.md, seventh round).
 STREAM_BATCH_PAGES = 100
+# DuckDB's memory limit while a first sync's windows land, when the refresh's own is higher:
+# each window appends new months (nothing is diffed), and what DuckDB keeps of its inserts
+# up to its limit is memory the process holds. At 1,000,000 rows 96MB peaked 50-60 MB lower
+# than 160MB in the same time; 64MB was 0.1-0.3 s slower, 32MB three to five times slower
+# (docs/benchmarks.md, eighth round). The refresh's own limit is back for what follows.
+WINDOW_MEMORY = "96MB"
 # Requests per fingerprint: the summary, spending by category, spending by merchant.
 FINGERPRINT_REQUESTS = 3
 
@@ -114,6 +121,14 @@ def single_thread(rows: int) -> bool:
     """Whether DuckDB runs on one thread for a ledger of `rows` rows (the warehouse's
     ONE_THREAD_ROWS)."""
     return rows < ONE_THREAD_ROWS
+
+
+def window_memory(limit: str) -> str | None:
+    """The memory limit a first sync's windows land under when `limit` (the refresh's, a
+    DuckDB size) is higher than WINDOW_MEMORY; None keeps `limit` (a lower one, or a share of
+    memory)."""
+    size, window = memory_bytes(limit), memory_bytes(WINDOW_MEMORY)
+    return WINDOW_MEMORY if size is not None and window is not None and size > window else None
 
 
 def batch_pages(minute_limit: int) -> int:

@@ -225,6 +225,12 @@ class Refresher:
         first = self.summary.reason == plan.FIRST_SYNC
         if self.resume is None:
             self._forget_resume()  # a full read from the start: where one stopped is moot
+        # a first sync's windows land under a lower DuckDB limit (plan.WINDOW_MEMORY)
+        lower = plan.window_memory(self.options.duckdb_memory)
+        if lower is not None and (first or self.resume is not None):
+            self.warehouse.refresh_settings(memory=lower)
+        else:
+            lower = None
         if total == 0:
             self._replace_everything_with_nothing()
         elif self.resume is not None:
@@ -238,6 +244,8 @@ class Refresher:
             self._read([(None, None)], reason=self.summary.reason, verify=False, first_sync=sync)
         else:
             self._read_packed(today, first=first)
+        if lower is not None:  # the refresh's own limit for what follows
+            self.warehouse.refresh_settings(memory=self.options.duckdb_memory)
         self._forget_resume()  # read whole
         local = local_totals(self.warehouse.con, None, FAR_FUTURE)
         if before is not None:

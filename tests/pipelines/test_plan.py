@@ -142,6 +142,17 @@ def test_a_batch_is_about_15_seconds_of_the_rate_limit(minute_limit: int, pages:
 # ---- a full read's windows --------------------------------------------------------------------
 
 
+@pytest.mark.parametrize(
+    ("limit", "windows"),
+    [("160MB", "96MB"), ("1GiB", "96MB"), ("96MB", None), ("64MB", None), ("50%", None)],
+)
+def test_a_first_syncs_windows_land_under_at_most_the_refreshs_limit(
+    limit: str, windows: str | None
+) -> None:
+    assert plan.WINDOW_MEMORY == "96MB"
+    assert plan.window_memory(limit) == windows
+
+
 def test_a_small_span_is_one_window() -> None:
     assert plan.pack(D(2024, 1, 17), D(2024, 3, 2), 9_000) == [(D(2024, 1, 1), D(2024, 3, 31))]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox import Sandbox
 from centsync.sandbox.server import run_in_thread
 from centsync.transform.calendar import month_key, parse_month
+from centsync.warehouse.ledger import TransactionStage
 from helpers import make_sandbox
 
 pytestmark = pytest.mark.e2e
@@ -157,3 +159,47 @@ def test_a_first_sync_stopped_after_its_windows_were_packed_again_reads_on_exact
     assert summary.verdict == "agree"
     assert _per_month(wh) == _server_per_month(sb)
     assert sum(m["rows"] for m in summary.months_reread) == summary.transactions - kept
+
+
+def _as_duckdb_shows(limit: str) -> str:
+    with duckdb.connect() as con:
+        con.execute(f"SET memory_limit = '{limit}'")
+        return str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0])
+
+
+@pytest.mark.parametrize(
+    ("limit", "windows"), [("160MB", "96MB"), ("64MB", "64MB"), ("50%", "50%")]
+)
+def test_a_first_syncs_windows_land_under_the_window_memory_and_the_rest_under_the_refreshs(
+    grown: tuple[Sandbox, str, list[Window]],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    limit: str,
+    windows: str,
+) -> None:
+    sb, base_url, _ = grown
+    seen: list[str] = []
+    original = TransactionStage.commit
+
+    def commit(self: TransactionStage, *args: Any, **kwargs: Any) -> Any:
+        con = self.warehouse.con
+        seen.append(str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]))
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(TransactionStage, "commit", commit)
+    after: list[str] = []
+
+    def finished(con: duckdb.DuckDBPyConnection, marts: object) -> None:
+        after.append(str(con.execute("SELECT current_setting('memory_limit')").fetchall()[0][0]))
+
+    options = RefreshOptions(duckdb_memory=limit, finished=finished)
+    with ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client:
+        summary = run_refresh(client, str(tmp_path / "wh.duckdb"), options)
+    assert summary.verdict == "agree"
+    assert len(seen) > 3 and set(seen) == {_as_duckdb_shows(windows)}, seen
+    assert after == [_as_duckdb_shows(limit)]
+    # a refresh that is no first sync keeps its own limit throughout
+    seen.clear()
+    with ApiClient(base_url, sb.keys["read_only"], max_window_rows=10**12) as client:
+        run_refresh(client, str(tmp_path / "wh.duckdb"), replace(options, mode="full"))
+    assert seen and set(seen) == {_as_duckdb_shows(limit)}, seen
