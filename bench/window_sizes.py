@@ -1,12 +1,14 @@
 """A first sync's window sizes against DuckDB's row groups (issue 46, seventh round).
 
     uv run --frozen python bench/window_sizes.py [--rows 1000000] [--years 10] [--reps 3]
+        [--memory 96MB]
 
 Each window of a big ledger's first sync is one commit of core.transactions and
 raw.transactions, then a CHECKPOINT (pipelines/refresh/read.py). DuckDB writes a commit as whole
 row groups and one part-filled group of the rest, and a checkpoint merges neighbouring groups
 where t + 1 of them fit in t, rewriting them. This lands the same ledger in a real warehouse file
-(the refresh's settings) window by window, with rows generated in DuckDB (no HTTP, no
+(the refresh's settings, DuckDB's memory limit a first sync's windows land under unless
+`--memory` says otherwise) window by window, with rows generated in DuckDB (no HTTP, no
 validation: the storage alone), under three sizings:
 
 - `170,000 rows`: the windows before the seventh round (months from the average, 170,000 rows);
@@ -30,6 +32,7 @@ import time
 from pathlib import Path
 
 from centsync.pipelines.refresh import plan
+from centsync.pipelines.refresh.plan import WINDOW_MEMORY
 from centsync.transform.calendar import add_months, month_end, months_between, parse_month
 from centsync.warehouse import Warehouse
 from centsync.warehouse.instances import ROW_GROUP_ROWS
@@ -86,9 +89,10 @@ def windows(density: list[float], sizing: str) -> list[tuple[int, int]]:
     return out
 
 
-def land(density: list[float], sizing: str, folder: Path) -> dict[str, float]:
+def land(density: list[float], sizing: str, folder: Path, memory: str) -> dict[str, float]:
     wh = Warehouse.open(folder / f"{sizing}.duckdb".replace(" ", "_").replace(",", ""))
     wh.start_refresh(mode="full", refresh_id="r1")
+    wh.refresh_settings(memory=memory)
     con = wh.con
     first = FIRST
     committed = largest = 0
@@ -125,9 +129,17 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--years", type=int, default=10)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument(
+        "--memory",
+        default=WINDOW_MEMORY,
+        help=f"DuckDB's memory limit (default {WINDOW_MEMORY}, as a first sync's windows land)",
+    )
     args = ap.parse_args()
     sizings = ("170,000 rows", "from the average", "packed again as read")
-    print(f"{args.rows:,} rows over {args.years} years; row groups of {ROW_GROUP_ROWS:,} rows\n")
+    print(
+        f"{args.rows:,} rows over {args.years} years; row groups of {ROW_GROUP_ROWS:,} rows; "
+        f"DuckDB's memory limit {args.memory}\n"
+    )
     print(
         "| ledger | windows sized | windows | largest window | row groups left / committed "
         "| CPU-s | wall s |"
@@ -138,7 +150,7 @@ def main() -> None:
         for _ in range(args.reps):
             for sizing in sizings:  # by turns
                 with tempfile.TemporaryDirectory(prefix="windows-") as tmp:
-                    runs[sizing].append(land(density, sizing, Path(tmp)))
+                    runs[sizing].append(land(density, sizing, Path(tmp), args.memory))
         for sizing in sizings:
             r = runs[sizing]
             print(
