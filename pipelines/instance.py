@@ -9,13 +9,14 @@ events: that was 0.5 s of a 3.4 s command (py-spy, docs/benchmarks.md). These su
 one engine, and one connection, per database for the life of the process; everything else
 (the schema, the files, the per-run event databases, the watchers the UI uses) is Dagster's.
 More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit with
-`synchronous=NORMAL`; a run's new event database (and a new home's index) starts as a copy of an
-empty one made by Dagster's own `_initdb`, so no run loads alembic's migration scripts to
-create or check it;
-a CLI run's stdout and stderr, already on the user's terminal, are not captured again; and the
-run and schedule storages open a file Dagster has stamped without loading alembic's scripts to
-learn a head revision that would change nothing (`_stamped`); so alembic itself is not
-imported until a file needs it (`_sql_storage_without_alembic`), nor rich for structlog,
+`synchronous=NORMAL`; a new home's runs.db and schedules.db, and an empty event database
+(a run's new one, and a new home's index, start as its copy), are made as Dagster makes them
+but stamped at its head revision without alembic (`_new_database`), so no command loads
+alembic's migration scripts to create or check them; a CLI run's stdout and stderr, already on
+the user's terminal, are not captured again; and the run and schedule storages open a file
+Dagster has stamped without loading alembic's scripts to learn a head revision that would
+change nothing (`_stamped`); so alembic itself is not imported until a file needs it (one
+unstamped or of an older Dagster: `_sql_storage_without_alembic`), nor rich for structlog,
 which only Dagster's daemon uses (`_structlog_without_rich`); and the instance is made here,
 as Dagster's factory makes it, with its definitions-state storage (UPath, fsspec) made on
 first use (`_from_ref`).
@@ -29,7 +30,8 @@ file, such as `dg list defs`, give storages no home to find their files in.)
 
 This module is the one adapter over Dagster's storage internals: the private modules imported
 below, the module paths named as strings, the overridden `_initdb`/`_connect`, the attributes
-read (`_db_lock`, `_initialized_dbs`, `_base_dir`) and the arguments of Dagster's
+read (`_db_lock`, `_initialized_dbs`, `_base_dir`), the schema metadata and head revision a
+new file is made with (`_new_database`), and the arguments of Dagster's
 `create_instance_from_ref`. The exact pin of dagster guards
 them, and tests/pipelines/test_dagster_storage.py fails when any of them changes.
 """
@@ -129,12 +131,15 @@ from dagster import __version__ as dagster_version  # noqa: E402
 from dagster._core.instance import InstanceType  # noqa: E402
 from dagster._core.instance.ref import InstanceRef  # noqa: E402
 from dagster._core.storage.defs_state.base import DefsStateStorage  # noqa: E402
+from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata  # noqa: E402
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (  # noqa: E402
     INDEX_SHARD_NAME,
     SqliteEventLogStorage,
 )
+from dagster._core.storage.runs.schema import RunStorageSqlMetadata  # noqa: E402
 from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage  # noqa: E402
 from dagster._core.storage.schedules import SqliteScheduleStorage  # noqa: E402
+from dagster._core.storage.schedules.schema import ScheduleStorageSqlMetadata  # noqa: E402
 from dagster._core.storage.sql import create_engine  # noqa: E402
 from dagster._core.storage.sqlite import SQLITE_BUSY_TIMEOUT_SECONDS, create_db_conn_string  # noqa: E402
 from dagster._serdes import ConfigurableClassData  # noqa: E402
@@ -177,6 +182,45 @@ def _revision(engine: Engine) -> str | None:
             return conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
     except OperationalError:
         return None  # no such table: a new or unstamped file
+
+
+# The alembic revision Dagster stamps a new SQLite database with: the head of the migrations
+# its run, event log and schedule storages share (dagster 1.13), and the table alembic keeps it
+# in. tests/pipelines/test_dagster_storage.py checks both against alembic's own and a new file
+# of ours against one Dagster made.
+HEAD_REVISION = "29b539ebc72a"
+_ALEMBIC_TABLE = (  # as alembic writes it (SQLite keeps the text)
+    "CREATE TABLE alembic_version (\n\tversion_num VARCHAR(32) NOT NULL, "
+    "\n\tCONSTRAINT alembic_version_pkc PRIMARY KEY (version_num)\n)"
+)
+
+
+def _new_database(path: str, metadata: Any) -> bool:
+    """Make the Dagster SQLite database `path` as Dagster makes a new one (`from_local`,
+    `_initdb`): its tables, WAL, stamped at HEAD_REVISION, without alembic, whose import and
+    scripts were about 0.3 s of a new Dagster home's first command (docs/benchmarks.md). Made
+    in a file of its own and linked into place; False (nothing changed) when another process,
+    such as the UI, made `path` first."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    engine = create_engine(f"sqlite:///{tmp}", poolclass=NullPool)
+    try:
+        metadata.create_all(engine)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+            conn.exec_driver_sql(_ALEMBIC_TABLE)
+            conn.exec_driver_sql(
+                "INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD_REVISION,)
+            )
+            conn.commit()
+    finally:
+        engine.dispose()  # the last connection closed: the WAL is folded into the file
+    try:
+        os.link(tmp, path)
+    except FileExistsError:
+        return False
+    finally:
+        os.unlink(tmp)
+    return True
 
 
 # a run or schedule storage class of ours (`_opened`)
@@ -266,8 +310,9 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         return found
 
     def _empty_path(self) -> str:
-        """An empty event database made by Dagster's own `_initdb` for this Dagster version,
-        kept beside the run files under a name Dagster's `*.db` listing of runs skips."""
+        """An empty event database as Dagster's own `_initdb` makes one (`_new_database`), for
+        this Dagster version, kept beside the run files under a name Dagster's `*.db` listing
+        of runs skips."""
         return os.path.join(self._base_dir, f".empty-{dagster_version}.sqlite")
 
     def _empty_revision(self) -> str | None:
@@ -275,13 +320,7 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         if not self._empty_known:
             path = self._empty_path()
             if not os.path.exists(path):
-                tmp = f"{path}.{os.getpid()}.tmp"
-                engine = create_engine(f"sqlite:///{tmp}", poolclass=NullPool)
-                try:
-                    super()._initdb(engine)
-                finally:
-                    engine.dispose()  # the last connection closed: the WAL is folded into the file
-                os.replace(tmp, path)
+                _new_database(path, SqlEventLogStorageMetadata)
             engine = create_engine(
                 f"sqlite:///file:{path}?immutable=1&uri=true", poolclass=NullPool
             )
@@ -388,11 +427,20 @@ class CheckedScheduleStorage(SqliteScheduleStorage):
 def _opened(
     cls: type[_Storage], inst_data: Any, config_value: Any, name: str, table: str | None = None
 ) -> _Storage:
-    """The run or schedule storage `cls` of `<base_dir>/<name>.db`: Dagster's from_local creates
-    or checks the schema, then constructs `cls`; a file it would leave as it is is opened
-    without it (`_stamped`)."""
+    """The run or schedule storage `cls` of `<base_dir>/<name>.db`: a new file made as Dagster's
+    from_local makes one (`_new_database`), a file it would leave as it is opened without it
+    (`_stamped`), any other (unstamped, damaged) left to Dagster's from_local."""
     base = _base_dir(dict(config_value).get("base_dir"))
-    if _stamped(os.path.join(base, f"{name}.db"), table):
+    path = os.path.join(base, f"{name}.db")
+    if not os.path.exists(path):
+        os.makedirs(base, exist_ok=True)
+        metadata = RunStorageSqlMetadata if name == "runs" else ScheduleStorageSqlMetadata
+        if _new_database(path, metadata):
+            made = cls(create_db_conn_string(base, name), inst_data)
+            made.migrate()  # a new file's data migrations marked done, as Dagster's from_local
+            made.optimize()
+            return made
+    if _stamped(path, table):
         return cls(create_db_conn_string(base, name), inst_data)
     return cast("_Storage", cls.from_local(base_dir=base, inst_data=inst_data))
 

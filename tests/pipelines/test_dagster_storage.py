@@ -110,9 +110,9 @@ def test_a_new_homes_index_database_is_a_copy_of_the_empty_one_as_dagster_makes_
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A new Dagster home's index database starts as a copy of the empty event database (the
-    same tables, indexes and revision as Dagster's own `_initdb` gives an index: one alembic
-    stamp fewer a new home, 50-70 ms), Dagster's data migrations are marked in it as in
-    Dagster's own, and Dagster's own storage opens it as it is."""
+    same tables, indexes and revision as Dagster's own `_initdb` gives an index, made without
+    alembic), Dagster's data migrations are marked in it as in Dagster's own, and Dagster's own
+    storage opens it as it is."""
     import sqlite3
 
     from dagster._core.storage.event_log.sqlite import sqlite_event_log
@@ -127,7 +127,7 @@ def test_a_new_homes_index_database_is_a_copy_of_the_empty_one_as_dagster_makes_
     )
     ours_dir, theirs_dir = tmp_path / "ours", tmp_path / "theirs"
     dagster_storage.KeptConnectionsEventLogStorage(str(ours_dir)).dispose()
-    assert stamped == ["head"]  # the empty database's only: the index is its copy
+    assert stamped == []  # the empty database made without alembic, the index its copy
     sqlite_event_log.SqliteEventLogStorage(str(theirs_dir)).dispose()
     assert (ours_dir / f".empty-{dagster_storage.dagster_version}.sqlite").exists()
 
@@ -306,6 +306,56 @@ def test_stamped_run_and_schedule_files_open_without_alembic_s_scripts(
     assert dagster_storage._stamped(str(runs_db), "instance_info")
 
 
+def test_a_new_homes_files_are_made_as_dagster_makes_them_without_alembic(
+    tmp_path: Path,
+) -> None:
+    """A new home's runs.db, schedules.db and event databases, made by the adapter without
+    alembic (`_new_database`), hold what Dagster's own `from_local` and `_initdb` make: the
+    same tables, indexes, revision (HEAD_REVISION, alembic's own head for this Dagster) and
+    data migrations marked done; a file another process made first is left as it is."""
+    from dagster._core.storage.runs.sqlite.sqlite_run_storage import SqliteRunStorage
+    from dagster._core.storage.schedules import SqliteScheduleStorage
+    from dagster._core.storage.sql import check_alembic_revision, get_alembic_config
+
+    def dump(path: Path) -> list[tuple[object, ...]]:
+        with sqlite3.connect(path) as con:
+            out = sorted(con.execute("SELECT type, name, sql FROM sqlite_master").fetchall())
+            out += con.execute("SELECT * FROM alembic_version").fetchall()
+            out.append(tuple(con.execute("PRAGMA journal_mode").fetchone()))
+            if any(r[1] == "secondary_indexes" for r in out):
+                out += sorted(con.execute("SELECT name FROM secondary_indexes").fetchall())
+            return out
+
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    ours.mkdir()
+    with dagster_storage.instance(str(ours)) as instance:
+        assert instance.get_runs_count() == 0
+    SqliteRunStorage.from_local(base_dir=str(theirs / "history")).dispose()
+    SqliteScheduleStorage.from_local(base_dir=str(theirs / "schedules")).dispose()
+    for name in ("history/runs.db", "schedules/schedules.db"):
+        assert dump(ours / name) == dump(theirs / name), name
+    empty = ours / "history" / "runs" / f".empty-{dagster_storage.dagster_version}.sqlite"
+    theirs_event = theirs / "event.db"
+    engine = dagster_storage.create_engine(f"sqlite:///{theirs_event}")
+    dagster_storage.SqliteEventLogStorage._initdb(object(), engine)  # type: ignore[arg-type]
+    engine.dispose()
+    assert dump(empty) == dump(theirs_event)
+    from dagster._core.storage.runs.sqlite import sqlite_run_storage
+
+    engine = dagster_storage.create_engine(f"sqlite:///{theirs / 'history' / 'runs.db'}")
+    with engine.connect() as conn:
+        db, head = check_alembic_revision(get_alembic_config(sqlite_run_storage.__file__), conn)
+    engine.dispose()
+    assert db == head == dagster_storage.HEAD_REVISION
+    # made elsewhere first: left as it is
+    (tmp_path / "elsewhere.db").write_bytes(b"")
+    assert not dagster_storage._new_database(
+        str(tmp_path / "elsewhere.db"), dagster_storage.RunStorageSqlMetadata
+    )
+    assert (tmp_path / "elsewhere.db").read_bytes() == b""
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 def test_dagster_s_from_local_changes_nothing_in_a_stamped_file(tmp_path: Path) -> None:
     """What `_stamped` relies on: Dagster's `from_local` of the run and schedule storages, given
     a file it made and stamped, leaves its schema and revision as they are."""
@@ -336,9 +386,8 @@ def test_dagster_s_storage_is_imported_without_alembic_until_a_file_needs_it_nor
     """The storage adapter imports Dagster's SQL storage module with stand-ins for the alembic
     names it imports (alembic and Mako, ~60 ms of every process that opens an instance), and
     structlog without rich (rich and Pygments, ~30 ms). In a fresh process: neither is
-    imported by the adapter, a new Dagster home (which Dagster stamps through alembic) still
-    works and brings alembic's own modules, and later imports of alembic and rich are their
-    own."""
+    imported by the adapter, nor by a new Dagster home (made as Dagster makes one, stamped
+    without alembic), and later imports of alembic and rich are their own."""
 
     code = (
         "import sys\n"
@@ -351,6 +400,7 @@ def test_dagster_s_storage_is_imported_without_alembic_until_a_file_needs_it_nor
         "assert type(sql.stamp).__name__ == '_Deferred'\n"
         f"with s.instance({str(tmp_path / 'home')!r}) as i:\n"
         "    assert i.get_runs_count() == 0\n"
+        "assert 'alembic' not in sys.modules, 'a new home loaded alembic'\n"
         "import alembic.command\n"
         "assert sql.stamp._target() is alembic.command.stamp\n"
         "assert hasattr(alembic.command, '__file__')\n"
