@@ -212,14 +212,27 @@ def _new_database(path: str, metadata: Any) -> bool:
                 "INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD_REVISION,)
             )
             conn.commit()
-    finally:
         engine.dispose()  # the last connection closed: the WAL is folded into the file
+        return _place(tmp, path)
+    finally:
+        engine.dispose()
+        for left in (tmp, f"{tmp}-wal", f"{tmp}-shm"):
+            if os.path.exists(left):
+                os.unlink(left)
+
+
+def _place(made: str, path: str) -> bool:
+    """Put the file `made` at `path` unless a file is there (False, `made` left to its
+    maker): linked, so no other process's file is ever replaced, or moved where the
+    filesystem has no hard links."""
     try:
-        os.link(tmp, path)
+        os.link(made, path)
     except FileExistsError:
         return False
-    finally:
-        os.unlink(tmp)
+    except OSError:  # no hard links on this filesystem: moved in, unless made meanwhile
+        if os.path.exists(path):
+            return False
+        os.replace(made, path)
     return True
 
 
@@ -340,12 +353,10 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         tmp = f"{path}.{os.getpid()}.tmp"
         shutil.copyfile(self._empty_path(), tmp)
         try:
-            os.link(tmp, path)
-        except FileExistsError:
-            return False
+            return _place(tmp, path)
         finally:
-            os.unlink(tmp)
-        return True
+            if os.path.exists(tmp):
+                os.unlink(tmp)
 
     def _initdb(self, engine: Engine, for_index_shard: bool = False) -> None:
         """Dagster's `_initdb`, skipped where its outcome is known without loading alembic's

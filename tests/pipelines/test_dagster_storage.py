@@ -353,7 +353,29 @@ def test_a_new_homes_files_are_made_as_dagster_makes_them_without_alembic(
         str(tmp_path / "elsewhere.db"), dagster_storage.RunStorageSqlMetadata
     )
     assert (tmp_path / "elsewhere.db").read_bytes() == b""
-    assert not list(tmp_path.glob("*.tmp"))
+    assert not list(tmp_path.glob("*.tmp*"))
+
+
+def test_a_new_file_is_moved_in_where_the_filesystem_has_no_hard_links(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A filesystem that refuses hard links: a new file is moved into place (a file already
+    there is still left as it is), and a whole new home opens."""
+    import os
+
+    def refused(src: str, dst: str) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(os, "link", refused)
+    made = tmp_path / "runs.db"
+    assert dagster_storage._new_database(str(made), dagster_storage.RunStorageSqlMetadata)
+    assert dagster_storage._stamped(str(made), "instance_info")
+    assert not dagster_storage._new_database(str(made), dagster_storage.RunStorageSqlMetadata)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs.db"]
+    home = tmp_path / "home"
+    home.mkdir()
+    with dagster_storage.instance(str(home)) as instance:  # a whole new home, moved in
+        assert instance.get_runs_count() == 0
 
 
 def test_dagster_s_from_local_changes_nothing_in_a_stamped_file(tmp_path: Path) -> None:
