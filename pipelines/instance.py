@@ -204,18 +204,19 @@ def _new_database(path: str, metadata: Any) -> bool:
     tmp = f"{path}.{os.getpid()}.tmp"
     engine = create_engine(f"sqlite:///{tmp}", poolclass=NullPool)
     try:
-        metadata.create_all(engine)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("PRAGMA journal_mode=WAL")
-            conn.exec_driver_sql(_ALEMBIC_TABLE)
-            conn.exec_driver_sql(
-                "INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD_REVISION,)
-            )
-            conn.commit()
-        engine.dispose()  # the last connection closed: the WAL is folded into the file
+        try:
+            metadata.create_all(engine)
+            with engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA journal_mode=WAL")
+                conn.exec_driver_sql(_ALEMBIC_TABLE)
+                conn.exec_driver_sql(
+                    "INSERT INTO alembic_version (version_num) VALUES (?)", (HEAD_REVISION,)
+                )
+                conn.commit()
+        finally:
+            engine.dispose()  # the last connection closed: the WAL is folded into the file
         return _place(tmp, path)
     finally:
-        engine.dispose()
         for left in (tmp, f"{tmp}-wal", f"{tmp}-shm"):
             if os.path.exists(left):
                 os.unlink(left)

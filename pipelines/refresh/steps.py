@@ -226,11 +226,10 @@ class Refresher:
         if self.resume is None:
             self._forget_resume()  # a full read from the start: where one stopped is moot
         # a first sync's windows land under a lower DuckDB limit (plan.WINDOW_MEMORY)
-        lower = plan.window_memory(self.options.duckdb_memory)
-        if lower is not None and (first or self.resume is not None):
+        landing = first or self.resume is not None
+        lower = plan.window_memory(self.options.duckdb_memory) if landing else None
+        if lower is not None:
             self.warehouse.refresh_settings(memory=lower)
-        else:
-            lower = None
         if total == 0:
             self._replace_everything_with_nothing()
         elif self.resume is not None:
