@@ -215,6 +215,7 @@ class WindowReader(RequestCore):
         batch_pages: int | None = None,
         start_page: int = 1,
         expect_total: int | None = None,
+        ahead_bytes: int = 0,
         **filters: str,
     ) -> AsyncGenerator[WindowEvent, None]:
         """Read one window drift-safely as a stream, for loaders that must not hold it whole.
@@ -246,6 +247,7 @@ class WindowReader(RequestCore):
             max(1, batch_pages or PARSE_BATCH_PAGES),
             max(1, start_page),
             expect_total,
+            max(0, ahead_bytes),
         )
         events = self._stream_window(read, report)
         async for event in events:
@@ -338,6 +340,7 @@ class _WindowRead:
     batch_pages: int  # pages parsed together
     start_page: int = 1  # a resumed read's first page (those before were kept)
     expect_total: int | None = None  # the total a resumed read's window had when it stopped
+    ahead_bytes: int = 0  # what pages answered and not yet taken may hold (_WindowPass.top_up)
 
 
 class _WindowPass:
@@ -355,6 +358,11 @@ class _WindowPass:
         self.check = WindowCheck(PAGE_LIMIT)
         self.reason: str | None = None
         self.ahead: deque[asyncio.Task[PageChunk]] = deque()
+        self.taken = read.start_page - 1  # the last page taken
+        self.following = 0  # the next page to request (0: none before the first is read)
+        self.in_flight = 0  # requests not answered yet
+        self.held = 0  # what pages answered and not yet taken hold (PageChunk.held)
+        self.stopped = False  # no more requests (the pass is closed, or a request failed)
         # parses in flight, with the last page each holds
         self.parsing: deque[tuple[asyncio.Task[tuple[pl.DataFrame, Tally]], int]] = deque()
         # The server's summary is one more observation of the window: taken alongside the
@@ -366,9 +374,42 @@ class _WindowPass:
             else None
         )
 
+    def top_up(self) -> None:
+        """Request the next pages: READ_AHEAD_PAGES ahead of the one taken, and beyond them,
+        while the pages answered and not yet taken hold under the read's `ahead_bytes`.
+
+        Called as pages are taken and as each is answered, so the requests go on while the
+        caller is busy and takes nothing (a first sync's window committing: DuckDB releases
+        the GIL, and the loop thread has a core to itself). At most READ_AHEAD_PAGES are in
+        flight either way.
+        """
+        last, budget = self.check.pages or 0, self.read.ahead_bytes
+        while (
+            not self.stopped
+            and 0 < self.following <= last
+            and self.in_flight < READ_AHEAD_PAGES
+            and (len(self.ahead) < READ_AHEAD_PAGES or self.held < budget)
+        ):
+            task = asyncio.create_task(self.fetch(self.following))
+            self.following += 1
+            self.in_flight += 1
+            task.add_done_callback(self._answered)
+            self.ahead.append(task)
+
+    def _answered(self, task: asyncio.Task[PageChunk]) -> None:
+        self.in_flight -= 1
+        if task.cancelled() or task.exception() is not None:
+            self.stopped = True  # the failure is raised where the page is awaited
+            return
+        self.held += task.result().held
+        self.top_up()
+
     async def fetch(self, number: int) -> PageChunk:
         async with self.read.slots:
-            return await self.reader._list_page(number, PAGE_LIMIT, self.params)
+            chunk = await self.reader._list_page(number, PAGE_LIMIT, self.params)
+        if number > self.taken + READ_AHEAD_PAGES:
+            return chunk.pack()  # beyond the usual look-ahead: it waits for the caller
+        return chunk
 
     def parse(self, chunks: list[PageChunk]) -> asyncio.Task[tuple[pl.DataFrame, Tally]]:
         raw = self.read.raw
@@ -411,11 +452,10 @@ class _WindowPass:
         # Pages are parsed a batch at a time as they arrive and their bytes dropped; a bounded
         # number of pages is requested ahead of the one awaited.
         batch: list[PageChunk] = [first]
-        number, following = start, start + 1
+        number = self.taken = start
+        self.following = start + 1
         while self.reason is None and number < check.pages:
-            while following <= check.pages and len(self.ahead) < READ_AHEAD_PAGES:
-                self.ahead.append(asyncio.create_task(self.fetch(following)))
-                following += 1
+            self.top_up()
             try:
                 chunk = await self.ahead.popleft()
             except Exception:
@@ -427,7 +467,8 @@ class _WindowPass:
                 async for rows in self.drain(0):
                     yield rows
                 raise
-            number += 1
+            number = self.taken = number + 1
+            self.held -= chunk.held
             report.requests += 1
             self.reason = check.page(chunk, number)
             batch.append(chunk)
@@ -474,6 +515,7 @@ class _WindowPass:
 
     async def close(self) -> None:
         """Cancel what the pass still has in flight (it may have stopped early)."""
+        self.stopped = True
         for task in self.ahead:
             task.cancel()
         await asyncio.gather(*self.ahead, return_exceptions=True)

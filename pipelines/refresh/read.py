@@ -275,6 +275,7 @@ class WindowReader:
             batch_pages=self.batch_pages,
             start_page=stop.page + 1 if stop.resumed else 1,
             expect_total=stop.total if stop.resumed else None,
+            ahead_bytes=plan.WAIT_AHEAD_BYTES,
         )
 
     def _stage_kept(self, stage: TransactionStage, month: str) -> None:

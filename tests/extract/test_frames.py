@@ -148,3 +148,32 @@ def test_an_unreadable_timestamp_comes_back_as_text_for_validation() -> None:
     body = page([{**RECORD, "created_at": "yesterday"}])
     frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
     assert frame["created_at"].to_list() == ["yesterday"]
+
+
+def test_a_page_waiting_compressed_parses_as_received() -> None:
+    """A page kept compressed while it waits (`PageChunk.pack`) gives the same rows, raw text
+    and envelope, on the fast path and on the slow one (a separator inside a string); a page
+    already converted whole (pretty-printed) is kept as it is."""
+    tricky = {**RECORD, "concept": 'a "},{" b', "id": "0ac7ba49-b043-4e18-a21b-7cf79e000002"}
+    bodies = [
+        page([RECORD, {**RECORD, "id": "0ac7ba49-b043-4e18-a21b-7cf79e000003"}]),
+        page([RECORD, tricky]),
+        orjson.dumps({"data": [RECORD], "total": 1, "pages": 1}, option=orjson.OPT_INDENT_2),
+    ]
+    pretty = cut_page(bodies[2])
+    assert pretty.converted is not None and pretty.pack() is pretty
+    for body in bodies[:2]:
+        chunk = cut_page(body)
+        packed = chunk.pack()
+        assert packed.body == b"" and packed.packed is not None
+        assert packed.held < len(body) and chunk.held == len(body)
+        assert packed.text() == body and packed.envelope == chunk.envelope
+        assert packed.pack() is packed  # packed once
+        assert frame_from_chunks([packed], TRANSACTION_WIRE).equals(
+            frame_from_chunks([chunk], TRANSACTION_WIRE)
+        )
+    chunks = [cut_page(b) for b in bodies[:2]]
+    mixed = [chunks[0].pack(), chunks[1]]
+    assert frame_from_chunks(mixed, TRANSACTION_WIRE).equals(
+        frame_from_chunks(chunks, TRANSACTION_WIRE)
+    )

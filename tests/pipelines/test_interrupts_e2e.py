@@ -17,6 +17,7 @@ import pytest
 
 import centsync.pipelines.refresh.plan as refresh_module
 from centsync.extract import ApiClient
+from centsync.extract._frames import PageChunk
 from centsync.pipelines import failures as errors
 from centsync.pipelines.refresh.plan import FIRST_SYNC_RESUMED
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
@@ -52,6 +53,33 @@ def test_a_first_sync_interrupted_anywhere_keeps_every_page_read_and_reads_on_ex
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: float
 ) -> None:
     monkeypatch.setattr(refresh_module, "STREAM_BATCH_PAGES", 10)  # small batches: many points
+    _stop_and_read_on(tmp_path, after)
+
+
+def test_a_first_sync_stopped_with_pages_waiting_compressed_reads_on_exactly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of about 5,000 rows, read 2 pages ahead as usual: the pages past those that the
+    reader requests while a window commits wait compressed (extract PageChunk.pack). Stopped
+    with some waiting, the warehouse keeps exactly the pages taken, and the next refresh
+    reads on from the next one."""
+    monkeypatch.setattr(refresh_module, "STREAM_BATCH_PAGES", 10)
+    monkeypatch.setattr(refresh_module, "WINDOW_ROWS", 5_000)
+    monkeypatch.setattr("centsync.extract._reader.READ_AHEAD_PAGES", 2)
+    packed = []
+    pack = PageChunk.pack
+
+    def counted(chunk: PageChunk) -> PageChunk:
+        packed.append(chunk)
+        return pack(chunk)
+
+    monkeypatch.setattr(PageChunk, "pack", counted)
+    _stop_and_read_on(tmp_path, 1.2)
+    assert packed, "no page waited compressed: the test no longer covers it"
+
+
+def _stop_and_read_on(tmp_path: Path, after: float) -> None:
+    """A first sync of 30,000 rows stopped by Ctrl-C `after` seconds in, then read on."""
     sb = make_sandbox(rate_limit=False, transactions=30_000, years=4)
     wh = tmp_path / "wh.duckdb"
     with run_in_thread(sb) as base_url:
