@@ -99,24 +99,26 @@ CONNECTION_SCHEMA = final_schema(CONNECTION_WIRE)
 SYNC_STATUS_SCHEMA = final_schema(SYNC_STATUS_WIRE)
 
 
-# A page waiting while its reader is held up (the caller committing a window) is kept
-# compressed: zstd at level 1, about 1.4 GB/s and 7-8 times smaller on list pages, and the GIL
-# released (pyarrow's codec), so the wait costs about a seventh of the page's bytes.
+# A page waiting while its reader is held up (the caller committing a window) is kept as its
+# records one per line (what its batch's parse reads), compressed: zstd at level 1 through
+# pyarrow's codec, about 1.4 GB/s with the GIL released, and a list page shrinks about
+# eightfold. Its lines are made while it waits, so the batch's parse has that much less to do.
 _PACKING = pa.Codec("zstd")
 
 
 @dataclass(frozen=True)
 class PageChunk:
     """One list response as received, with its envelope (without ``data``) and where the
-    records sit in it; the records become NDJSON only when a batch is parsed."""
+    records sit in it; the records become NDJSON only when a batch is parsed, or when the page
+    is packed to wait (`pack`)."""
 
     envelope: dict[str, Any]
-    body: bytes  # b"" while packed
+    body: bytes  # b"" once packed
     start: int = 0  # the ``data`` array's inside is body[start:end]
     end: int = 0
     converted: bytes | None = None  # NDJSON already made (slow path)
-    packed: bytes | None = None  # the body compressed while it waits (`pack`)
-    size: int = 0  # the packed body's length
+    packed: bytes | None = None  # the records, one per line, compressed (`pack`)
+    size: int = 0  # their length
 
     @property
     def held(self) -> int:
@@ -124,17 +126,20 @@ class PageChunk:
         return len(self.packed) if self.packed is not None else len(self.body)
 
     def pack(self) -> PageChunk:
-        """The same page with its body compressed (for a page that will wait)."""
+        """The same page as its records, one per line, compressed (for a page that waits)."""
         if self.packed is not None or self.converted is not None:
             return self
-        packed = _PACKING.compress(self.body, asbytes=True)
-        return replace(self, body=b"", packed=packed, size=len(self.body))
+        lines = self.ndjson()
+        packed = _PACKING.compress(lines, asbytes=True)
+        return replace(self, body=b"", packed=packed, size=len(lines))
 
-    def text(self) -> bytes:
-        """The body as received."""
+    def records(self) -> bytes:
+        """A JSON document whose ``data`` holds the page's records as sent: the body, or for a
+        packed page its lines joined back (the cut turned each `},{` into `}\\n{`, and the
+        records held no line break, so joining them back gives them as sent)."""
         if self.packed is None:
             return self.body
-        return _PACKING.decompress(self.packed, decompressed_size=self.size, asbytes=True)
+        return b'{"data":[' + self.ndjson().replace(b"}\n{", b"},{") + b"]}"
 
     @property
     def total(self) -> int | None:
@@ -150,7 +155,9 @@ class PageChunk:
         """The records, one per line (b"" when there are none)."""
         if self.converted is not None:
             return self.converted
-        inner = self.text()[self.start : self.end].strip()
+        if self.packed is not None:
+            return _PACKING.decompress(self.packed, decompressed_size=self.size, asbytes=True)
+        inner = self.body[self.start : self.end].strip()
         return inner.replace(b"},{", b"}\n{") if inner else b""
 
 
@@ -210,7 +217,7 @@ def frame_from_chunks(
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):
         pass
     # a cut landed inside a value (or the records are not flat JSON objects): full parse
-    parts = [p for p in (_slow_cut(c.text()).ndjson() for c in chunks) if p]
+    parts = [p for p in (_slow_cut(c.records()).ndjson() for c in chunks) if p]
     try:
         return _typed(b"\n".join(parts), wire, raw=raw)
     except (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError):

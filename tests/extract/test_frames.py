@@ -151,9 +151,10 @@ def test_an_unreadable_timestamp_comes_back_as_text_for_validation() -> None:
 
 
 def test_a_page_waiting_compressed_parses_as_received() -> None:
-    """A page kept compressed while it waits (`PageChunk.pack`) gives the same rows, raw text
-    and envelope, on the fast path and on the slow one (a separator inside a string); a page
-    already converted whole (pretty-printed) is kept as it is."""
+    """A page kept compressed while it waits (`PageChunk.pack`: its records one per line) gives
+    the same rows, raw text and envelope, on the fast path and on the slow one (a separator
+    inside a string, re-cut from the records joined back); a page already converted whole
+    (pretty-printed) is kept as it is."""
     tricky = {**RECORD, "concept": 'a "},{" b', "id": "0ac7ba49-b043-4e18-a21b-7cf79e000002"}
     bodies = [
         page([RECORD, {**RECORD, "id": "0ac7ba49-b043-4e18-a21b-7cf79e000003"}]),
@@ -167,7 +168,8 @@ def test_a_page_waiting_compressed_parses_as_received() -> None:
         packed = chunk.pack()
         assert packed.body == b"" and packed.packed is not None
         assert packed.held < len(body) and chunk.held == len(body)
-        assert packed.text() == body and packed.envelope == chunk.envelope
+        assert packed.ndjson() == chunk.ndjson() and packed.envelope == chunk.envelope
+        assert orjson.loads(packed.records())["data"] == orjson.loads(body)["data"]
         assert packed.pack() is packed  # packed once
         assert frame_from_chunks([packed], TRANSACTION_WIRE).equals(
             frame_from_chunks([chunk], TRANSACTION_WIRE)
