@@ -44,10 +44,10 @@ WINDOW_ROWS = 200_000
 # peaked 17-50 MB lower than 150 for 0.1-0.15 s more (docs/benchmarks.md, seventh round).
 STREAM_BATCH_PAGES = 100
 # What the pages of a window requested ahead may hold while the loader is busy (a window
-# committing): they are kept compressed, about an eighth of their size, so a 200,000-row
-# window's pages (67 MB as sent) wait in about 9 MB. At 1,000,000 rows the next window is then
-# read while the last commits: 0.4-0.6 s sooner for 5-15 MB more (docs/benchmarks.md, ninth
-# round).
+# committing): they wait as their records cut into lines, compressed, about an eighth of
+# their size, so a 200,000-row window's pages (67 MB as sent) wait in about 9 MB. At 1,000,000
+# rows the next window is then read while the last commits: 8.19 -> 7.45 s at the same peak
+# (docs/benchmarks.md, ninth round).
 WAIT_AHEAD_BYTES = 16 * 1024 * 1024
 # DuckDB's memory limit while a first sync's windows land, when the refresh's own is higher:
 # each window appends new months (nothing is diffed), and what DuckDB keeps of its inserts
