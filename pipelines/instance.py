@@ -412,7 +412,7 @@ class KeptConnectionsRunStorage(SqliteRunStorage):
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsRunStorage:
-        return _opened(cls, inst_data, config_value, "runs", "instance_info")
+        return _opened(cls, inst_data, config_value, "runs", RunStorageSqlMetadata, "instance_info")
 
     @contextmanager
     def connect(self) -> Iterator[Connection]:
@@ -433,20 +433,25 @@ class CheckedScheduleStorage(SqliteScheduleStorage):
 
     @classmethod
     def from_config_value(cls, inst_data: Any, config_value: Any) -> CheckedScheduleStorage:
-        return _opened(cls, inst_data, config_value, "schedules")
+        return _opened(cls, inst_data, config_value, "schedules", ScheduleStorageSqlMetadata)
 
 
 def _opened(
-    cls: type[_Storage], inst_data: Any, config_value: Any, name: str, table: str | None = None
+    cls: type[_Storage],
+    inst_data: Any,
+    config_value: Any,
+    name: str,
+    metadata: Any,
+    table: str | None = None,
 ) -> _Storage:
     """The run or schedule storage `cls` of `<base_dir>/<name>.db`: a new file made as Dagster's
-    from_local makes one (`_new_database`), a file it would leave as it is opened without it
-    (`_stamped`), any other (unstamped, damaged) left to Dagster's from_local."""
+    from_local makes one (`_new_database`, from the storage's schema `metadata`), a file it
+    would leave as it is opened without it (`_stamped`), any other (unstamped, damaged) left to
+    Dagster's from_local."""
     base = _base_dir(dict(config_value).get("base_dir"))
     path = os.path.join(base, f"{name}.db")
     if not os.path.exists(path):
         os.makedirs(base, exist_ok=True)
-        metadata = RunStorageSqlMetadata if name == "runs" else ScheduleStorageSqlMetadata
         if _new_database(path, metadata):
             made = cls(create_db_conn_string(base, name), inst_data)
             made.migrate()  # a new file's data migrations marked done, as Dagster's from_local
