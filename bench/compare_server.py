@@ -13,7 +13,6 @@ connections, after the Parquet file is complete.
 from __future__ import annotations
 
 import argparse
-import os
 import time
 from collections import Counter
 from pathlib import Path
@@ -22,9 +21,6 @@ from typing import Any
 import orjson
 import polars as pl
 
-from centsync.pipelines.cli.main import JEMALLOC_CONF
-
-os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 from centsync.sandbox import Sandbox, SandboxConfig
 from centsync.sandbox.server import serve
 

@@ -31,10 +31,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from centsync.pipelines.cli.main import JEMALLOC_CONF
-
-os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
-
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -117,7 +117,9 @@ class Fleetside:
         (self.home / "workspace.yaml").write_text(
             "load_from:\n  - python_module:\n      module_name: centsync.pipelines.fleet.definitions\n"
         )
+        # started as docs/scale.md starts the fleet's processes: Polars on one thread
         self.env = {**env, "DAGSTER_HOME": str(self.home)}
+        self.env.setdefault("POLARS_MAX_THREADS", "1")
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, *cmd: str) -> None:

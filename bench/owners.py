@@ -110,6 +110,12 @@ def run_round(
     }
 
 
+def worker_env() -> dict[str, str]:
+    """A fleet worker's environment, as docs/scale.md starts one: Polars on one thread (as the
+    console script's `refresh --all`), unless this run's environment says otherwise."""
+    return {**os.environ, "POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
+
+
 def shards_in_workers(
     args: argparse.Namespace, folder: Path, names: list[str], mode: str
 ) -> list[dict[str, Any]]:
@@ -127,7 +133,7 @@ def shards_in_workers(
             "verify_pages": args.verify_pages,
         }
         cmd = [sys.executable, __file__, "--worker", json.dumps(job)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True))
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=worker_env()))
     results: list[dict[str, Any]] = []
     for proc in procs:
         out, _ = proc.communicate()

@@ -213,9 +213,7 @@ def rss_child(out: Path) -> None:
     sampler = threading.Thread(target=sample, daemon=True)
     t0 = time.perf_counter()
     sampler.start()
-    from centsync.pipelines.cli.main import JEMALLOC_CONF, main
-
-    os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the CLI's own entry point
+    from centsync.pipelines.cli.main import main
 
     rc = 0
     try:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import resource
 import shutil
 import signal
@@ -22,9 +21,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from centsync.pipelines.cli.main import JEMALLOC_CONF
-
-os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import free_port, spawn_serve

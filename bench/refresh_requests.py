@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import shutil
 import signal
 import tempfile
@@ -39,9 +38,6 @@ from typing import Any
 import duckdb
 import httpx
 
-from centsync.pipelines.cli.main import JEMALLOC_CONF
-
-os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 from centsync.extract import ApiClient
 from centsync.pipelines.refresh.run import RefreshOptions, RefreshSummary, run_refresh
 from centsync.sandbox.server import free_port, spawn_serve

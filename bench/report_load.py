@@ -26,10 +26,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from centsync.pipelines.cli.main import JEMALLOC_CONF
-
-os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
-
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import signal
@@ -22,10 +21,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-from centsync.pipelines.cli.main import JEMALLOC_CONF
-
-os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)  # as the console script, before Polars
 
 
 def build(n: int, years: int, wh: Path) -> None:

@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from owners import advance_clocks, serve
+from owners import advance_clocks, serve, worker_env
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,7 +81,7 @@ def worktree(base: str, folder: Path) -> Path:
 
 
 def run(folder: Path, owners: list[str], path: str | None) -> subprocess.Popen[str]:
-    env = dict(os.environ)
+    env = worker_env()  # both versions' workers started alike, as the fleet starts them
     if path is not None:
         env["PYTHONPATH"] = path
     job = json.dumps({"folder": str(folder), "owners": owners})

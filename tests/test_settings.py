@@ -14,9 +14,9 @@ from centsync.pipelines.settings import Settings, configuration_markdown
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("sandbox", "extract", "warehouse", "transform", "pipelines")
 THE_ONE = "pipelines/settings.py"
-# The one documented environment write: Polars' jemalloc setting, in the console script's
-# `entry` (it says why and what it measured), before Polars loads.
-ENTRY = "pipelines/cli/main.py"
+# The one documented environment write: Polars' threads for `refresh --all`, in the console
+# script's `prepare` (it says why and what it measured), before Polars loads.
+ENTRY = "pipelines/cli/console.py"
 
 
 def _sources() -> list[Path]:
@@ -56,9 +56,9 @@ def test_the_environment_is_read_in_one_module_only() -> None:
             continue
         tree = ast.parse(path.read_text())
         if rel == ENTRY:
-            (entry,) = [n for n in tree.body if getattr(n, "name", "") == "entry"]
-            assert len(_environ_uses(entry)) == 1, "entry writes _RJEM_MALLOC_CONF only"
-            assert "_RJEM_MALLOC_CONF" in ast.unparse(entry)
+            (entry,) = [n for n in tree.body if getattr(n, "name", "") == "prepare"]
+            assert len(_environ_uses(entry)) == 1, "prepare writes POLARS_MAX_THREADS only"
+            assert "POLARS_MAX_THREADS" in ast.unparse(entry)
             tree.body.remove(entry)
         uses = _environ_uses(tree)
         offenders += [f"{rel}:{getattr(n, 'lineno', '?')}" for n in uses]

@@ -32,9 +32,6 @@ from centsync.pipelines.cli.ui import ui
 from centsync.pipelines.cli.writeback import writeback_command
 from centsync.pipelines.kept import private_umask
 
-# Polars' jemalloc: freed pages back after 1 s, not 10 (see `entry`; the benchmarks set it too)
-JEMALLOC_CONF = "dirty_decay_ms:1000,muzzy_decay_ms:0"
-
 
 @click.group(cls=CentsyncGroup)
 @click.version_option(package_name="centsync")
@@ -98,15 +95,9 @@ def entry() -> None:
     (`group.imports_done`: at once for most commands, after the Dagster imports for those that
     run a job): its full collections during the imports were 0.34 s (docs/benchmarks.md).
 
-    The one environment write of centsync is here, at the edge: Polars allocates through its
-    own jemalloc, which by default keeps freed pages for 10 s; a refresh frees a batch every
-    fraction of a second, so RSS would hold ten seconds of garbage. Returning them after 1 s
-    cut a 1,000,000-row first refresh's peak RSS by about 45 MB at the same speed
-    (docs/benchmarks.md). jemalloc reads it when Polars loads, which importing this module does
-    not do; `centsync ui` hands it on to `dagster dev` with the rest of the environment. A
-    value set by the user wins.
+    What Polars must be told before it loads is said by the console script (`console.py`):
+    importing this module imports Polars.
     """
-    os.environ.setdefault("_RJEM_MALLOC_CONF", JEMALLOC_CONF)
     gc.disable()
     code: Any = 0
     try:

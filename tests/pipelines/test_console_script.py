@@ -97,3 +97,65 @@ def test_the_console_script_imports_the_cli_with_the_collector_off() -> None:
     assert (collections, code) == ("0", "0")
     collections, code = _import_probe("main")
     assert int(collections) > 0 and code == "0"
+
+
+# The console script as the `centsync` program runs it, with the CLI's `main.entry` in place of
+# the command: Polars' pool as the command would find it (importing the CLI imports Polars).
+THREADS_PROBE = r"""
+import sys, types
+
+def probe():
+    from centsync.pipelines.cli import main as real  # the CLI's imports, Polars among them
+    import polars
+    print("threads", polars.thread_pool_size(), real.__name__)
+
+fake = types.ModuleType("centsync.pipelines.cli.main")
+fake.entry = probe
+sys.modules["centsync.pipelines.cli.main"] = fake
+from centsync.pipelines.cli.console import entry
+sys.argv = ["centsync", *sys.argv[1:]]
+entry()
+del sys.modules["centsync.pipelines.cli.main"]
+"""
+
+
+def _threads(*args: str, user: str | None = None) -> int:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
+    if user is not None:
+        env["POLARS_MAX_THREADS"] = user
+    done = subprocess.run(
+        [sys.executable, "-c", THREADS_PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith("threads ")]
+    assert len(line) == 1, done.stdout + done.stderr
+    return int(line[0].split()[1])
+
+
+def test_refresh_all_runs_polars_on_one_thread_and_a_single_refresh_on_every_core() -> None:
+    """`refresh --all` (many households, each a few hundred small plans) gets one Polars
+    thread, told before Polars loads; any other command keeps Polars' pool of every core (a
+    big ledger's first sync parses in parallel); a value the user set wins either way."""
+    import polars
+
+    every_core = polars.thread_pool_size()  # this test process: Polars' default
+    assert _threads("refresh", "--all", "--json") == 1
+    assert _threads("--debug", "refresh", "--all") == 1
+    assert _threads("refresh") == every_core
+    assert _threads("sql", "--all") == every_core  # another command's option of that name
+    assert _threads("refresh", "--all", user="2") == 2
+
+
+def test_many_owners_reads_the_command_line() -> None:
+    from centsync.pipelines.cli.console import many_owners
+
+    assert many_owners(["refresh", "--all"])
+    assert many_owners(["--debug", "refresh", "--concurrency", "4", "--all"])
+    assert not many_owners(["refresh"])
+    assert not many_owners(["status", "--all"])
+    assert not many_owners([])
