@@ -19,10 +19,19 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
+from centsync.pipelines.cli.console import MANY_OWNERS_POLARS_THREADS
 from centsync.sandbox.server import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 BIN = Path(sys.executable).parent
+
+
+def fleet_environ(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment the fleet's processes are started with (docs/scale.md): Polars on one
+    thread, as `refresh --all` runs it, unless the environment says otherwise."""
+    out = dict(os.environ if env is None else env)
+    out.setdefault("POLARS_MAX_THREADS", MANY_OWNERS_POLARS_THREADS)
+    return out
 
 
 def available() -> bool:
@@ -117,9 +126,7 @@ class Fleetside:
         (self.home / "workspace.yaml").write_text(
             "load_from:\n  - python_module:\n      module_name: centsync.pipelines.fleet.definitions\n"
         )
-        # started as docs/scale.md starts the fleet's processes: Polars on one thread
-        self.env = {**env, "DAGSTER_HOME": str(self.home)}
-        self.env.setdefault("POLARS_MAX_THREADS", "1")
+        self.env = fleet_environ({**env, "DAGSTER_HOME": str(self.home)})
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, *cmd: str) -> None:

@@ -37,6 +37,7 @@ import psutil
 from centsync.pipelines.fleet.shard import SHARD
 from centsync.sandbox.fleet import key_variable
 from centsync.sandbox.server import free_port, spawn_serve
+from fleetside import fleet_environ
 
 
 def cpu_seconds() -> float:
@@ -110,12 +111,6 @@ def run_round(
     }
 
 
-def worker_env() -> dict[str, str]:
-    """A fleet worker's environment, as docs/scale.md starts one: Polars on one thread (as the
-    console script's `refresh --all`), unless this run's environment says otherwise."""
-    return {**os.environ, "POLARS_MAX_THREADS": os.environ.get("POLARS_MAX_THREADS", "1")}
-
-
 def shards_in_workers(
     args: argparse.Namespace, folder: Path, names: list[str], mode: str
 ) -> list[dict[str, Any]]:
@@ -133,7 +128,7 @@ def shards_in_workers(
             "verify_pages": args.verify_pages,
         }
         cmd = [sys.executable, __file__, "--worker", json.dumps(job)]
-        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=worker_env()))
+        procs.append(subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=fleet_environ()))
     results: list[dict[str, Any]] = []
     for proc in procs:
         out, _ = proc.communicate()

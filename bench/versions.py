@@ -33,7 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from owners import advance_clocks, serve, worker_env
+from owners import advance_clocks, serve
+
+from fleetside import fleet_environ
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -81,7 +83,7 @@ def worktree(base: str, folder: Path) -> Path:
 
 
 def run(folder: Path, owners: list[str], path: str | None) -> subprocess.Popen[str]:
-    env = worker_env()  # both versions' workers started alike, as the fleet starts them
+    env = fleet_environ()  # both versions' workers started alike, as the fleet starts them
     if path is not None:
         env["PYTHONPATH"] = path
     job = json.dumps({"folder": str(folder), "owners": owners})
