@@ -105,9 +105,10 @@ THREADS_PROBE = r"""
 import sys, types
 
 def probe():
+    del sys.modules["centsync.pipelines.cli.main"]  # this stand-in: the real one from here
     from centsync.pipelines.cli import main as real  # the CLI's imports, Polars among them
     import polars
-    print("threads", polars.thread_pool_size(), real.__name__)
+    print("threads", polars.thread_pool_size(), hasattr(real, "main"))
 
 fake = types.ModuleType("centsync.pipelines.cli.main")
 fake.entry = probe
@@ -115,7 +116,6 @@ sys.modules["centsync.pipelines.cli.main"] = fake
 from centsync.pipelines.cli.console import entry
 sys.argv = ["centsync", *sys.argv[1:]]
 entry()
-del sys.modules["centsync.pipelines.cli.main"]
 """
 
 
