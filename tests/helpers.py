@@ -5,7 +5,7 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -130,3 +130,21 @@ def redirecting(status: int, to: str, query: str) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def assert_windows_kept(kept: Mapping[str, int], server: Mapping[str, int]) -> None:
+    """Windows are read oldest first, each one's pages newest first: a stop keeps the oldest
+    months whole (the windows committed), then the newest months of the window it stopped in,
+    the oldest of those partial; nothing else."""
+    months = sorted(server)
+    whole = 0
+    while whole < len(months) and kept.get(months[whole]) == server[months[whole]]:
+        whole += 1
+    rest = [m for m in months[whole:] if m in kept]
+    if not rest:
+        return
+    at = months.index(rest[0])
+    assert rest == months[at : at + len(rest)], f"a month between those kept is missing: {rest}"
+    partial = [m for m in rest if kept[m] != server[m]]
+    assert all(kept[m] < server[m] for m in partial), partial
+    assert partial in ([], rest[:1]), f"a month after the one stopped inside is partial: {partial}"

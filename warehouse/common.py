@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -172,6 +172,19 @@ def transaction(con: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConne
         with contextlib.suppress(duckdb.TransactionException):
             con.rollback()
         raise
+
+
+def write_metas(con: duckdb.DuckDBPyConnection, values: Mapping[str, str | None]) -> None:
+    """Set ops.meta keys in the transaction open on `con` (a load's own, so a key such as a
+    first sync's resume point commits with the rows it describes, or not at all)."""
+    if not values:
+        return
+    rows = ", ".join("(?, ?, now())" for _ in values)
+    params = [part for item in values.items() for part in item]
+    keys = ", ".join("?" for _ in values)
+    # DELETE then INSERT, not an upsert (DuckDB's costs ~1.5 ms more a statement)
+    con.execute(f"DELETE FROM ops.meta WHERE key IN ({keys})", list(values))
+    con.execute(f"INSERT INTO ops.meta (key, value, updated_at) VALUES {rows}", params)
 
 
 # Up to this many rows, a payload is checked as JSON here (orjson, ~2 µs a row) before

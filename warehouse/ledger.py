@@ -4,8 +4,8 @@ streaming stage a window lands in, and batches of months."""
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import duckdb
@@ -20,6 +20,7 @@ from centsync.warehouse.common import (
     LoadResult,
     _date_ranges,
     _month_filter,
+    write_metas,
 )
 from centsync.warehouse.errors import MonthBoundsError
 from centsync.warehouse.session import Session
@@ -34,6 +35,8 @@ class _Replace:
     landed: int
     rejected: pl.DataFrame
     reason: str
+    # ops.meta keys set in the replace's transaction (a first sync's resume point)
+    meta: Mapping[str, str | None] = field(default_factory=dict)
 
     @property
     def in_months(self) -> str:
@@ -237,6 +240,7 @@ class Ledger(Session):
         *,
         reason: str,
         plans: tuple[ReplacePlan, ...] = MONTH_PLANS,
+        meta: Mapping[str, str | None] | None = None,
     ) -> LoadResult:
         """Replace the months with the split's valid rows, trying `plans` in order.
 
@@ -244,7 +248,7 @@ class Ledger(Session):
         (a row moved between months, which only the last plan looks for).
         """
         with self._registered(split.valid) as src:
-            job = _Replace(months, src, split.valid.height, split.rejected, reason)
+            job = _Replace(months, src, split.valid.height, split.rejected, reason, meta or {})
             for plan in plans[:-1]:
                 try:
                     return self._apply(job, plan)
@@ -316,6 +320,7 @@ class Ledger(Session):
             self._land_rejected("transactions", job.rejected)
             # Month bookkeeping commits with the rows, so a stopped refresh knows what it read.
             self._record_month_reads(con, job, rid, timezone)
+            write_metas(con, job.meta)
             con.execute(
                 "DROP VIEW IF EXISTS _put_tx; DROP TABLE IF EXISTS _changed_tx; "
                 f"DROP {typed} IF EXISTS _new_tx"
@@ -468,8 +473,16 @@ class TransactionStage:
         dates = [f.get_column("booked_at") for f in self._frames]
         return min(d.min() for d in dates), max(d.max() for d in dates)  # type: ignore[type-var,return-value]
 
-    def commit(self, months: Iterable[MonthLike], *, reason: str = "re-read") -> LoadResult:
-        """Replace these months with the staged rows, in one transaction (as replace_months)."""
+    def commit(
+        self,
+        months: Iterable[MonthLike],
+        *,
+        reason: str = "re-read",
+        meta: Mapping[str, str | None] | None = None,
+    ) -> LoadResult:
+        """Replace these months with the staged rows, in one transaction (as replace_months);
+        `meta`: ops.meta keys set in that transaction (a first sync's resume point, so a stop
+        between the two cannot leave the rows committed and the point before them)."""
         wh = self.warehouse
         month_list = sorted({month_start(m) for m in months})
         if not month_list:
@@ -494,7 +507,7 @@ class TransactionStage:
             valid = pl.concat(self._frames, how="vertical_relaxed", rechunk=False)
         split = v.Split(valid, rejected)
         try:
-            result = wh._replace_transactions(month_list, split, reason=reason)
+            result = wh._replace_transactions(month_list, split, reason=reason, meta=meta)
         except duckdb.ConversionException:
             # Optimistic, as the moved rows: the insert into raw casts every payload to JSON,
             # so a separate json_valid pass per batch (0.4-0.6 s at 1,000,000 rows) is paid
@@ -502,7 +515,7 @@ class TransactionStage:
             checked = wh._reject_bad_json(split)
             if checked.rejected.height == split.rejected.height:
                 raise
-            result = wh._replace_transactions(month_list, checked, reason=reason)
+            result = wh._replace_transactions(month_list, checked, reason=reason, meta=meta)
         self.reset()
         return result
 

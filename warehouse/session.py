@@ -411,16 +411,10 @@ class Session:
         self.set_metas({key: value})
 
     def set_metas(self, values: Mapping[str, str | None]) -> None:
-        """Set several ops.meta keys in one transaction and one statement."""
-        if not values:
-            return
-        rows = ", ".join("(?, ?, now())" for _ in values)
-        params = [part for item in values.items() for part in item]
-        keys = ", ".join("?" for _ in values)
-        with self.transaction() as con:
-            # DELETE then INSERT, not an upsert (DuckDB's costs ~1.5 ms more a statement)
-            con.execute(f"DELETE FROM ops.meta WHERE key IN ({keys})", list(values))
-            con.execute(f"INSERT INTO ops.meta (key, value, updated_at) VALUES {rows}", params)
+        """Set several ops.meta keys in one transaction."""
+        if values:
+            with self.transaction() as con:
+                common.write_metas(con, values)
 
     def refresh_settings(
         self, *, memory: str | None = None, single_thread: bool | None = None

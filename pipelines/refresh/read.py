@@ -162,6 +162,13 @@ def _repack(
     )
 
 
+def _next_window(sync: FirstSync | None) -> FirstSync | None:
+    """Where a first sync stands once the window being read commits: the next one's page 1."""
+    if sync is None:
+        return None
+    return replace(sync, index=sync.index + 1, page=0, total=None, month=None)
+
+
 def _bounded(windows: Sequence[Window]) -> list[tuple[dt.date, dt.date]]:
     out = [(lo, hi) for lo, hi in windows if lo is not None and hi is not None]
     assert len(out) == len(windows), "a packed window has month bounds"
@@ -242,10 +249,15 @@ class WindowReader:
                     months = self._months(lo, hi, stage)
                     if stop.resumed and newest is not None:  # not voided since
                         months = [m for m in months if m <= newest]
-                    result = stage.commit(months, reason=reason) if months else None
-                    if sync is not None:
-                        sync = replace(sync, index=sync.index + 1, page=0, total=None, month=None)
-                        self.warehouse.set_meta(RESUME_KEY, sync.to_json())
+                    # a first sync's next resume point commits with the window's rows: a stop
+                    # between the two would read the window again
+                    after = _next_window(sync)
+                    meta = {RESUME_KEY: after.to_json()} if after is not None else None
+                    result = stage.commit(months, reason=reason, meta=meta) if months else None
+                    if after is not None:
+                        sync = after
+                        if result is None:
+                            self.warehouse.set_meta(RESUME_KEY, after.to_json())
                         # the window's rows to the file now: DuckDB holds what it loaded in
                         # memory until a checkpoint, so a first sync's memory grew with the
                         # ledger (the publish's checkpoint then has as much less to do)
@@ -336,11 +348,14 @@ class WindowReader:
                 log.warning("stopped: kept the months read completely")
             return
         booked = stage.booked_range()
-        if booked is not None:
+        at = {
+            RESUME_KEY: replace(sync, page=stop.page, total=stop.total, month=stop.month).to_json()
+        }
+        if booked is not None:  # the rows and where they stop, together
             months = plan.window_months(booked[0], booked[1])
-            stage.commit(months, reason=f"{reason} (stopped, read on by the next refresh)")
-        at = replace(sync, page=stop.page, total=stop.total, month=stop.month)
-        self.warehouse.set_meta(RESUME_KEY, at.to_json())
+            stage.commit(months, reason=f"{reason} (stopped, read on by the next refresh)", meta=at)
+        else:
+            self.warehouse.set_metas(at)
         log.warning(
             "stopped: kept the %d page(s) read of window %d; the next refresh reads on from there",
             stop.page,
