@@ -5,11 +5,14 @@ from __future__ import annotations
 import http.server
 import socket
 import threading
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+import duckdb
 import httpx
 from starlette.testclient import TestClient
 
@@ -148,3 +151,15 @@ def assert_windows_kept(kept: Mapping[str, int], server: Mapping[str, int]) -> N
     partial = [m for m in rest if kept[m] != server[m]]
     assert all(kept[m] < server[m] for m in partial), partial
     assert partial in ([], rest[:1]), f"a month after the one stopped inside is partial: {partial}"
+
+
+def months_kept(warehouse: Path) -> Counter[str]:
+    """A warehouse file's transactions by month ('YYYY-MM'), read only."""
+    con = duckdb.connect(str(warehouse), read_only=True)
+    try:
+        rows = con.execute(
+            "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
+        ).fetchall()
+    finally:
+        con.close()
+    return Counter({m: int(n) for m, n in rows})

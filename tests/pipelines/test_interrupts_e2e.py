@@ -22,7 +22,7 @@ from centsync.pipelines import failures as errors
 from centsync.pipelines.refresh.plan import FIRST_SYNC_RESUMED
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import run_in_thread
-from helpers import assert_windows_kept, make_sandbox
+from helpers import assert_windows_kept, make_sandbox, months_kept
 
 from .conftest import HttpEnv
 
@@ -103,13 +103,7 @@ def _stop_and_read_on(tmp_path: Path, after: float) -> None:
         # every page staged is kept: the windows committed whole, then the newest months of
         # the one it stopped in, the oldest of those partial (issue 43)
         state = sb.state()
-        con = duckdb.connect(str(wh), read_only=True)
-        kept = dict(
-            con.execute(
-                "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
-            ).fetchall()
-        )
-        con.close()
+        kept = months_kept(wh)
         server: dict[str, int] = {}
         for t in state["transactions"]:
             server[t["booked_at"][:7]] = server.get(t["booked_at"][:7], 0) + 1

@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import httpx
 import pytest
 
@@ -25,7 +24,7 @@ from centsync.pipelines.refresh.plan import FIRST_SYNC_RESUMED
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.pipelines.refresh.steps import Refresher
 from centsync.warehouse.ledger import Ledger, TransactionStage
-from helpers import assert_windows_kept, make_sandbox
+from helpers import assert_windows_kept, make_sandbox, months_kept
 
 BASE = "http://sandbox.test"
 ROWS = 15_000
@@ -89,17 +88,6 @@ def _owner(where: str) -> Any:
     }[where]
 
 
-def _kept(path: Path) -> Counter[str]:
-    con = duckdb.connect(str(path), read_only=True)
-    try:
-        rows = con.execute(
-            "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
-        ).fetchall()
-    finally:
-        con.close()
-    return Counter({m: int(n) for m, n in rows})
-
-
 @pytest.mark.parametrize(
     ("where", "name", "after", "call"),
     STEPS,
@@ -128,7 +116,7 @@ def test_a_first_sync_stopped_at_a_step_of_a_window_commit_reads_on_exactly(
         _stop_at(stopped, _owner(where), name, after=after, call=call)
         with pytest.raises(KeyboardInterrupt):
             refresh()
-    kept = _kept(wh)
+    kept = months_kept(wh)
     assert 0 < sum(kept.values()) <= ROWS, kept
     assert_windows_kept(kept, server)
 
@@ -139,4 +127,4 @@ def test_a_first_sync_stopped_at_a_step_of_a_window_commit_reads_on_exactly(
     # every row read on is one the stopped refresh did not keep: no window read twice
     read_on = sum(m["rows"] for m in summary.months_reread)
     assert read_on == ROWS - sum(kept.values()), (read_on, ROWS - sum(kept.values()))
-    assert _kept(wh) == server
+    assert months_kept(wh) == server
