@@ -231,7 +231,8 @@ class WindowReader(RequestCore):
         ``start_page`` resumes a stopped read past the pages kept (``expect_total``: the total
         its first page said): the window is then unverified by its summary (the rows before
         are not in this pass); should its total have moved, the pass is void and the window
-        is read again from page 1.
+        is read again from page 1. A read stopped after its last page asks that page again,
+        for the total only, and yields no rows.
         """
         bounds = (_as_date(window[0]), _as_date(window[1]))
         self._list_params(None, None, filters)
@@ -433,11 +434,19 @@ class _WindowPass:
     async def rows(self) -> AsyncGenerator[WindowRows | _WindowTooBig, None]:
         """The pass's rows as they are parsed (or the news that the window is too big)."""
         check, report, start = self.check, self.report, self.read.start_page
+        expected = self.read.expect_total
+        # a pass stopped after its last page (every page kept, not yet committed): no page
+        # past the end is asked for (a service may refuse one); the last is asked again to
+        # prove the total, and its rows, kept already, are not handed on
+        whole = expected is not None and start > 1 and (start - 1) * check.limit >= expected
+        if whole:
+            assert expected is not None
+            start = max(1, -(-expected // check.limit))
+            self.taken = start - 1
         first = await self.fetch(start)
         report.requests += 1
         self.reason = check.first(first)
-        check.skipped = (start - 1) * check.limit
-        expected = self.read.expect_total
+        check.skipped = (check.total or 0) if whole else (start - 1) * check.limit
         if self.reason is None and expected is not None and check.total != expected:
             self.reason = f"total moved from {expected} to {check.total} since the read stopped"
         max_rows = self.read.max_rows
@@ -451,7 +460,7 @@ class _WindowPass:
             return
         # Pages are parsed a batch at a time as they arrive and their bytes dropped; a bounded
         # number of pages is requested ahead of the one awaited.
-        batch: list[PageChunk] = [first]
+        batch: list[PageChunk] = [] if whole else [first]
         number = self.taken = start
         self.following = start + 1
         while self.reason is None and number < check.pages:

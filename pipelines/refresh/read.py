@@ -236,14 +236,14 @@ class WindowReader:
                 if newest is not None:
                     self._stage_kept(stage, newest)
                 rows, rereads, conflicts = self._stage(stream, stage, reason, sync, stop)
-                if sync is not None and planned and i + 1 < len(planned) and not stop.resumed:
-                    landed = warehouse_reads.transaction_count(self.warehouse.con)
-                    sync = _repack(i, stage, landed, windows, planned, sync)
                 following = _Stop()
-                stream = (
-                    self._open(windows[i + 1], verify, following) if i + 1 < len(windows) else None
-                )
+                stream, committed = None, False
                 try:
+                    if sync is not None and planned and i + 1 < len(planned) and not stop.resumed:
+                        landed = warehouse_reads.transaction_count(self.warehouse.con)
+                        sync = _repack(i, stage, landed, windows, planned, sync)
+                    if i + 1 < len(windows):
+                        stream = self._open(windows[i + 1], verify, following)
                     lo, hi = planned[i] if planned is not None else window
                     self._fetch_alone(conflicts, stage, lo, hi)
                     months = self._months(lo, hi, stage)
@@ -254,6 +254,7 @@ class WindowReader:
                     after = _next_window(sync)
                     meta = {RESUME_KEY: after.to_json()} if after is not None else None
                     result = stage.commit(months, reason=reason, meta=meta) if months else None
+                    committed = True
                     if after is not None:
                         sync = after
                         if result is None:
@@ -262,9 +263,13 @@ class WindowReader:
                         # memory until a checkpoint, so a first sync's memory grew with the
                         # ledger (the publish's checkpoint then has as much less to do)
                         checkpoint(self.warehouse.con)
-                except BaseException:
+                except BaseException as exc:
                     if stream is not None:
                         stream.close()
+                    # stopped before the window committed: what it read is kept, as a stop
+                    # in its read keeps it (a commit a stop interrupted was rolled back)
+                    if not committed and self._kept_on_stop(exc, stage, reason, sync, stop):
+                        raise KeyboardInterrupt("a query was interrupted") from exc
                     raise
             changed = result.changed if result is not None else None
             done.append(WindowRead(months, rows, rereads, changed, reason))
@@ -327,13 +332,26 @@ class WindowReader:
                     self._report("", -rows)
                     rows = 0
         except BaseException as exc:
-            if not (is_interrupt(exc) or resumable(exc)):
-                raise
-            self._keep(stage, reason, sync, stop)
-            if isinstance(exc, KeyboardInterrupt) or not is_interrupt(exc):
-                raise
-            raise KeyboardInterrupt("a query was interrupted") from exc
+            if self._kept_on_stop(exc, stage, reason, sync, stop):
+                raise KeyboardInterrupt("a query was interrupted") from exc
+            raise
         return rows, rereads, conflicts
+
+    def _kept_on_stop(
+        self,
+        exc: BaseException,
+        stage: TransactionStage,
+        reason: str,
+        sync: FirstSync | None,
+        stop: _Stop,
+    ) -> bool:
+        """Keep what the window read when `exc` is a stop (a signal, DuckDB's interrupt of a
+        query, a service that stopped answering for now); True when it is DuckDB's interrupt,
+        to be raised as the KeyboardInterrupt it stands for."""
+        if not (is_interrupt(exc) or resumable(exc)):
+            return False
+        self._keep(stage, reason, sync, stop)
+        return is_interrupt(exc) and not isinstance(exc, KeyboardInterrupt)
 
     def _keep(
         self, stage: TransactionStage, reason: str, sync: FirstSync | None, stop: _Stop

@@ -145,3 +145,33 @@ def test_pages_are_read_on_while_the_caller_is_busy_and_wait_compressed(
         assert sum(size for size, _ in packed) < budget < sum(sent for _, sent in packed)
     else:
         assert busy == pages and len(packed) == pages - 8  # the whole window, while busy
+
+
+def test_a_pass_resumed_after_its_last_page_proves_its_total_with_one_request() -> None:
+    """Stopped after every page of a window was read (and kept), the pass read on asks no page
+    past the end (a service may refuse one): it asks the last page again, for its total only,
+    and hands on no row; a total that moved since voids it and the window is read whole."""
+    asgi_env = AsgiEnv(small_sandbox(2990))  # its last page partial: 14 of 200 and one of 190
+    total = len(asgi_env.sb.state()["transactions"])
+    pages = math.ceil(total / 200)
+    assert total % 200
+
+    async def go(expect: int) -> list[Any]:
+        async with asgi_env.client() as c:
+            return [
+                e
+                async for e in c.stream_window(
+                    (None, None), verify=False, start_page=pages + 1, expect_total=expect
+                )
+            ]
+
+    events = run(go(total))
+    assert not any(isinstance(e, WindowRows) and e.frame.height for e in events), events
+    assert not any(isinstance(e, WindowVoid) for e in events)
+    done = events[-1]
+    assert isinstance(done, WindowDone)
+    assert (done.report.requests, done.report.total, done.report.rows) == (1, total, 0)
+
+    moved = run(go(total - 1))  # the window changed since the stop
+    frame, voids = _collect(moved)
+    assert voids == 1 and frame.height == total

@@ -1,6 +1,6 @@
-"""A first sync stopped at each step of a window's commit keeps exactly what it committed, and
-the next refresh reads on from there: no window read twice, no month left partial but the one
-it stopped inside.
+"""A first sync stopped at each step of a window's commit keeps every row it read, and the
+next refresh reads on from there: no window read twice, no month left partial but the one it
+stopped inside.
 
 The stop is put at a named step, not by a timer (tests/pipelines/test_interrupts_e2e.py stops
 on a timer, over loopback, and found the gap between a window's rows and its resume point
@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import polars as pl
 import pytest
 
 import centsync.pipelines.refresh.plan as refresh_plan
@@ -112,13 +113,24 @@ def test_a_first_sync_stopped_at_a_step_of_a_window_commit_reads_on_exactly(
         with ApiClient(BASE, sb.keys["read_only"], transport=transport) as client:
             return run_refresh(client, str(wh), RefreshOptions(source="sandbox"))
 
+    staged = 0
+    add = TransactionStage.add
+
+    def counted(stage: TransactionStage, frame: pl.DataFrame) -> None:
+        nonlocal staged
+        add(stage, frame)
+        staged += frame.height
+
     with monkeypatch.context() as stopped:
+        stopped.setattr(TransactionStage, "add", counted)  # the pages' rows, as staged
         _stop_at(stopped, _owner(where), name, after=after, call=call)
         with pytest.raises(KeyboardInterrupt):
             refresh()
     kept = months_kept(wh)
     assert 0 < sum(kept.values()) <= ROWS, kept
     assert_windows_kept(kept, server)
+    # every row read is kept, wherever the stop came: before, in or after a window's commit
+    assert sum(kept.values()) == staged, (sum(kept.values()), staged)
 
     summary = refresh()
     assert summary.verdict == "agree"
