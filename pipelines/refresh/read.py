@@ -255,10 +255,10 @@ class WindowReader:
                     meta = {RESUME_KEY: after.to_json()} if after is not None else None
                     result = stage.commit(months, reason=reason, meta=meta) if months else None
                     committed = True
-                    if after is not None:
+                    if after is not None and meta is not None:
                         sync = after
-                        if result is None:
-                            self.warehouse.set_meta(RESUME_KEY, after.to_json())
+                        if result is None:  # nothing to commit: the point alone
+                            self.warehouse.set_metas(meta)
                         # the window's rows to the file now: DuckDB holds what it loaded in
                         # memory until a checkpoint, so a first sync's memory grew with the
                         # ledger (the publish's checkpoint then has as much less to do)
