@@ -10,7 +10,9 @@ what any such command costs whatever its work:
   with the garbage collector on (Python's default) and as the console script does it (off
   during the imports, then on over a frozen heap: pipelines/cli_support.py `imports_done`);
 - `+ run of 1 asset`: that, plus the Dagster instance of an existing `DAGSTER_HOME` (the CLI's,
-  pipelines/dagster_storage.py) and a recorded run of a one-asset job that does nothing;
+  pipelines/instance.py) and a recorded run of a one-asset job that does nothing, bound to the
+  resources every centsync job has (`defs/resources.py`: its IO manager is made at the run's
+  start);
 - `+ run of 26 assets`: the same with a multi-asset of 26 outputs, the shape of refresh_job's
   main step (its 8 checks and 2 other steps are not counted, so this is a lower bound).
 
@@ -62,7 +64,10 @@ if mode.startswith("run"):
     def many():
         for i in range(n):
             yield dg.MaterializeResult(asset_key=f"a{i}")
-    defs = dg.Definitions(assets=[many], jobs=[dg.define_asset_job("j", selection=[many])])
+    from centsync.pipelines.defs.resources import resources
+    defs = dg.Definitions(
+        assets=[many], jobs=[dg.define_asset_job("j", selection=[many])], resources=resources()
+    )
     with dagster_storage.instance(os.environ["DAGSTER_HOME"]) as instance:
         assert defs.resolve_job_def("j").execute_in_process(instance=instance).success
 sys.stdout.flush()

@@ -5,8 +5,6 @@ marts and `recon/results` are materialised by the refresh's op; these jobs recor
 versions as materialisation events of the same assets, so the UI shows one history.
 """
 
-from typing import Any
-
 import dagster as dg
 
 from centsync.extract import ApiClient
@@ -21,12 +19,11 @@ from centsync.warehouse import Warehouse
 
 def _reconcile(
     context: dg.OpExecutionContext, settings: Settings, client: ApiClient | None
-) -> dict[str, Any]:
+) -> None:
     with Warehouse.publishing(settings.warehouse) as wh:
         wh.refresh_settings(memory=settings.duckdb_memory)  # as a refresh: it spills
         outcome = reconcile(wh.con, source="live" if client else "offline", client=client)
     _record(context, outcome)
-    return {"recon_id": outcome.recon_id, "verdict": outcome.verdict}
 
 
 def _record(context: dg.OpExecutionContext, outcome: Outcome) -> None:
@@ -61,21 +58,17 @@ def _record(context: dg.OpExecutionContext, outcome: Outcome) -> None:
 
 
 @dg.op(name="reconcile_offline")
-def reconcile_offline(
-    context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]
-) -> dict[str, Any]:
+def reconcile_offline(context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]) -> None:
     """Against the aggregates the latest refresh landed: no request to the service."""
     with known_failures():
-        return _reconcile(context, settings, None)
+        _reconcile(context, settings, None)
 
 
 @dg.op(name="reconcile_live")
-def reconcile_live(
-    context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]
-) -> dict[str, Any]:
+def reconcile_live(context: dg.OpExecutionContext, settings: dg.ResourceParam[Settings]) -> None:
     """Against the service's aggregates fetched now (about 6 requests)."""
     with known_failures(), api_client(settings) as client:
-        return _reconcile(context, settings, client)
+        _reconcile(context, settings, client)
 
 
 @dg.job(description="Rebuild the marts and reconcile them with the latest refresh's aggregates.")

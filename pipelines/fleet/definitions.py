@@ -17,7 +17,7 @@ from typing import Any
 
 import dagster as dg
 
-from centsync.pipelines.defs.resources import settings_resource
+from centsync.pipelines.defs.resources import resources
 from centsync.pipelines.fleet.shard import SHARD, batches, refresh_shard
 from centsync.pipelines.settings import Settings
 
@@ -177,7 +177,7 @@ def build(settings: Settings | None = None) -> dg.Definitions:
         jobs=[owners_job, lake_maintenance_job],
         sensors=[owners_sensor],
         schedules=[owners_daily, lake_maintenance],
-        resources={"settings": settings_resource(settings)},
+        resources=resources(settings),
         executor=dg.in_process_executor,
     )
 
