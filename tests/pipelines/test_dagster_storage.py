@@ -204,6 +204,48 @@ def test_has_table_keeps_a_yes_and_asks_again_after_a_no(
         storage.dispose()
 
 
+def test_an_asset_key_column_found_is_kept_and_a_missing_one_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The asset-key index columns Dagster checks before storing each asset event: a column
+    found is not reflected again; one not found is asked again (and found once it is added)."""
+    import dagster as dg
+    from dagster._core.storage.event_log.sql_event_log import SqlEventLogStorage
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    asked: list[str] = []
+    own = SqlEventLogStorage._has_asset_key_col_on_connection
+
+    def counted(self: SqlEventLogStorage, conn: object, column_name: str) -> bool:
+        asked.append(column_name)
+        return own(self, conn, column_name)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SqlEventLogStorage, "_has_asset_key_col_on_connection", counted)
+    with dagster_storage.instance(tmp_path) as instance:
+
+        @dg.asset
+        def a() -> None: ...
+
+        @dg.asset(deps=[a])
+        def b() -> None: ...
+
+        assert dg.materialize([a, b], instance=instance).success
+        assert dg.materialize([a, b], instance=instance).success
+        # the columns Dagster checks were reflected once each, however many events were stored
+        assert "last_materialization_timestamp" in asked
+        assert len(asked) == len(set(asked))
+        storage = instance.event_log_storage
+        assert isinstance(storage, dagster_storage.KeptConnectionsEventLogStorage)
+        with storage.index_connection() as conn:
+            assert not storage._has_asset_key_col_on_connection(conn, "added_later")
+            assert not storage._has_asset_key_col_on_connection(conn, "added_later")
+            conn.exec_driver_sql("ALTER TABLE asset_keys ADD COLUMN added_later TEXT")
+            assert storage._has_asset_key_col_on_connection(conn, "added_later")
+            assert storage._has_asset_key_col_on_connection(conn, "added_later")
+        assert asked.count("added_later") == 3
+        assert instance.get_latest_materialization_event(dg.AssetKey("b")) is not None
+
+
 def test_the_dagster_internals_the_storage_relies_on_are_as_pinned(tmp_path: Path) -> None:
     """Every private name of Dagster that pipelines/instance.py overrides, calls or reads,
     with the signature it relies on: a Dagster release that renames or reshapes one fails
@@ -228,6 +270,11 @@ def test_the_dagster_internals_the_storage_relies_on_are_as_pinned(tmp_path: Pat
     assert params(SqliteEventLogStorage._connect) == ["self", "shard"]
     assert params(SqliteEventLogStorage.__init__) == ["self", "base_dir", "inst_data"]
     assert params(SqliteEventLogStorage.has_table) == ["self", "table_name"]
+    assert params(SqliteEventLogStorage._has_asset_key_col_on_connection) == [
+        "self",
+        "conn",
+        "column_name",
+    ]
     assert params(SqliteEventLogStorage.conn_string_for_shard) == ["self", "shard_name"]
     assert params(SqliteEventLogStorage.path_for_shard) == ["self", "run_id"]
     assert params(SqliteRunStorage.__init__) == ["self", "conn_string", "inst_data"]
