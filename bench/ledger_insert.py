@@ -54,6 +54,7 @@ BASE = {
     "preserve_order": True,
     "order": "read",  # read: as the pages came (newest first); id: sorted by id
     "check": False,  # the uniqueness check without a key: window distinct + anti-join on core
+    "attach": "",  # options of the file's ATTACH (DuckDB's storage: ROW_GROUP_SIZE, RECOVERY_MODE)
 }
 NOW = {"pk": False, "check": True}  # since migration 015
 VARIANTS: dict[str, dict[str, object]] = {
@@ -68,6 +69,9 @@ VARIANTS: dict[str, dict[str, object]] = {
     "015 + checkpoint_threshold 1GB, at the end": {**NOW, "checkpoint": "end", "threshold": "1GB"},
     "015 + preserve_insertion_order false": {**NOW, "preserve_order": False},
     "015 + one thread": {**NOW, "threads": 1},
+    "015 + row groups of 30,720": {**NOW, "attach": "ROW_GROUP_SIZE 30720"},
+    "015 + row groups of 61,440": {**NOW, "attach": "ROW_GROUP_SIZE 61440"},
+    "015 + no WAL writes": {**NOW, "attach": "RECOVERY_MODE no_wal_writes"},
 }
 
 
@@ -143,7 +147,9 @@ def run_variant(name: str, path: Path, folder: Path) -> str:
     v = {**BASE, **VARIANTS[name]}
     windows = _windows(path, str(v["order"]))
     db = folder / "v.duckdb"
-    con = duckdb.connect(str(db), config={"default_block_size": "262144"})
+    con = duckdb.connect()
+    attach = f", {v['attach']}" if v["attach"] else ""
+    con.execute(f"ATTACH '{db}' AS v (BLOCK_SIZE 262144{attach}); USE v")
     for sql in (
         f"SET checkpoint_threshold = '{v['threshold']}'",
         "SET fsync_mode = 'NONE'",
