@@ -5,10 +5,15 @@ reconcile` and the marts recomputed as of a refresh (`pipelines/history.py`)."""
 from __future__ import annotations
 
 import datetime as dt
+import functools
+import hashlib
+from pathlib import Path
 
 import duckdb
+import orjson
 import polars as pl
 
+import centsync.transform
 from centsync.transform import analyst_marts as analyst_rules
 from centsync.transform import marts as mart_rules
 from centsync.warehouse import analyst_marts as analyst_store
@@ -71,16 +76,44 @@ def rebuild_analyst_marts(
     names: transform/analyst_marts.py), validated, replaced in one transaction; their frames
     written, by table name.
 
-    `scan`: a big ledger's Parquet copy (store.analyst_scan), its plans run on the streaming
-    engine (at 1,000,000 rows the ledger read whole, ids as text, was the refresh's peak);
-    otherwise the ledger is read whole, and a household's plans run "in-memory" (`engine`)."""
+    A household's marts are not rebuilt when everything they are built from is as it was at
+    their last build (`inputs`: the ledger, the accounts, the service's today, the renames, the
+    schema and this code): a refresh that changed nothing keeps them, and returns no frame for
+    them (the lake reads such a table back). `scan`: a big ledger's Parquet copy
+    (store.analyst_scan), its plans run on the streaming engine (at 1,000,000 rows the ledger
+    read whole, ids as text, was the refresh's peak), always rebuilt; otherwise the ledger is
+    read whole, and a household's plans run "in-memory" (`engine`)."""
+    names = analyst_store.renames(con)
+    built_from = None if scan is not None else inputs(con, today, names)
+    if built_from is not None and analyst_store.built_from(con) == built_from:
+        return {}
     ledger = analyst_store.ledger(con) if scan is None else scan
     frames = analyst_rules.LedgerFrames(
-        ledger.lazy(), analyst_store.accounts(con).lazy(), today, analyst_store.renames(con)
+        ledger.lazy(), analyst_store.accounts(con).lazy(), today, names
     )
     built = analyst_rules.build(frames, validate=validation.validated, engine=engine(ledger))
-    analyst_store.replace(con, built)
+    analyst_store.replace(con, built, built_from)
     return built
+
+
+def inputs(con: duckdb.DuckDBPyConnection, today: dt.date, renames: dict[str, str]) -> str:
+    """A digest of everything the analysts' marts are a function of: what they read of the
+    warehouse (`analyst_store.input_marks`), the service's today, the merchant renames, and
+    the code that builds them (`_code`). Equal digests, equal marts."""
+    parts = [analyst_store.input_marks(con), today.isoformat(), sorted(renames.items()), _code()]
+    return hashlib.sha256(orjson.dumps(parts)).hexdigest()
+
+
+@functools.cache
+def _code() -> str:
+    """A digest of the source that builds the analysts' marts: the transform package, their
+    reads and writes, their validation, and this module (read once a process)."""
+    files = sorted(Path(centsync.transform.__file__).parent.glob("*.py"))
+    files += [Path(m.__file__ or "") for m in (analyst_store, validation)] + [Path(__file__)]
+    digest = hashlib.sha256()
+    for path in files:
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def engine(ledger: Ledger) -> mart_rules.Engine:

@@ -15,6 +15,10 @@ import polars as pl
 
 from centsync.warehouse import marts
 
+# ops.meta: the digest of the inputs the analysts' marts were last built from
+# (pipelines/mart_build.py `rebuild_analyst_marts`), written with their rows
+BUILT_FROM = "analyst_marts.built_from"
+
 ANALYST_TABLES = (
     "merchant_names",
     "recurring_series",
@@ -83,6 +87,34 @@ def save_renames(warehouse: Path, names: Mapping[str, str]) -> Path:
     return path
 
 
-def replace(con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame]) -> dict[str, int]:
-    """Replace every analyst mart with its new rows, in one transaction (marts.replace_tables)."""
-    return marts.replace_tables(con, frames, ANALYST_TABLES, "analyst marts")
+def replace(
+    con: duckdb.DuckDBPyConnection, frames: Mapping[str, pl.DataFrame], built_from: str | None
+) -> dict[str, int]:
+    """Replace every analyst mart with its new rows, and what they were built from
+    (`BUILT_FROM`), in one transaction (marts.replace_tables)."""
+    meta = {BUILT_FROM: built_from}
+    return marts.replace_tables(con, frames, ANALYST_TABLES, "analyst marts", meta=meta)
+
+
+def built_from(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The digest the analysts' marts were last built from (None: never, or not recorded)."""
+    rows = con.execute("SELECT value FROM ops.meta WHERE key = ?", [BUILT_FROM]).fetchall()
+    return str(rows[0][0]) if rows and rows[0][0] is not None else None
+
+
+def input_marks(con: duckdb.DuckDBPyConnection) -> list[str]:
+    """What the analysts' marts read of the warehouse, marked in one statement: the ledger's
+    columns they read and the accounts' (a count and two independent hashes of the rows, in
+    any order), and the schema's version."""
+    ledger = "id, account_id, concept, amount, booked_at, type, expense_goal_id"
+    row = con.execute(
+        f"""
+        SELECT
+          (SELECT count(*) || ':' || coalesce(sum(hash({ledger})), 0) || ':'
+                  || coalesce(sum(hash({ledger}, 'b')), 0) FROM core.transactions),
+          (SELECT count(*) || ':' || coalesce(sum(hash(id, name, type)), 0) || ':'
+                  || coalesce(sum(hash(id, name, type, 'b')), 0) FROM core.accounts),
+          (SELECT coalesce(max(version), 0)::VARCHAR FROM ops.schema_version)
+        """
+    ).fetchall()[0]
+    return [str(v) for v in row]

@@ -16,6 +16,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from centsync.warehouse.common import write_metas
 from centsync.warehouse.instances import release
 
 MART_TABLES = (
@@ -405,9 +406,12 @@ def replace_tables(
     frames: Mapping[str, pl.DataFrame],
     tables: Sequence[str],
     what: str,
+    *,
+    meta: Mapping[str, str | None] | None = None,
 ) -> dict[str, int]:
     """Replace each of `tables` in the marts schema with its frame's rows, all in one
-    transaction (`what` names them in the error when one is missing); rows per table."""
+    transaction with the ops.meta keys in `meta` (`what` names them in the error when one is
+    missing); rows per table."""
     missing = set(tables) - set(frames)
     if missing:
         raise ValueError(f"{what} missing from the rebuild: {sorted(missing)}")
@@ -419,6 +423,7 @@ def replace_tables(
             cols = ", ".join(f'"{c}"' for c in frame.columns)
             con.execute(f"DELETE FROM marts.{name}")
             con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
+        write_metas(con, meta or {})
         con.commit()
     except BaseException:
         con.rollback()
