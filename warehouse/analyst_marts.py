@@ -104,8 +104,8 @@ def built_from(con: duckdb.DuckDBPyConnection) -> str | None:
 
 def input_marks(con: duckdb.DuckDBPyConnection) -> list[str]:
     """What the analysts' marts read of the warehouse, marked in one statement: the ledger's
-    columns they read and the accounts' (a count and two independent hashes of the rows, in
-    any order), and the schema's version."""
+    columns they read and the accounts' (a count and two sums of differently mixed row
+    hashes, in any order), and the schema's version."""
     ledger = "id, account_id, concept, amount, booked_at, type, expense_goal_id"
     row = con.execute(
         f"""
