@@ -44,6 +44,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("warehouse/pandera_screen.py", "._check_kwargs"): "its arguments",
     # dagster: tests/pipelines/test_dagster_storage.py::test_the_dagster_internals_...
     ("pipelines/instance.py", "._initdb"): "Dagster's schema set-up, overridden",
+    ("pipelines/instance.py", "._has_asset_key_col_on_connection"): "a column found, kept",
     ("pipelines/instance.py", "dagster._core.instance.ref"): "InstanceRef",
     ("pipelines/instance.py", "dagster._core.instance"): "InstanceType, for _from_ref",
     ("pipelines/instance.py", "dagster._core.storage.defs_state.base"): "DefsStateStorage",
