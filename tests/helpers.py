@@ -155,11 +155,8 @@ def assert_windows_kept(kept: Mapping[str, int], server: Mapping[str, int]) -> N
 
 def months_kept(warehouse: Path) -> Counter[str]:
     """A warehouse file's transactions by month ('YYYY-MM'), read only."""
-    con = duckdb.connect(str(warehouse), read_only=True)
-    try:
+    with duckdb.connect(str(warehouse), read_only=True) as con:
         rows = con.execute(
             "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
         ).fetchall()
-    finally:
-        con.close()
     return Counter({m: int(n) for m, n in rows})

@@ -13,7 +13,7 @@ import duckdb
 import orjson
 import polars as pl
 
-from centsync.warehouse import marts
+from centsync.warehouse import marts, reads
 
 # ops.meta: the digest of the inputs the analysts' marts were last built from
 # (pipelines/mart_build.py `rebuild_analyst_marts`), written with their rows
@@ -98,8 +98,7 @@ def replace(
 
 def built_from(con: duckdb.DuckDBPyConnection) -> str | None:
     """The digest the analysts' marts were last built from (None: never, or not recorded)."""
-    rows = con.execute("SELECT value FROM ops.meta WHERE key = ?", [BUILT_FROM]).fetchall()
-    return str(rows[0][0]) if rows and rows[0][0] is not None else None
+    return reads.meta_values(con, [BUILT_FROM]).get(BUILT_FROM)
 
 
 def input_marks(con: duckdb.DuckDBPyConnection) -> list[str]:

@@ -255,7 +255,7 @@ class WindowReader:
                     meta = {RESUME_KEY: after.to_json()} if after is not None else None
                     result = stage.commit(months, reason=reason, meta=meta) if months else None
                     committed = True
-                    if after is not None and meta is not None:
+                    if meta is not None:
                         sync = after
                         if result is None:  # nothing to commit: the point alone
                             self.warehouse.set_metas(meta)
