@@ -1,12 +1,19 @@
-"""Numbered SQL migrations (`migrations/NNN_name.sql`), applied in order when a warehouse opens."""
+"""Numbered SQL migrations (`migrations/NNN_name.sql`), applied in order when a warehouse opens;
+a new warehouse file made at their head (`new_file`)."""
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+import threading
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 
 import duckdb
+
+from centsync.warehouse.instances import BLOCK_SIZE, NEW_FILE
 
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
@@ -72,3 +79,52 @@ def migrate(con: duckdb.DuckDBPyConnection) -> list[int]:
             raise
         applied.append(m.version)
     return applied
+
+
+# A new file's bytes: the migrations applied once a process (new_file)
+_schema_file: bytes | None = None
+_schema_lock = threading.Lock()
+
+
+def _schema_bytes() -> bytes:
+    """A warehouse file with every migration applied and nothing else, made once a process.
+
+    The migrations run on an in-memory database, which `COPY FROM DATABASE` (the compact
+    copy's statement: every table, view, comment and constraint) writes to a file once: about
+    0.25 s, against 0.3-0.46 s for the migrations on a file (its 550 comments are a catalog
+    change each, its 15 commits a WAL write each)."""
+    global _schema_file
+    with _schema_lock:
+        if _schema_file is None:
+            with tempfile.TemporaryDirectory(prefix="centsync-schema-") as folder:
+                path = Path(folder) / "schema.duckdb"
+                con = duckdb.connect(":memory:", config=NEW_FILE)
+                try:
+                    migrate(con)
+                    quoted = str(path).replace("'", "''")
+                    con.execute(f"ATTACH '{quoted}' AS made (BLOCK_SIZE {BLOCK_SIZE})")
+                    con.execute("COPY FROM DATABASE memory TO made")
+                    con.execute("DETACH made")
+                finally:
+                    con.close()
+                _schema_file = path.read_bytes()
+        return _schema_file
+
+
+def new_file(path: Path) -> None:
+    """Make a new warehouse file at `path`, at the head of the migrations: a copy of the
+    migrated schema (`_schema_bytes`, about 0.2 MB) written under a temporary name and moved
+    into place, so a stop leaves no half-made file; its versions are dated now, when they
+    were applied to this file. About 30 ms after the first of a process."""
+    part = path.with_name(path.name + ".new")
+    part.write_bytes(_schema_bytes())
+    try:
+        con = duckdb.connect(str(part))
+        try:
+            con.execute("UPDATE ops.schema_version SET applied_at = now()")
+        finally:
+            con.close()
+        os.replace(part, path)
+    except BaseException:
+        part.unlink(missing_ok=True)
+        raise

@@ -84,8 +84,9 @@ def stale_copies(path: Path) -> list[Path]:
 
 
 def stale_temporaries(path: Path) -> list[Path]:
-    """Half-written publish files (from publish_progress or a failure record) of a killed refresh."""
-    names = [f"{path.name}.publishing", f"{path.name}.failing"]
+    """Half-written files of a killed refresh: a publish (publish_progress), a failure record, a
+    new warehouse (migrate.new_file)."""
+    names = [f"{path.name}.publishing", f"{path.name}.failing", f"{path.name}.new"]
     found = [path.with_name(n) for n in names] + [path.with_name(n + ".wal") for n in names]
     return [p for p in found if p.exists()]
 

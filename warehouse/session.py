@@ -26,7 +26,7 @@ from centsync.warehouse.common import (
 )
 from centsync.warehouse.errors import WarehouseError
 from centsync.warehouse.instances import BLOCK_SIZE, NEW_FILE
-from centsync.warehouse.migrate import migrate
+from centsync.warehouse.migrate import migrate, new_file
 
 log = logging.getLogger("centsync.warehouse.store")
 
@@ -83,6 +83,8 @@ class Session:
         if read_only:
             return cls(paths.connect_readonly(target), target, read_only=True)
         target.parent.mkdir(parents=True, exist_ok=True)
+        if not target.exists():
+            new_file(target)
         con = duckdb.connect(str(target), config=NEW_FILE)
         migrate(con)
         return cls(con, target)
@@ -118,8 +120,8 @@ class Session:
             work = paths.working_path(published, rid)
             wh: Self | None = None
             try:
-                if published.exists():
-                    shutil.copyfile(published, work)  # on a full disk: removed below
+                # a copy of the published file (on a full disk: removed below), else a new one
+                shutil.copyfile(published, work) if published.exists() else new_file(work)
                 con, detach = _connect_working_copy(work, published)
                 wh = cls(con, work)
                 if detach is not None:
@@ -497,6 +499,8 @@ def _record_failure(
         paths.remove(tmp)
         if published.exists():
             shutil.copyfile(published, tmp)
+        else:
+            new_file(tmp)
         con = duckdb.connect(str(tmp), config=NEW_FILE)
         try:
             migrate(con)

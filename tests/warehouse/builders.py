@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 import uuid
+from typing import Any
 
 import duckdb
 import orjson
@@ -116,3 +117,22 @@ def at_version(con: duckdb.DuckDBPyConnection, version: int) -> None:
             "INSERT INTO ops.schema_version (version, name) VALUES (?, ?)",
             [migration.version, migration.name],
         )
+
+
+CATALOG = {
+    "schemas": "SELECT schema_name, comment FROM duckdb_schemas() WHERE NOT internal",
+    "tables": "SELECT schema_name, table_name, comment FROM duckdb_tables()",
+    "columns": "SELECT schema_name, table_name, column_name, data_type, "
+    "column_default, is_nullable, comment FROM duckdb_columns()",
+    "constraints": "SELECT schema_name, table_name, constraint_type, "
+    "constraint_text FROM duckdb_constraints()",
+    "views": "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal",
+    "indexes": "SELECT schema_name, index_name, sql FROM duckdb_indexes()",
+    "sequences": "SELECT schema_name, sequence_name FROM duckdb_sequences()",
+}
+
+
+def catalog(con: duckdb.DuckDBPyConnection) -> dict[str, Any]:
+    """Every schema, table, column (type, default, comment), constraint, view, index and
+    sequence of the database `con` is on, each list sorted."""
+    return {k: sorted(con.execute(q).fetchall(), key=repr) for k, q in CATALOG.items()}

@@ -11,7 +11,7 @@ import pytest
 from centsync.warehouse import Warehouse, connect_readonly
 from centsync.warehouse import session as warehouse_session
 
-from .builders import transactions
+from .builders import catalog, transactions
 
 MONTHS = ["2024-01", "2024-02", "2024-03"]
 
@@ -26,21 +26,7 @@ def _refreshes(path: Path) -> None:
 def _inventory(path: Path) -> dict[str, Any]:
     con = connect_readonly(path)
     try:
-        out = {
-            name: con.execute(query).fetchall()
-            for name, query in {
-                "schemas": "SELECT schema_name, comment FROM duckdb_schemas() WHERE NOT internal",
-                "tables": "SELECT schema_name, table_name, comment FROM duckdb_tables()",
-                "columns": "SELECT schema_name, table_name, column_name, data_type, "
-                "column_default, is_nullable, comment FROM duckdb_columns()",
-                "constraints": "SELECT schema_name, table_name, constraint_type, "
-                "constraint_text FROM duckdb_constraints()",
-                "views": "SELECT schema_name, view_name, sql FROM duckdb_views() WHERE NOT internal",
-                "indexes": "SELECT schema_name, index_name, sql FROM duckdb_indexes()",
-                "sequences": "SELECT schema_name, sequence_name FROM duckdb_sequences()",
-            }.items()
-        }
-        out = {k: sorted(v, key=repr) for k, v in out.items()}
+        out = catalog(con)
         out["rows"] = con.execute(
             "SELECT id, amount, booked_at FROM core.transactions ORDER BY id"
         ).fetchall()

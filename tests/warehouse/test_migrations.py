@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import importlib
 from pathlib import Path
 
 import duckdb
+import pytest
 
-from centsync.warehouse import Warehouse, current_version, migrate
-from centsync.warehouse.migrate import available
+from centsync.warehouse import Warehouse, current_version, migrate, paths
+from centsync.warehouse.instances import BLOCK_SIZE
+from centsync.warehouse.migrate import available, new_file
 
-from .builders import at_version
+from .builders import at_version, catalog
+
+migrate_module = importlib.import_module("centsync.warehouse.migrate")
 
 
 def test_migration_files_ship_with_the_package_numbered_from_one() -> None:
@@ -173,3 +179,73 @@ def test_007_documents_every_mode_a_refresh_records(db_path: Path) -> None:
         assert all(mode in comment for mode in ("full", "incremental", "hot", "months"))
     finally:
         con.close()
+
+
+def _migrated_on_file(path: Path) -> duckdb.DuckDBPyConnection:
+    """A file with every migration applied to it, one by one (as an old warehouse is upgraded)."""
+    con = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
+    migrate(con)
+    return con
+
+
+def test_a_new_file_is_the_migrations_applied_and_dated_when_it_was_made(
+    tmp_path: Path,
+) -> None:
+    migrated = _migrated_on_file(tmp_path / "migrated.duckdb")
+    migrate_module._schema_bytes()  # the process's schema made before: its time is not the file's
+    before = dt.datetime.now(dt.UTC)
+    made = tmp_path / "made.duckdb"
+    new_file(made)
+    con = duckdb.connect(str(made))
+    try:
+        # every table, column (type, default, comment), constraint, view and sequence
+        assert catalog(con) == catalog(migrated)
+        assert len(catalog(con)["columns"]) > 300
+        versions = "SELECT version, name FROM ops.schema_version ORDER BY version"
+        assert con.execute(versions).fetchall() == migrated.execute(versions).fetchall()
+        (oldest,) = con.execute("SELECT min(applied_at) FROM ops.schema_version").fetchone() or ()
+        assert oldest >= before  # applied to this file now, not when the schema was first made
+        (block,) = (
+            con.execute(
+                "SELECT block_size FROM pragma_database_size() WHERE database_name = current_database()"
+            ).fetchone()
+            or ()
+        )
+        assert block == BLOCK_SIZE  # published compact, as a file migrated in place
+        assert migrate(con) == []  # nothing left to apply
+        assert con.execute("SELECT count(*) FROM core.transactions").fetchone() == (0,)
+    finally:
+        con.close()
+        migrated.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["made.duckdb", "migrated.duckdb"]
+
+
+def test_a_new_file_stopped_while_made_leaves_nothing_at_its_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    made = tmp_path / "centsync.duckdb"
+
+    def stopped(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(migrate_module.os, "replace", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        new_file(made)
+    assert list(tmp_path.iterdir()) == []
+    # a part a killed process left is removed by the next refresh, as a half-written publish
+    (tmp_path / "centsync.duckdb.new").write_bytes(b"half")
+    assert paths.stale_temporaries(made) == [tmp_path / "centsync.duckdb.new"]
+
+
+def test_a_refresh_and_an_open_of_a_new_warehouse_start_from_the_made_file(
+    tmp_path: Path,
+) -> None:
+    """Both ways a warehouse comes to be give the schema a file migrated in place has."""
+    migrated = _migrated_on_file(tmp_path / "migrated.duckdb")
+    expected = catalog(migrated)
+    migrated.close()
+    with Warehouse.refreshing(tmp_path / "first" / "centsync.duckdb", mode="full") as wh:
+        assert catalog(wh.con) == expected
+    with Warehouse.open(tmp_path / "opened" / "centsync.duckdb") as wh:
+        assert catalog(wh.con) == expected
+        assert wh.schema_version() == len(available())
