@@ -113,10 +113,7 @@ NOT_OURS = ROOT / "bench" / "results"
 
 def python_files(*folders: str) -> list[Path]:
     return sorted(
-        p
-        for f in folders
-        for p in (ROOT / f).rglob("*.py")
-        if not p.is_relative_to(NOT_OURS)
+        p for f in folders for p in (ROOT / f).rglob("*.py") if not p.is_relative_to(NOT_OURS)
     )
 
 
