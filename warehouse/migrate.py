@@ -3,6 +3,7 @@ a new warehouse file made at their head (`new_file`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
@@ -109,6 +110,20 @@ def _schema_bytes() -> bytes:
                     con.close()
                 _schema_file = path.read_bytes()
         return _schema_file
+
+
+def prepare_new_file() -> None:
+    """Start making the schema's bytes (`_schema_bytes`) on a thread of their own, for a
+    process about to make a new warehouse while it does other work first (a first sync's CLI
+    while it imports Dagster and starts its run): DuckDB runs the migrations outside the GIL,
+    and `new_file` then waits for them, or makes them itself if this failed."""
+    if _schema_file is None:
+        threading.Thread(target=_prepared, name="centsync-schema").start()
+
+
+def _prepared() -> None:
+    with contextlib.suppress(Exception):  # new_file makes them again, and raises there
+        _schema_bytes()
 
 
 def new_file(path: Path) -> None:

@@ -50,6 +50,10 @@ def run_refresh_job(
         "refresh": {"config": {"mode": mode, "months": months, "rebind": rebind, "report": report}}
     }
     tags = {"centsync/command": command_name(), "centsync/mode": mode}
+    if not config.warehouse.exists():  # a first sync: its new file's schema made meanwhile
+        from centsync.warehouse.migrate import prepare_new_file
+
+        prepare_new_file()
     run = runner.execute(config, "refresh_job", ops=ops, tags=tags)
     refreshed = runner.recorded(run, "transactions")
     # a run whose data landed but whose blocking reconciliation checks failed reports the

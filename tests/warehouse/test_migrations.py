@@ -249,3 +249,54 @@ def test_a_refresh_and_an_open_of_a_new_warehouse_start_from_the_made_file(
     with Warehouse.open(tmp_path / "opened" / "centsync.duckdb") as wh:
         assert catalog(wh.con) == expected
         assert wh.schema_version() == len(available())
+
+
+def test_the_schema_made_ahead_on_a_thread_is_the_one_a_new_file_gets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A first sync's CLI makes the schema while it imports Dagster (`prepare_new_file`)."""
+    import threading
+
+    monkeypatch.setattr(migrate_module, "_schema_file", None)
+    migrate_module.prepare_new_file()
+    (thread,) = [t for t in threading.enumerate() if t.name == "centsync-schema"]
+    thread.join(timeout=60)
+    made = migrate_module._schema_file
+    assert made is not None
+    migrate_module.prepare_new_file()  # made already: nothing more started
+    assert not [t for t in threading.enumerate() if t.name == "centsync-schema"]
+    new_file(tmp_path / "centsync.duckdb")
+    assert migrate_module._schema_file is made
+    migrated = _migrated_on_file(tmp_path / "migrated.duckdb")
+    con = duckdb.connect(str(tmp_path / "centsync.duckdb"))
+    try:
+        assert catalog(con) == catalog(migrated)
+    finally:
+        con.close()
+        migrated.close()
+
+
+def test_a_schema_that_failed_ahead_is_made_by_the_new_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    monkeypatch.setattr(migrate_module, "_schema_file", None)
+    real = migrate_module.migrate
+    calls: list[str] = []
+
+    def fails_once(con: duckdb.DuckDBPyConnection) -> list[int]:
+        calls.append(threading.current_thread().name)
+        if len(calls) == 1:
+            raise OSError("disk full")
+        return real(con)
+
+    monkeypatch.setattr(migrate_module, "migrate", fails_once)
+    migrate_module.prepare_new_file()
+    for t in [t for t in threading.enumerate() if t.name == "centsync-schema"]:
+        t.join(timeout=60)
+    assert migrate_module._schema_file is None  # the failure kept nothing
+    new_file(tmp_path / "centsync.duckdb")
+    assert calls == ["centsync-schema", threading.current_thread().name]
+    with Warehouse.open(tmp_path / "centsync.duckdb") as wh:
+        assert wh.schema_version() == len(available())
