@@ -14,6 +14,7 @@ from pathlib import Path
 
 import duckdb
 
+from centsync.warehouse import paths
 from centsync.warehouse.instances import BLOCK_SIZE, NEW_FILE
 
 _NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
@@ -141,5 +142,5 @@ def new_file(path: Path) -> None:
             con.close()
         os.replace(part, path)
     except BaseException:
-        part.unlink(missing_ok=True)
+        paths.remove(part)  # and its WAL
         raise
