@@ -60,6 +60,17 @@ ROW_GROUP_ROWS = 122_880
 NEW_FILE: Config = {"default_block_size": str(BLOCK_SIZE)}
 
 
+def copy_compact(con: duckdb.DuckDBPyConnection, source: str, target: Path) -> None:
+    """Write database `source` of `con` whole into a new file `target`, in compact blocks:
+    every table, view, comment, constraint and row, each table written once (`COPY FROM
+    DATABASE`; a refresh's publish, warehouse/session.py, and a new file's schema,
+    warehouse/migrate.py)."""
+    quoted = str(target).replace("'", "''")
+    con.execute(f"ATTACH '{quoted}' AS compact (BLOCK_SIZE {BLOCK_SIZE})")
+    con.execute(f'COPY FROM DATABASE "{source}" TO compact')
+    con.execute("DETACH compact")
+
+
 class _Thread(threading.local):
     def __init__(self) -> None:
         self.home: duckdb.DuckDBPyConnection | None = None

@@ -583,10 +583,7 @@ def _finish_file(wh: Session, work: Path) -> Path:
         return work
     target = _compact_path(work)
     paths.remove(target)
-    quoted = str(target).replace("'", "''")
-    wh.con.execute(f"ATTACH '{quoted}' AS compact (BLOCK_SIZE {BLOCK_SIZE})")
-    wh.con.execute(f'COPY FROM DATABASE "{source}" TO compact')
-    wh.con.execute("DETACH compact")
+    instances.copy_compact(wh.con, source, target)
     # the working copy's state is in the compact file: its own checkpoint would be wasted
     wh.close(checkpoint=False)
     paths.remove(work)

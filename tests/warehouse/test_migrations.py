@@ -10,7 +10,7 @@ import duckdb
 import pytest
 
 from centsync.warehouse import Warehouse, current_version, migrate, paths
-from centsync.warehouse.instances import BLOCK_SIZE
+from centsync.warehouse.instances import BLOCK_SIZE, NEW_FILE
 from centsync.warehouse.migrate import available, new_file
 
 from .builders import at_version, catalog
@@ -183,7 +183,7 @@ def test_007_documents_every_mode_a_refresh_records(db_path: Path) -> None:
 
 def _migrated_on_file(path: Path) -> duckdb.DuckDBPyConnection:
     """A file with every migration applied to it, one by one (as an old warehouse is upgraded)."""
-    con = duckdb.connect(str(path), config={"default_block_size": str(BLOCK_SIZE)})
+    con = duckdb.connect(str(path), config=NEW_FILE)
     migrate(con)
     return con
 
