@@ -15,6 +15,7 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from centsync.warehouse.frames import Scan
 from centsync.warehouse.reads import (
     _as_dicts,
     _as_frame,
@@ -103,7 +104,7 @@ def latest_refresh_id(con: duckdb.DuckDBPyConnection) -> str | None:
 
 
 def _copy(
-    con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation, path: str, opts: str
+    con: duckdb.DuckDBPyConnection, rel: duckdb.DuckDBPyRelation | Scan, path: str, opts: str
 ) -> int:
     """COPY a relation to a file; rows written. COPY takes no parameter inside its query, so
     the relation (bound with any) is copied from a temporary view, which read only allows."""
@@ -138,9 +139,10 @@ def copy_relation(
         pairs = ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in metadata.items())
         options += f", KV_METADATA {{{pairs}}}"
     rel = con.sql(sql, params=[where[1]] if where else None)
+    source: duckdb.DuckDBPyRelation | Scan = rel
     if reshape is not None:
-        rel = con.from_arrow(reshape(rel.pl()).to_arrow())
-    return _copy(con, rel, path, options)
+        source = Scan(reshape(pl.DataFrame(rel)))
+    return _copy(con, source, path, options)
 
 
 def id_names(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -167,9 +169,7 @@ def result_frame(result: duckdb.DuckDBPyRelation) -> pl.DataFrame:
         else _ident(name)
         for name, typ in _types(result)
     )
-    frame = pl.from_arrow(result.project(select).to_arrow_table())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
+    return pl.DataFrame(result.project(select))
 
 
 def copy_result(

@@ -14,6 +14,7 @@ import orjson
 import polars as pl
 
 from centsync.warehouse import marts, reads
+from centsync.warehouse.frames import frame as query_frame
 
 # ops.meta: the digest of the inputs the analysts' marts were last built from
 # (pipelines/mart_build.py `rebuild_analyst_marts`), written with their rows
@@ -29,16 +30,10 @@ ANALYST_TABLES = (
 )
 
 
-def _frame(con: duckdb.DuckDBPyConnection, sql: str) -> pl.DataFrame:
-    result = pl.from_arrow(con.sql(sql).to_arrow_table())
-    assert isinstance(result, pl.DataFrame)
-    return result
-
-
 def ledger(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """core.transactions with ids as text: id, account_id, concept, amount, booked_at, type,
     expense_goal_id."""
-    return _frame(
+    return query_frame(
         con,
         """
         SELECT id::VARCHAR AS id, account_id::VARCHAR AS account_id, concept, amount, booked_at,
@@ -50,7 +45,7 @@ def ledger(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """core.accounts: id, name, type."""
-    return _frame(con, "SELECT id::VARCHAR AS id, name, type FROM core.accounts ORDER BY id")
+    return query_frame(con, "SELECT id::VARCHAR AS id, name, type FROM core.accounts ORDER BY id")
 
 
 def renames_path(warehouse: Path) -> Path:

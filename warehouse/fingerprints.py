@@ -15,19 +15,13 @@ import duckdb
 import polars as pl
 
 from centsync.transform.calendar import month_key
+from centsync.warehouse.frames import frame as query_frame
 from centsync.warehouse.migrate import current_version
 from centsync.warehouse.session import Session
 
 EPOCH = dt.date(1900, 1, 1)  # the lower bound of a range open below
 # Count and sums per type, in the server summary's order: (count, income, expense, transfer).
 Totals = tuple[int, int, int, int]
-
-
-def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> pl.DataFrame:
-    con.complete()  # finish any caller's half-read execute() result first
-    result = pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
-    assert isinstance(result, pl.DataFrame)
-    return result
 
 
 def local_totals(con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.date) -> Totals:
@@ -51,7 +45,7 @@ def local_category_spending(
 ) -> pl.DataFrame:
     """Spending per category of the rows booked in ``lo``..``hi``: every expense row, refunds
     included (the spending endpoint's rules). Columns: key (category id), amount, count."""
-    return _frame(
+    return query_frame(
         con,
         """
         SELECT category_id::VARCHAR AS key, sum(amount)::BIGINT AS amount, count(*)::BIGINT AS count
@@ -66,7 +60,7 @@ def local_expenses(con: duckdb.DuckDBPyConnection, lo: dt.date | None, hi: dt.da
     merchant fingerprint's input; the merchant key itself is the contract's rule, applied by
     the caller to each concept). Summed here, not one row per expense: a ledger holds a few
     hundred concepts, and a 2,000,000-row ledger's expense rows read whole were 200 MB."""
-    return _frame(
+    return query_frame(
         con,
         "SELECT concept, sum(amount)::BIGINT AS amount, count(*)::BIGINT AS count "
         "FROM core.transactions WHERE type = 'expense' AND booked_at BETWEEN ? AND ? "

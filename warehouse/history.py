@@ -18,6 +18,8 @@ import datetime as dt
 import duckdb
 import polars as pl
 
+from centsync.warehouse.frames import frame as query_frame
+
 # a version's values: core.transactions' columns after id, before refresh_id
 VALUES = (
     "account_id",
@@ -180,12 +182,6 @@ def attribute(con: duckdb.DuckDBPyConnection, refresh_id: str) -> int:
 # -- reading ---------------------------------------------------------------------------------
 
 
-def _frame(con: duckdb.DuckDBPyConnection, sql: str, params: list[object]) -> pl.DataFrame:
-    result = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
-    assert isinstance(result, pl.DataFrame)
-    return result
-
-
 def kept(con: duckdb.DuckDBPyConnection) -> bool:
     """Whether this warehouse keeps history (a read-only one last written before 011 does not)."""
     return bool(
@@ -235,7 +231,7 @@ def refresh_no_at(con: duckdb.DuckDBPyConnection, at: dt.datetime | dt.date) -> 
 def ledger_as_of(con: duckdb.DuckDBPyConnection, refresh_no: int) -> pl.DataFrame:
     """The ledger as it stood after refresh number `refresh_no`, as marts' inputs read it
     (warehouse/marts.py `transactions`: ids as text)."""
-    return _frame(
+    return query_frame(
         con,
         """
         SELECT account_id::VARCHAR AS account_id, concept, amount, booked_at,
@@ -257,7 +253,7 @@ def refresh_seen(con: duckdb.DuckDBPyConnection, refresh_no: int) -> dt.datetime
 def accounts_as_of(con: duckdb.DuckDBPyConnection, refresh_no: int) -> pl.DataFrame:
     """The accounts (id, name, type, balance) as the last snapshot up to refresh number
     `refresh_no` held them (history.accounts), as marts' inputs read core.accounts."""
-    return _frame(
+    return query_frame(
         con,
         """
         WITH last AS (
@@ -274,7 +270,7 @@ def accounts_as_of(con: duckdb.DuckDBPyConnection, refresh_no: int) -> pl.DataFr
 
 def net_worth_as_of(con: duckdb.DuckDBPyConnection, refresh_no: int) -> pl.DataFrame:
     """history.net_worth up to refresh number `refresh_no` (marts' net worth snapshots)."""
-    return _frame(
+    return query_frame(
         con,
         """
         SELECT n.refresh_id, n.snapshot_at, n.currency, n.assets, n.liabilities, n.net_worth,
@@ -290,7 +286,7 @@ def changes_since(con: duckdb.DuckDBPyConnection, refresh_no: int) -> pl.DataFra
     """Every change refreshes after number `refresh_no` saw, oldest first: the version after
     (kind, fields, origin) beside the one before (b_*, NULL for a row added)."""
     before = ", ".join(f"b.{v} AS b_{v}" for v in VALUES)
-    return _frame(
+    return query_frame(
         con,
         f"""
         SELECT a.id::VARCHAR AS id, a.valid_from_no AS refresh_no, a.valid_from AS seen_at,

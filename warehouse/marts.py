@@ -17,6 +17,8 @@ import duckdb
 import polars as pl
 
 from centsync.warehouse.common import write_metas
+from centsync.warehouse.frames import frame as query_frame
+from centsync.warehouse.frames import register
 from centsync.warehouse.instances import release
 
 MART_TABLES = (
@@ -30,22 +32,10 @@ MART_TABLES = (
 )
 
 
-def _arrow(frame: pl.DataFrame) -> object:
-    return frame.to_arrow(compat_level=pl.CompatLevel.newest())
-
-
 def _first(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> tuple[Any, ...] | None:
     """The first row, reading the result to its end (DuckDB 2 refuses new work otherwise)."""
     rows = con.execute(sql, params).fetchall()
     return rows[0] if rows else None
-
-
-def _frame(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
-) -> pl.DataFrame:
-    result = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
-    assert isinstance(result, pl.DataFrame)
-    return result
 
 
 _COLUMNS = """account_id::VARCHAR AS account_id, concept, amount, booked_at,
@@ -64,7 +54,7 @@ def transactions(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     Not the transaction's own id: nothing in the marts or the checks groups by it (the row
     differences are found in SQL), and as text it was 52 MB of the frame at 1,000,000 rows.
     """
-    return _frame(con, _LEDGER)
+    return query_frame(con, _LEDGER)
 
 
 # A ledger of more rows than this is scanned from a Parquet copy, not read whole (`ledger`).
@@ -125,19 +115,19 @@ def analyst_scan(folder: Path) -> pl.LazyFrame | None:
 
 def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """core.accounts: id, name, type, balance."""
-    return _frame(
+    return query_frame(
         con, "SELECT id::VARCHAR AS id, name, type, balance FROM core.accounts ORDER BY id"
     )
 
 
 def categories(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """core.categories: id, name (names learnt from spending labels)."""
-    return _frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
+    return query_frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
 
 
 def net_worth_history(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """history.net_worth, one row per refresh."""
-    return _frame(
+    return query_frame(
         con,
         """
         SELECT refresh_id, snapshot_at, currency, assets, liabilities, net_worth, account_count
@@ -200,7 +190,7 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
         else dict(
             zip(("assets", "liabilities", "net_worth", "count"), map(_int, acc), strict=True)
         ),
-        by_type=_frame(
+        by_type=query_frame(
             con,
             "SELECT type, balance FROM server.accounts_summary_by_type WHERE refresh_id = ?",
             [refresh_id],
@@ -208,7 +198,7 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
         net_worth=None
         if nw is None
         else dict(zip(("assets", "liabilities", "total"), map(_int, nw[:3]), strict=True)),
-        spending_requests=_frame(
+        spending_requests=query_frame(
             con,
             """
             SELECT group_by, from_date, to_date FROM server.spending_totals
@@ -216,7 +206,7 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
             """,
             [refresh_id],
         ),
-        spending_rows=_frame(
+        spending_rows=query_frame(
             con,
             """
             SELECT group_by, from_date, to_date, key, label, amount, count FROM server.spending
@@ -224,7 +214,7 @@ def server_aggregates(con: duckdb.DuckDBPyConnection, refresh_id: str) -> Server
             """,
             [refresh_id],
         ),
-        summaries=_frame(
+        summaries=query_frame(
             con,
             """
             SELECT scope, from_date, to_date, count, income, expense, transfer, net
@@ -295,7 +285,7 @@ def _differing(
         return f"{side}.{f}::VARCHAR" if f in ("id", *ids) else f"{side}.{f}"
 
     differs = " OR ".join(f"l.{f} IS DISTINCT FROM r.{f}" for f in fields)
-    both = _frame(
+    both = query_frame(
         con,
         f"""
         WITH l AS ({local_sql}), r AS ({received_sql})
@@ -419,7 +409,7 @@ def replace_tables(
     try:
         for name in tables:
             frame = frames[name]
-            con.register("_mart", _arrow(frame))  # replaces the last table's frame
+            register(con, "_mart", frame)  # replaces the last table's frame
             cols = ", ".join(f'"{c}"' for c in frame.columns)
             con.execute(f"DELETE FROM marts.{name}")
             con.execute(f"INSERT INTO marts.{name} ({cols}) SELECT {cols} FROM _mart")
@@ -463,8 +453,8 @@ def write_reconciliation(
             ],
         )
         res = results.with_columns(recon_id=pl.lit(recon_id), refresh_id=pl.lit(run["refresh_id"]))
-        con.register("_results", _arrow(res))
-        con.register("_rows", _arrow(row_differences.with_columns(recon_id=pl.lit(recon_id))))
+        register(con, "_results", res)
+        register(con, "_rows", row_differences.with_columns(recon_id=pl.lit(recon_id)))
         try:
             cols = ", ".join(f'"{c}"' for c in res.columns)
             con.execute(f"INSERT INTO recon.results ({cols}) SELECT {cols} FROM _results")

@@ -33,10 +33,12 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pyarrow as pa
+import polars as pl
 
 from centsync.warehouse.common import transaction
 from centsync.warehouse.errors import DamagedError, WarehouseError
+from centsync.warehouse.frames import frame as query_frame
+from centsync.warehouse.frames import register
 from centsync.warehouse.paths import exclusive_lock, is_damage, never_completed, remove
 
 log = logging.getLogger(__name__)
@@ -459,19 +461,20 @@ class Outbox:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
-    def arrow(self) -> pa.Table:
+    def frame(self) -> pl.DataFrame:
+        """Every row of the outbox, oldest first."""
         with self.connect() as con:
-            return con.sql("SELECT * FROM ops.outbox ORDER BY id").to_arrow_table()
+            return query_frame(con, "SELECT * FROM ops.outbox ORDER BY id")
 
 
-def mirror(con: duckdb.DuckDBPyConnection, outbox: pa.Table | None) -> int:
+def mirror(con: duckdb.DuckDBPyConnection, outbox: pl.DataFrame | None) -> int:
     """Copy the outbox into a warehouse's ops.outbox (its read-only view for analysts)."""
     with transaction(con):
         con.execute("DELETE FROM ops.outbox")
-        if outbox is not None and outbox.num_rows:
-            con.register("_outbox_rows", outbox)
+        if outbox is not None and outbox.height:
+            register(con, "_outbox_rows", outbox)
             try:
                 con.execute("INSERT INTO ops.outbox BY NAME SELECT * FROM _outbox_rows")
             finally:
                 con.unregister("_outbox_rows")
-    return 0 if outbox is None else outbox.num_rows
+    return 0 if outbox is None else outbox.height

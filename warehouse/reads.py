@@ -16,6 +16,8 @@ from typing import Any
 import duckdb
 import polars as pl
 
+from centsync.warehouse.frames import frame as query_frame
+
 # --- refresh and reconciliation (pipelines/refresh/, pipelines/reconcile.py) -----------------
 
 
@@ -71,21 +73,12 @@ class WritebackReference:
     currency: str | None
 
 
-def _writeback_frame(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
-) -> pl.DataFrame:
-    """A query's result as a Polars frame."""
-    frame = pl.from_arrow(con.sql(sql, params=params).to_arrow_table())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
-
 def writeback_reference(
     con: duckdb.DuckDBPyConnection, transaction_ids: Sequence[str]
 ) -> WritebackReference:
     """The reference data of a write-back, with the types of `transaction_ids` only."""
-    accounts = _writeback_frame(con, "SELECT id::VARCHAR AS id, name, currency FROM core.accounts")
-    categories = _writeback_frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
+    accounts = query_frame(con, "SELECT id::VARCHAR AS id, name, currency FROM core.accounts")
+    categories = query_frame(con, "SELECT id::VARCHAR AS id, name FROM core.categories")
     goals = [
         str(r[0])
         for r in con.execute(
@@ -93,7 +86,7 @@ def writeback_reference(
             "WHERE expense_goal_id IS NOT NULL"
         ).fetchall()
     ]
-    transactions = _writeback_frame(
+    transactions = query_frame(
         con,
         "SELECT t.id::VARCHAR AS id, t.type, a.connection_id IS NOT NULL AS bank_fed "
         "FROM core.transactions t LEFT JOIN core.accounts a ON a.id = t.account_id "
@@ -106,7 +99,7 @@ def writeback_reference(
 
 def rule_candidates(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Every transaction with what categorisation rules match on and set (ids as text)."""
-    return _writeback_frame(
+    return query_frame(
         con,
         "SELECT t.id::VARCHAR AS id, t.account_id::VARCHAR AS account_id, a.name AS account_name, "
         "t.booked_at, t.amount, t.concept, t.type, t.category_id::VARCHAR AS category_id, "
@@ -119,7 +112,7 @@ def ledger_rows_between(
     con: duckdb.DuckDBPyConnection, account_ids: Sequence[str], first: dt.date, last: dt.date
 ) -> pl.DataFrame:
     """The transactions of these accounts booked within [first, last] (a bank file's days)."""
-    return _writeback_frame(
+    return query_frame(
         con,
         "SELECT id::VARCHAR AS id, account_id::VARCHAR AS account_id, booked_at, amount, concept "
         "FROM core.transactions WHERE account_id::VARCHAR IN (SELECT unnest(?::VARCHAR[])) "
@@ -168,15 +161,6 @@ def _as_dicts(
     cur = con.execute(sql, params or [])
     cols = [d[0] for d in cur.description]
     return [dict(zip(cols, r, strict=True)) for r in cur.fetchall()]
-
-
-def _as_frame(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[Any] | None = None
-) -> pl.DataFrame:
-    """A query's result as a Polars frame (through Arrow)."""
-    frame = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
 
 
 def table_exists(con: duckdb.DuckDBPyConnection, qualified: str) -> bool:
@@ -307,7 +291,7 @@ def latest_reconciliation(con: duckdb.DuckDBPyConnection) -> dict[str, Any] | No
 
 def reconciliation_results(con: duckdb.DuckDBPyConnection, recon_id: str) -> pl.DataFrame:
     """Every comparison of one reconciliation, both numbers and the status."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT "check", scope, from_date, to_date, local_cents, server_cents,
@@ -320,7 +304,7 @@ def reconciliation_results(con: duckdb.DuckDBPyConnection, recon_id: str) -> pl.
 
 def spending_by_category_last_year(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Spending per category over the 12 months up to the latest one, most spent first."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT category_name, sum(amount_cents) AS amount_cents FROM marts.spending_by_month_category
@@ -332,7 +316,7 @@ def spending_by_category_last_year(con: duckdb.DuckDBPyConnection) -> pl.DataFra
 
 def net_worth_by_day(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The daily net-worth curve: net worth, assets and liabilities per date."""
-    return _as_frame(
+    return query_frame(
         con,
         "SELECT date, net_worth_cents, assets_cents, liabilities_cents FROM marts.net_worth_daily ORDER BY date",
     )
@@ -340,14 +324,14 @@ def net_worth_by_day(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def net_worth_snapshot_points(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Each refresh's net-worth snapshot: when, and the service's net worth then."""
-    return _as_frame(
+    return query_frame(
         con, "SELECT snapshot_at, net_worth_cents FROM marts.net_worth_snapshots ORDER BY 1"
     )
 
 
 def cash_flow_months(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Income, spending and net per month, and whether the month is still running (partial)."""
-    return _as_frame(
+    return query_frame(
         con,
         "SELECT month, income_cents, spending_cents, net_cents, coalesce(partial, false) AS partial "
         "FROM marts.cash_flow_by_month ORDER BY month",

@@ -13,17 +13,8 @@ from collections.abc import Sequence
 import duckdb
 import polars as pl
 
+from centsync.warehouse.frames import frame as query_frame
 from centsync.warehouse.reads import table_exists
-
-
-def _as_frame(
-    con: duckdb.DuckDBPyConnection, sql: str, params: list[object] | None = None
-) -> pl.DataFrame:
-    """A query's result as a Polars frame (through Arrow)."""
-    frame = pl.from_arrow(con.sql(sql, params=params or None).to_arrow_table())
-    assert isinstance(frame, pl.DataFrame)
-    return frame
-
 
 # The drill-down's columns, one row per transaction: names resolved, money in integer cents.
 _TX_SELECT = """
@@ -38,7 +29,7 @@ _TX_SELECT = """
 
 def month_row_counts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Local transactions per month ('YYYY-MM', rows), newest first: what drill-down could embed."""
-    return _as_frame(
+    return query_frame(
         con,
         "SELECT strftime(month, '%Y-%m') AS month, count(*)::BIGINT AS rows "
         "FROM core.transactions GROUP BY month ORDER BY month DESC",
@@ -48,8 +39,8 @@ def month_row_counts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 def transactions_of_months(con: duckdb.DuckDBPyConnection, months: Sequence[str]) -> pl.DataFrame:
     """Every local transaction of the given months ('YYYY-MM'), by date and id."""
     if not months:
-        return _as_frame(con, _TX_SELECT + " WHERE false")
-    return _as_frame(
+        return query_frame(con, _TX_SELECT + " WHERE false")
+    return query_frame(
         con,
         _TX_SELECT + " WHERE strftime(t.month, '%Y-%m') IN (SELECT unnest(?)) "
         "ORDER BY t.booked_at, t.id",
@@ -75,7 +66,7 @@ def account_names(con: duckdb.DuckDBPyConnection) -> dict[str, str]:
 
 def row_differences(con: duckdb.DuckDBPyConnection, recon_id: str, limit: int) -> pl.DataFrame:
     """The first `limit` rows behind one reconciliation's differences, both sides as JSON text."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT kind, entity, id::VARCHAR AS id, strftime(month, '%Y-%m') AS month, fields,
@@ -88,7 +79,7 @@ def row_differences(con: duckdb.DuckDBPyConnection, recon_id: str, limit: int) -
 
 def rejected_rows(con: duckdb.DuckDBPyConnection, refresh_id: str, limit: int) -> pl.DataFrame:
     """Rows validation rejected in one refresh: entity, reason, the record as received."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT entity, reason, record::VARCHAR AS record, rejected_at
@@ -102,7 +93,7 @@ def outbox_rows(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The write-back outbox as of the last refresh (`ops.outbox`; empty when it has none)."""
     if not table_exists(con, "ops.outbox"):
         return pl.DataFrame()
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT id, state, operation, source_name, source_line, event_ref,
@@ -116,7 +107,7 @@ def outbox_rows(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def merchants_last_year(con: duckdb.DuckDBPyConnection, limit: int) -> pl.DataFrame:
     """The `limit` merchants most spent at over the 12 months up to the latest one."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT s.merchant, any_value(coalesce(n.merchant_name, s.merchant)) AS merchant_name,
@@ -133,7 +124,7 @@ def merchants_last_year(con: duckdb.DuckDBPyConnection, limit: int) -> pl.DataFr
 
 def recurring_series(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The recurring series (marts.recurring_series), active first, the next due first."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT merchant_name, account_name, type, cadence, typical_amount_cents,
@@ -146,7 +137,7 @@ def recurring_series(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def transfer_routes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """The paired transfers per route (from account, to account): count, amount, last."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT coalesce(f.name, p.from_account_id::VARCHAR) AS from_account,
@@ -163,7 +154,7 @@ def transfer_routes(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
 
 def unpaired_transfers(con: duckdb.DuckDBPyConnection, limit: int) -> pl.DataFrame:
     """The transfer legs without a pair, with their reason (the newest `limit`)."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT u.reason, strftime(u.booked_at, '%Y-%m-%d') AS date,
@@ -179,7 +170,7 @@ def unpaired_transfers(con: duckdb.DuckDBPyConnection, limit: int) -> pl.DataFra
 
 def expense_goals(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:
     """Each Expense's draw: months, transactions, the total drawn (running total's last)."""
-    return _as_frame(
+    return query_frame(
         con,
         """
         SELECT expense_goal_id::VARCHAR AS expense_goal_id, count(*) AS months,

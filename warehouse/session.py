@@ -16,7 +16,7 @@ import duckdb
 import orjson
 import polars as pl
 
-from centsync.warehouse import common, history, instances, paths
+from centsync.warehouse import common, frames, history, instances, paths
 from centsync.warehouse import validation as v
 from centsync.warehouse.common import (
     RefreshMode,
@@ -237,13 +237,12 @@ class Session:
 
     @contextlib.contextmanager
     def _registered(self, frame: pl.DataFrame) -> Iterator[str]:
-        """Expose a frame to SQL as an Arrow view (zero copy), for INSERT ... SELECT."""
+        """Expose a frame to SQL as an Arrow stream (zero copy), for INSERT ... SELECT."""
         # a name per nesting level, registered again by the next frame at that level (which
         # replaces it: 0.5 ms, against 0.8 ms to register and unregister, ~20 frames a refresh)
         name = f"_incoming_{self._depth}"
         self._depth += 1
-        # Newest compat level keeps Polars' string views: no copy of every string on the way in.
-        self.con.register(name, frame.to_arrow(compat_level=pl.CompatLevel.newest()))
+        frames.register(self.con, name, frame)
         try:
             yield name
         finally:
@@ -326,12 +325,7 @@ class Session:
         return rows[0] if rows else None
 
     def _df(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
-        self.con.complete()  # finish any caller's half-read execute() result first
-        result = pl.from_arrow(
-            self.con.sql(sql, params=list(params) if params else None).to_arrow_table()
-        )
-        assert isinstance(result, pl.DataFrame)
-        return result
+        return frames.frame(self.con, sql, params)
 
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run SQL and return the result as a Polars frame."""

@@ -75,5 +75,5 @@ def after_refresh(
     if not outbox.exists():
         return None
     confirmed = confirm(con, outbox, refresh_id, dt.datetime.now(dt.UTC))
-    mirror(con, outbox.arrow())
+    mirror(con, outbox.frame())
     return confirmed, outbox.counts()

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import datetime as dt
+
 import orjson
 import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from centsync.extract import TRANSACTION_SCHEMA
+from centsync.extract import TRANSACTION_SCHEMA, _frames
 from centsync.extract._frames import TRANSACTION_WIRE, cut_page, frame_from_chunks
+
+# `_timestamp` takes a column of ARROW_CAST_ROWS timestamps or more through Arrow's cast first,
+# a smaller one through Polars alone: every timestamp test runs both ways
+BOTH_WAYS = pytest.mark.parametrize("arrow_rows", [0, 10**9], ids=["arrow-first", "polars"])
 
 RECORD = {
     "id": "0ac7ba49-b043-4e18-a21b-7cf79e000001",
@@ -126,14 +132,22 @@ def test_raw_lines_keep_every_line_verbatim_even_with_separator_bytes() -> None:
         ("2026-11-21T18:59:59.123456Z", "2026-11-21 18:59:59.123000+00:00"),  # finer than ms
     ],
 )
-def test_timestamps_in_any_iso_form_become_utc_instants(text: str, expected: str) -> None:
+@BOTH_WAYS
+def test_timestamps_in_any_iso_form_become_utc_instants(
+    text: str, expected: str, arrow_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_frames, "ARROW_CAST_ROWS", arrow_rows)
     body = page([{**RECORD, "created_at": text, "updated_at": None}])
     frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
     assert str(frame["created_at"][0]) == expected
     assert frame["updated_at"][0] is None
 
 
-def test_a_column_mixing_timestamp_forms_reads_every_row() -> None:
+@BOTH_WAYS
+def test_a_column_mixing_timestamp_forms_reads_every_row(
+    arrow_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_frames, "ARROW_CAST_ROWS", arrow_rows)
     texts = ["2026-11-21T18:59:59.123Z", "2026-11-21 18:59:59", "2026-11-21T20:59:59+02:00"]
     body = page([{**RECORD, "created_at": t} for t in texts])
     frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
@@ -144,10 +158,48 @@ def test_a_column_mixing_timestamp_forms_reads_every_row() -> None:
     ]
 
 
-def test_an_unreadable_timestamp_comes_back_as_text_for_validation() -> None:
+@BOTH_WAYS
+def test_an_unreadable_timestamp_comes_back_as_text_for_validation(
+    arrow_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_frames, "ARROW_CAST_ROWS", arrow_rows)
     body = page([{**RECORD, "created_at": "yesterday"}])
     frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
     assert frame["created_at"].to_list() == ["yesterday"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.datetimes(min_value=dt.datetime(1970, 1, 2), max_value=dt.datetime(2099, 12, 30)),
+            st.sampled_from(["Z", "+00:00", "+02:00", "-05:30", "+14:00"]),
+            st.sampled_from([0, 1, 3, 6]),  # digits of the fraction
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_both_ways_read_every_rfc_3339_timestamp_alike(
+    stamps: list[tuple[dt.datetime, str, int]],
+) -> None:
+    """What Arrow's cast reads, Polars' `%+` reads to the same instant: the size of a column
+    decides which one reads it, never what it holds."""
+    texts = []
+    for when, offset, digits in stamps:
+        fraction = f"{when.microsecond:06d}"[:digits]
+        texts.append(
+            when.strftime("%Y-%m-%dT%H:%M:%S") + (f".{fraction}" if digits else "") + offset
+        )
+    column = pl.Series("created_at", texts)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_frames, "ARROW_CAST_ROWS", 0)
+        arrow_first = _frames._timestamp(column)
+        mp.setattr(_frames, "ARROW_CAST_ROWS", 10**9)
+        polars_only = _frames._timestamp(column)
+    assert arrow_first.dtype == polars_only.dtype == pl.Datetime("ms", "UTC")
+    assert arrow_first.to_list() == polars_only.to_list()
+    assert arrow_first.null_count() == 0
 
 
 def test_a_page_waiting_compressed_parses_as_received() -> None:
