@@ -130,6 +130,10 @@ def test_raw_lines_keep_every_line_verbatim_even_with_separator_bytes() -> None:
         ("2026-11-21T13:59:59.123-05:00", "2026-11-21 18:59:59.123000+00:00"),
         ("2026-11-21 18:59:59", "2026-11-21 18:59:59+00:00"),  # not RFC 3339: inferred, UTC
         ("2026-11-21T18:59:59.123456Z", "2026-11-21 18:59:59.123000+00:00"),  # finer than ms
+        ("2026-11-21", "2026-11-21 00:00:00+00:00"),  # a date alone: its midnight, UTC
+        ("2026-11-21T18:59Z", "2026-11-21 18:59:00+00:00"),  # no seconds
+        ("2026-11-21T18:59:59+0200", "2026-11-21 16:59:59+00:00"),  # an offset without a colon
+        ("20261121T185959Z", "2026-11-21 18:59:59+00:00"),  # ISO 8601's basic format
     ],
 )
 @BOTH_WAYS
@@ -159,13 +163,14 @@ def test_a_column_mixing_timestamp_forms_reads_every_row(
 
 
 @BOTH_WAYS
+@pytest.mark.parametrize("text", ["yesterday", "2026-11-21T24:00:00Z", "2026-02-30T10:00:00Z"])
 def test_an_unreadable_timestamp_comes_back_as_text_for_validation(
-    arrow_rows: int, monkeypatch: pytest.MonkeyPatch
+    text: str, arrow_rows: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_frames, "ARROW_CAST_ROWS", arrow_rows)
-    body = page([{**RECORD, "created_at": "yesterday"}])
+    body = page([{**RECORD, "created_at": text}])
     frame = frame_from_chunks([cut_page(body)], TRANSACTION_WIRE)
-    assert frame["created_at"].to_list() == ["yesterday"]
+    assert frame["created_at"].to_list() == [text]
 
 
 @settings(max_examples=60, deadline=None)
