@@ -16,9 +16,9 @@ import duckdb
 import polars as pl
 
 from centsync.warehouse.frames import Scan
+from centsync.warehouse.frames import frame as query_frame
 from centsync.warehouse.reads import (
     _as_dicts,
-    _as_frame,
     catalogue_columns,
     catalogue_relations,
     latest_successful_refresh,
@@ -148,10 +148,10 @@ def copy_relation(
 def id_names(con: duckdb.DuckDBPyConnection) -> tuple[pl.DataFrame, pl.DataFrame]:
     """(account_id, account_name) of every account and (category_id, category_name) of every
     category the warehouse holds a name for, ids as text."""
-    accounts = _as_frame(
+    accounts = query_frame(
         con, "SELECT id::VARCHAR AS account_id, name AS account_name FROM core.accounts"
     )
-    categories = _as_frame(
+    categories = query_frame(
         con, "SELECT id::VARCHAR AS category_id, name AS category_name FROM core.categories"
     )
     return accounts, categories
@@ -200,12 +200,12 @@ def ledger_rows(con: duckdb.DuckDBPyConnection, since: dt.date | None) -> Ledger
         con, "SELECT any_value(currency) AS c, any_value(timezone) AS tz FROM core.settings"
     )[0]
     tz = settings["tz"] or "UTC"
-    accounts = _as_frame(
+    accounts = query_frame(
         con,
         "SELECT id::VARCHAR AS id, name, type, currency, balance, institution "
         "FROM core.accounts ORDER BY type, name, id",
     )
-    snapshots = _as_frame(
+    snapshots = query_frame(
         con,
         """
         SELECT id::VARCHAR AS id, refresh_id, snapshot_at,
@@ -214,7 +214,7 @@ def ledger_rows(con: duckdb.DuckDBPyConnection, since: dt.date | None) -> Ledger
         """,
         [tz],
     )
-    transactions = _as_frame(
+    transactions = query_frame(
         con,
         """
         SELECT t.id::VARCHAR AS id, t.account_id::VARCHAR AS account_id, t.booked_at, t.amount,
