@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from centsync.sandbox import Sandbox
+
+pytestmark = pytest.mark.e2e
 
 # the `centsync` console script, with what it imported printed as it exits (it leaves through
 # os._exit, past atexit)
