@@ -33,8 +33,8 @@ class ReadOnlyWarehouse:
         self.currency = (currency or [""])[0]
 
     def q(self, sql: str, params: list | None = None) -> pl.DataFrame:
-        """A query's result as a Polars frame."""
-        return pl.from_arrow(self.con.sql(sql, params=params or None).to_arrow_table())
+        """A query's result as a Polars frame (Polars reads the result's Arrow stream)."""
+        return pl.DataFrame(self.con.sql(sql, params=params or None))
 
     def money(self, cents: int | None) -> str:
         """Integer cents as text (display only): 1234567 -> '12,345.67 EUR'."""
