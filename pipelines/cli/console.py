@@ -3,7 +3,7 @@ the one environment write of centsync, before Polars loads.
 
 `main.entry` turns the collector off for a command's imports and `group.imports_done` freezes
 what they made, then turns it back on; but the console script imports `main` (and with it the
-CLI's commands, httpx, aiohttp, pyarrow and Polars, about 0.3 s) before it can call `entry`, and
+CLI's commands, httpx, aiohttp and Polars, about 0.3 s) before it can call `entry`, and
 those imports set off collections over everything imported so far: a full one of ~18 ms and
 ~17 ms of younger ones on each command (docs/benchmarks.md, issue 46). This module imports
 nothing but `gc`, `os` and `sys`, so the script that starts here imports the CLI with the
