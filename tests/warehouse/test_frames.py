@@ -78,7 +78,7 @@ def test_a_registered_frame_is_read_by_every_statement_of_a_transaction(
     assert con.execute("SELECT count(*) FROM src").fetchall() == [(2,)]
 
 
-def test_a_frame_outlives_the_connection_it_was_read_from(tmp_path: object) -> None:
+def test_a_frame_outlives_the_connection_it_was_read_from() -> None:
     con = duckdb.connect()
     got = frames.frame(con, "SELECT i, 'row ' || i AS label FROM range(100000) r(i)")
     con.close()
