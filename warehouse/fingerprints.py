@@ -78,7 +78,7 @@ class Fingerprints(Session):
         Columns: month ('YYYY-MM'), rows (local), verified_at (when the month was last read
         whole, on the service's clock; NULL when no read is recorded).
         """
-        return self._df(
+        return self.query(
             """
             SELECT strftime(t.month, '%Y-%m') AS month, count(*)::BIGINT AS rows,
                    any_value(coalesce(s.verified_at, s.read_at)) AS verified_at
@@ -96,15 +96,15 @@ class Fingerprints(Session):
 
     def month_state(self) -> pl.DataFrame:
         """ops.month_state with month as 'YYYY-MM'."""
-        return self._df(
+        return self.query(
             "SELECT strftime(month, '%Y-%m') AS month, * EXCLUDE (month) FROM ops.month_state ORDER BY month"
         )
 
     def rejected_rows(self, refresh_id: str | None = None) -> pl.DataFrame:
         """Rejected rows (of one refresh, or all) with their reasons: the asset check's input."""
         if refresh_id is None:
-            return self._df("SELECT * FROM raw.rejected_rows ORDER BY rejected_at")
-        return self._df(
+            return self.query("SELECT * FROM raw.rejected_rows ORDER BY rejected_at")
+        return self.query(
             "SELECT * FROM raw.rejected_rows WHERE refresh_id = ? ORDER BY rejected_at",
             [refresh_id],
         )

@@ -324,12 +324,9 @@ class Session:
         rows = self.con.execute(sql, params or []).fetchall()
         return rows[0] if rows else None
 
-    def _df(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
-        return frames.frame(self.con, sql, params)
-
     def query(self, sql: str, params: Sequence[Any] | None = None) -> pl.DataFrame:
         """Run SQL and return the result as a Polars frame."""
-        return self._df(sql, params)
+        return frames.frame(self.con, sql, params)
 
     # -- ops: refreshes, meta, month state -----------------------------------------------------
 
