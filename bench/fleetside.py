@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
-from centsync.pipelines.cli.console import MANY_OWNERS_POLARS_THREADS
+from centsync.pipelines.cli.console import MANY_OWNERS_POLARS_THREADS, jemalloc
 from centsync.sandbox.server import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -28,9 +28,13 @@ BIN = Path(sys.executable).parent
 
 def fleet_environ(env: dict[str, str] | None = None) -> dict[str, str]:
     """The environment the fleet's processes are started with (docs/scale.md): Polars on one
-    thread, as `refresh --all` runs it, unless the environment says otherwise."""
+    thread and the system's jemalloc preloaded (when it has one), as `refresh --all` runs, unless
+    the environment says otherwise (an LD_PRELOAD of its own, an empty one included)."""
     out = dict(os.environ if env is None else env)
     out.setdefault("POLARS_MAX_THREADS", MANY_OWNERS_POLARS_THREADS)
+    library = jemalloc()
+    if library is not None:
+        out.setdefault("LD_PRELOAD", library)
     return out
 
 

@@ -17,6 +17,10 @@ Round 0 is the first sync (each half by one version); rounds 1..R advance every 
 a day first. Printed: each round's CPU-s per owner for both, their difference, and the mean.
 Both versions must share the warehouse's schema (no migration between them): the owners'
 files pass from one version to the other every round.
+
+`--base-env NAME=VALUE` (repeatable) starts the base's workers with that variable too: with
+`--base HEAD`, the same code in two environments, e.g. `--base-env LD_PRELOAD=` for glibc's
+allocator against the fleet's jemalloc (`fleet_environ`).
 """
 
 from __future__ import annotations
@@ -82,10 +86,13 @@ def worktree(base: str, folder: Path) -> Path:
     return path
 
 
-def run(folder: Path, owners: list[str], path: str | None) -> subprocess.Popen[str]:
+def run(
+    folder: Path, owners: list[str], path: str | None, extra: dict[str, str] | None = None
+) -> subprocess.Popen[str]:
     env = fleet_environ()  # both versions' workers started alike, as the fleet starts them
     if path is not None:
         env["PYTHONPATH"] = path
+    env.update(extra or {})
     job = json.dumps({"folder": str(folder), "owners": owners})
     return subprocess.Popen(
         [sys.executable, "-c", WORKER, job], stdout=subprocess.PIPE, text=True, env=env
@@ -105,8 +112,19 @@ def main() -> None:
     ap.add_argument("--base", required=True, help="the earlier commit (any git revision)")
     ap.add_argument("--owners", type=int, default=40)
     ap.add_argument("--rounds", type=int, default=6, help="daily rounds after the first sync")
+    ap.add_argument(
+        "--base-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a variable the base's workers are started with (repeatable)",
+    )
     args = ap.parse_args()
-    print(f"load: {os.getloadavg()}  cores: {os.cpu_count()}  base: {args.base}", flush=True)
+    base_env = dict(item.split("=", 1) for item in args.base_env)
+    print(
+        f"load: {os.getloadavg()}  cores: {os.cpu_count()}  base: {args.base} {base_env or ''}",
+        flush=True,
+    )
     with tempfile.TemporaryDirectory(prefix="centsync-versions-") as tmp:
         folder = Path(tmp)
         path = str(worktree(args.base, folder))
@@ -120,8 +138,9 @@ def main() -> None:
                     advance_clocks(doc, 1)
                 first, second = ("base", "this") if n % 2 == 0 else ("this", "base")
                 paths = {"base": path, "this": None}
+                envs = {"base": base_env, "this": {}}
                 procs = {
-                    v: run(folder, h, paths[v])
+                    v: run(folder, h, paths[v], envs[v])
                     for v, h in zip((first, second), halves, strict=True)
                 }
                 got = {v: result(p) for v, p in procs.items()}

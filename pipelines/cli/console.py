@@ -1,14 +1,15 @@
 """The `centsync` console script: the garbage collector off before the CLI's first import, and
-the one environment write of centsync, before Polars loads.
+centsync's environment writes, before the libraries they tell load: Polars' threads and, for
+`refresh --all`, the allocator.
 
 `main.entry` turns the collector off for a command's imports and `group.imports_done` freezes
 what they made, then turns it back on; but the console script imports `main` (and with it the
 CLI's commands, httpx, aiohttp and Polars, about 0.3 s) before it can call `entry`, and
 those imports set off collections over everything imported so far: a full one of ~18 ms and
 ~17 ms of younger ones on each command (docs/benchmarks.md, issue 46). This module imports
-nothing but `gc`, `os` and `sys`, so the script that starts here imports the CLI with the
-collector already off. Importing `main` from anywhere else (tests, `python -m`) leaves the
-collector as it is.
+nothing but `contextlib`, `gc`, `os` and `sys`, so the script that starts here imports the CLI
+with the collector already off. Importing `main` from anywhere else (tests, `python -m`)
+leaves the collector as it is.
 
 Polars reads its settings once, when it is imported, and importing `main` imports it: what it
 is told must be said here, first. `refresh --all` refreshes many households at a time, each a
@@ -17,14 +18,30 @@ spent more CPU than it saved, so that command runs Polars on one thread (`POLARS
 unless the user set it: docs/benchmarks.md, issue 46, tenth round). A single owner's refresh
 keeps Polars' pool of every core: a big ledger's first sync parses and validates in parallel.
 The fleet's Dagster processes are started with the same setting (docs/scale.md).
+
+The allocator is told before the process starts, so `refresh --all` starts itself again, once,
+with jemalloc preloaded (`LD_PRELOAD`) when the system has it (Debian's `libjemalloc2`) and
+the user preloads nothing: a household's refresh is about 200 DuckDB statements, and DuckDB's
+Python wheel allocates through glibc's malloc, a quarter of a small statement's time; the
+fleet's daily refresh spent 10 % less CPU per owner on jemalloc, side by side
+(docs/benchmarks.md, issue 46, fifteenth round). `LD_PRELOAD=` (empty) keeps glibc's.
 """
 
+import contextlib
 import gc
 import os
 import sys
 
 # Polars threads for a command that refreshes many owners (`refresh --all`)
 MANY_OWNERS_POLARS_THREADS = "1"
+# Where Linux distributions install jemalloc's shared library (Debian and Ubuntu's libjemalloc2,
+# by architecture, then Fedora's and a build's own), the first found preloaded by `refresh --all`
+JEMALLOC = (
+    "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2",
+    "/usr/lib/aarch64-linux-gnu/libjemalloc.so.2",
+    "/usr/lib64/libjemalloc.so.2",
+    "/usr/local/lib/libjemalloc.so.2",
+)
 
 
 def many_owners(args: list[str]) -> bool:
@@ -33,10 +50,32 @@ def many_owners(args: list[str]) -> bool:
     return bool(words) and words[0] == "refresh" and "--all" in args
 
 
+def jemalloc(candidates: tuple[str, ...] = JEMALLOC) -> str | None:
+    """The first of these jemalloc libraries that exists (None: none, or not Linux)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    return next((path for path in candidates if os.path.isfile(path)), None)
+
+
+def preloaded(args: list[str], env: dict[str, str], library: str | None) -> dict[str, str] | None:
+    """The environment to start `refresh --all` again in, with `library` preloaded; None when
+    this command stays as it started: another command, no library, or an LD_PRELOAD of the
+    user's (an empty one included) or of the start before this one."""
+    if not many_owners(args) or library is None or "LD_PRELOAD" in env:
+        return None
+    return {**env, "LD_PRELOAD": library}
+
+
 def prepare(args: list[str]) -> None:
-    """What Polars must be told before it loads (above); a value set by the user wins."""
+    """What the process and Polars must be told before they load (above); a value set by the
+    user wins. May start the command again (`os.execve`: the same process, arguments and
+    files), once; if that fails, the command goes on as it is."""
     if many_owners(args):
         os.environ.setdefault("POLARS_MAX_THREADS", MANY_OWNERS_POLARS_THREADS)
+        again = preloaded(args, dict(os.environ), jemalloc())
+        if again is not None and sys.executable:
+            with contextlib.suppress(OSError):
+                os.execve(sys.executable, sys.orig_argv, again)
 
 
 def entry() -> None:

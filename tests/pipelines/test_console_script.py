@@ -159,3 +159,81 @@ def test_many_owners_reads_the_command_line() -> None:
     assert not many_owners(["refresh"])
     assert not many_owners(["status", "--all"])
     assert not many_owners([])
+
+
+# The console script as `centsync refresh --all` runs it, the CLI's `main.entry` replaced by a
+# probe: what this process was started with, and whether jemalloc is mapped into it.
+PRELOAD_PROBE = r"""
+import os, sys, types
+
+def probe():
+    with open("/proc/self/maps") as maps:
+        mapped = "libjemalloc" in maps.read()
+    print("preload", repr(os.environ.get("LD_PRELOAD")), "mapped", mapped, "pid", os.getpid())
+
+print("started", repr(os.environ.get("LD_PRELOAD")), "pid", os.getpid())
+fake = types.ModuleType("centsync.pipelines.cli.main")
+fake.entry = probe
+sys.modules["centsync.pipelines.cli.main"] = fake
+from centsync.pipelines.cli.console import entry
+sys.argv = ["centsync", *sys.argv[1:]]
+entry()
+"""
+
+
+def _preload_probe(*args: str, preload: str | None = None) -> list[str]:
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
+    if preload is not None:
+        env["LD_PRELOAD"] = preload
+    done = subprocess.run(
+        [sys.executable, "-c", PRELOAD_PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.splitlines()
+
+
+def test_refresh_all_starts_again_once_with_jemalloc_mapped() -> None:
+    """`refresh --all` starts itself again (the same process) with the system's jemalloc
+    preloaded, and it is mapped into the process that runs the command; any other command
+    starts once, on glibc's allocator, and a user's LD_PRELOAD (an empty one included) wins."""
+    import pytest
+
+    from centsync.pipelines.cli.console import jemalloc
+
+    library = jemalloc()
+    if library is None:
+        pytest.skip("no jemalloc on this system (Debian: apt-get install libjemalloc2)")
+    first, second, probed = _preload_probe("refresh", "--all", "--json")
+    assert first.startswith("started None pid ")
+    assert second.startswith(f"started {library!r} pid ")
+    assert probed.startswith(f"preload {library!r} mapped True pid ")
+    assert first.split()[-1] == second.split()[-1] == probed.split()[-1]  # execve: one process
+    once = _preload_probe("refresh")
+    assert [once[0].split()[:2], once[1].split()[:4]] == [
+        ["started", "None"],
+        ["preload", "None", "mapped", "False"],
+    ]
+    kept = _preload_probe("refresh", "--all", preload="")
+    assert [kept[0].split()[:2], kept[1].split()[:4]] == [
+        ["started", "''"],
+        ["preload", "''", "mapped", "False"],
+    ]
+
+
+def test_preloaded_decides_from_the_command_the_environment_and_the_library() -> None:
+    from centsync.pipelines.cli.console import jemalloc, preloaded
+
+    lib = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+    assert preloaded(["refresh", "--all"], {"A": "1"}, lib) == {"A": "1", "LD_PRELOAD": lib}
+    assert preloaded(["refresh"], {}, lib) is None
+    assert preloaded(["status", "--all"], {}, lib) is None
+    assert preloaded(["refresh", "--all"], {}, None) is None
+    assert preloaded(["refresh", "--all"], {"LD_PRELOAD": ""}, lib) is None
+    assert preloaded(["refresh", "--all"], {"LD_PRELOAD": "/x/libother.so"}, lib) is None
+    assert jemalloc(("/nonexistent/libjemalloc.so.2",)) is None
