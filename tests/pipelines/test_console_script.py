@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 PROBE = r"""
 import gc, sys, click
 from centsync.pipelines.cli import main as cli
@@ -202,8 +204,6 @@ def test_refresh_all_starts_again_once_with_jemalloc_mapped() -> None:
     """`refresh --all` starts itself again (the same process) with the system's jemalloc
     preloaded, and it is mapped into the process that runs the command; any other command
     starts once, on glibc's allocator, and a user's LD_PRELOAD (an empty one included) wins."""
-    import pytest
-
     from centsync.pipelines.cli.console import jemalloc
 
     library = jemalloc()
