@@ -159,7 +159,24 @@ def run_checks(config: Settings) -> list[Check]:
     checks.append(_disk(config))
     checks.append(_private(config))
     checks.append(_alerts(config))
+    if config.owners_file.is_file():
+        checks.append(_allocator())
     return checks
+
+
+def _allocator() -> Check:
+    """For many owners (an owners file): the allocator `refresh --all` starts on, jemalloc when
+    the system has it (console.py: about 10 % less CPU an owner, docs/scale.md)."""
+    from centsync.pipelines.cli.console import jemalloc
+
+    library = jemalloc()
+    if library is not None:
+        return _check("allocator", "ok", f"jemalloc ({library})", "refresh --all runs on it")
+    detail = (
+        "refresh --all would spend about 10 % less CPU an owner on jemalloc: install it "
+        "(Debian, Ubuntu: apt-get install libjemalloc2; docs/scale.md)"
+    )
+    return _check("allocator", "ok", "glibc's malloc", detail)
 
 
 def _private(config: Settings) -> Check:

@@ -101,3 +101,27 @@ def test_an_unusable_setting_exits_2(
     monkeypatch.setenv(variable, value)
     code, info = _doctor(http_env)
     assert code == 2 and _by_name(info)[check]["status"] == "fail"
+
+
+def test_many_owners_are_told_the_allocator_refresh_all_runs_on(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With an owners file, one more check: jemalloc found (`refresh --all` runs on it) or
+    glibc's, with how to install it; a household's set-up has no such line (above)."""
+    from centsync.pipelines.cli.console import jemalloc
+
+    http_env.refresh()
+    owners = http_env.tmp / "owners.toml"
+    owners.write_text("", "utf-8")
+    monkeypatch.setenv("CENTSYNC_OWNERS_FILE", str(owners))
+    code, info = _doctor(http_env)
+    check = _by_name(info)["allocator"]
+    assert code == 0 and check["status"] == "ok"
+    library = jemalloc()
+    if library is not None:
+        assert check["value"] == f"jemalloc ({library})"
+    # a system without it: told how to install it
+    monkeypatch.setattr("centsync.pipelines.cli.console.jemalloc", lambda: None)
+    code, info = _doctor(http_env)
+    check = _by_name(info)["allocator"]
+    assert code == 0 and check["value"] == "glibc's malloc" and "libjemalloc2" in check["detail"]
