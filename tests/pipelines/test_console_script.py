@@ -121,21 +121,25 @@ entry()
 """
 
 
-def _threads(*args: str, user: str | None = None) -> int:
+def _console(probe: str, args: tuple[str, ...], name: str, value: str | None) -> str:
+    """A child running the console script with `probe` as the CLI, with the environment
+    variable `name` unset (None) or set to `value`; its stdout."""
     import os
 
-    env = {k: v for k, v in os.environ.items() if k != "POLARS_MAX_THREADS"}
-    if user is not None:
-        env["POLARS_MAX_THREADS"] = user
+    env = {k: v for k, v in os.environ.items() if k != name}
+    if value is not None:
+        env[name] = value
     done = subprocess.run(
-        [sys.executable, "-c", THREADS_PROBE, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
+        [sys.executable, "-c", probe, *args], capture_output=True, text=True, timeout=120, env=env
     )
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith("threads ")]
-    assert len(line) == 1, done.stdout + done.stderr
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def _threads(*args: str, user: str | None = None) -> int:
+    out = _console(THREADS_PROBE, args, "POLARS_MAX_THREADS", user)
+    line = [ln for ln in out.splitlines() if ln.startswith("threads ")]
+    assert len(line) == 1, out
     return int(line[0].split()[1])
 
 
@@ -184,20 +188,7 @@ entry()
 
 
 def _preload_probe(*args: str, preload: str | None = None) -> list[str]:
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD"}
-    if preload is not None:
-        env["LD_PRELOAD"] = preload
-    done = subprocess.run(
-        [sys.executable, "-c", PRELOAD_PROBE, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert done.returncode == 0, done.stdout + done.stderr
-    return done.stdout.splitlines()
+    return _console(PRELOAD_PROBE, args, "LD_PRELOAD", preload).splitlines()
 
 
 def test_refresh_all_starts_again_once_with_jemalloc_mapped() -> None:
