@@ -171,7 +171,8 @@ def _allocator() -> Check:
 
     library = jemalloc()
     if library is not None:
-        return _check("allocator", "ok", f"jemalloc ({library})", "refresh --all runs on it")
+        detail = "refresh --all starts on it, unless LD_PRELOAD is set"
+        return _check("allocator", "ok", f"jemalloc ({library})", detail)
     detail = (
         "refresh --all would spend about 10 % less CPU an owner on jemalloc: install it "
         "(Debian, Ubuntu: apt-get install libjemalloc2; docs/scale.md)"
