@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
-from centsync.pipelines.cli.console import MANY_OWNERS_POLARS_THREADS, jemalloc
+from centsync.pipelines.cli.console import MANY_OWNERS_POLARS_THREADS, jemalloc, with_preload
 from centsync.sandbox.server import free_port
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -32,10 +32,7 @@ def fleet_environ(env: dict[str, str] | None = None) -> dict[str, str]:
     the environment says otherwise (an LD_PRELOAD of its own, an empty one included)."""
     out = dict(os.environ if env is None else env)
     out.setdefault("POLARS_MAX_THREADS", MANY_OWNERS_POLARS_THREADS)
-    library = jemalloc()
-    if library is not None:
-        out.setdefault("LD_PRELOAD", library)
-    return out
+    return with_preload(out, jemalloc()) or out
 
 
 def available() -> bool:

@@ -57,13 +57,18 @@ def jemalloc(candidates: tuple[str, ...] = JEMALLOC) -> str | None:
     return next((path for path in candidates if os.path.isfile(path)), None)
 
 
-def preloaded(args: list[str], env: dict[str, str], library: str | None) -> dict[str, str] | None:
-    """The environment to start `refresh --all` again in, with `library` preloaded; None when
-    this command stays as it started: another command, no library, or an LD_PRELOAD of the
-    user's (an empty one included) or of the start before this one."""
-    if not many_owners(args) or library is None or "LD_PRELOAD" in env:
+def with_preload(env: dict[str, str], library: str | None) -> dict[str, str] | None:
+    """`env` with `library` preloaded; None when there is no library or `env` has an
+    LD_PRELOAD already (the user's, an empty one included, or a start's before this one)."""
+    if library is None or "LD_PRELOAD" in env:
         return None
     return {**env, "LD_PRELOAD": library}
+
+
+def preloaded(args: list[str], env: dict[str, str], library: str | None) -> dict[str, str] | None:
+    """The environment to start `refresh --all` again in, with `library` preloaded; None when
+    this command stays as it started: another command, or `with_preload` has nothing to add."""
+    return with_preload(env, library) if many_owners(args) else None
 
 
 def prepare(args: list[str]) -> None:
