@@ -14,6 +14,7 @@ import ipaddress
 import socket
 import ssl
 import sys
+import threading
 from collections.abc import Generator, Mapping
 from functools import lru_cache
 from typing import Any
@@ -28,7 +29,55 @@ _SKIP_CLI = "httpx" not in sys.modules and "httpx._main" not in sys.modules
 if _SKIP_CLI:
     sys.modules["httpx._main"] = None  # type: ignore[assignment]
 
-import aiohttp  # noqa: E402
+
+# aiohttp makes two TLS contexts when its connector module is first imported, for connections
+# given no context of their own, and each loads the system's CA store there
+# (`set_default_verify_paths`: 45-50 ms each on the benchmarks' host, about 0.1 s of every
+# centsync process). centsync's transports always give their own (`_tls_context`, or none for
+# loopback http), so the store of a context made during that import is loaded when the context
+# first wraps a connection instead (`_loads_on_first_use`): the same store, later, or never.
+_DEFERRED: list[ssl.SSLContext] = []
+
+
+def _defer_verify_paths(context: ssl.SSLContext) -> None:
+    _DEFERRED.append(context)
+
+
+def _loads_on_first_use(context: ssl.SSLContext) -> None:
+    """`context` loads the system's CA store (what its deferred `set_default_verify_paths`
+    would have) before it first wraps a socket or a BIO, once, whichever thread asks."""
+    lock = threading.Lock()
+    loaded = False
+
+    def ready() -> None:
+        nonlocal loaded
+        with lock:
+            if not loaded:
+                ssl.SSLContext.set_default_verify_paths(context)
+                loaded = True
+
+    def wrap_socket(*args: Any, **kwargs: Any) -> ssl.SSLSocket:
+        ready()
+        return ssl.SSLContext.wrap_socket(context, *args, **kwargs)
+
+    def wrap_bio(*args: Any, **kwargs: Any) -> ssl.SSLObject:
+        ready()
+        return ssl.SSLContext.wrap_bio(context, *args, **kwargs)
+
+    context.wrap_socket = wrap_socket  # type: ignore[method-assign]
+    context.wrap_bio = wrap_bio  # type: ignore[method-assign]
+
+
+_DEFER_TLS = "aiohttp.connector" not in sys.modules
+if _DEFER_TLS:
+    ssl.SSLContext.set_default_verify_paths = _defer_verify_paths  # type: ignore[method-assign,assignment]
+try:
+    import aiohttp
+finally:
+    if _DEFER_TLS:
+        del ssl.SSLContext.set_default_verify_paths  # the C method is inherited again
+        while _DEFERRED:
+            _loads_on_first_use(_DEFERRED.pop())
 import httpx  # noqa: E402
 import orjson  # noqa: E402
 from httpx_aiohttp import AiohttpTransport  # noqa: E402

@@ -14,9 +14,9 @@ from centsync.pipelines.settings import Settings, configuration_markdown
 ROOT = Path(__file__).resolve().parents[1]
 LAYERS = ("sandbox", "extract", "warehouse", "transform", "pipelines")
 THE_ONE = "pipelines/settings.py"
-# The documented environment writes: Polars' threads for `refresh --all` and its start again
-# with jemalloc preloaded, in the console script's `prepare` (it says why and what it measured),
-# before Polars loads.
+# The documented environment writes: pydantic's plugins off, Polars' threads for `refresh --all`
+# and its start again with jemalloc preloaded, in the console script's `prepare` (it says why
+# and what it measured), before the libraries load.
 ENTRY = "pipelines/cli/console.py"
 
 
@@ -58,7 +58,8 @@ def test_the_environment_is_read_in_one_module_only() -> None:
         tree = ast.parse(path.read_text())
         if rel == ENTRY:
             (entry,) = [n for n in tree.body if getattr(n, "name", "") == "prepare"]
-            assert len(_environ_uses(entry)) == 2, "prepare: POLARS_MAX_THREADS, LD_PRELOAD"
+            assert len(_environ_uses(entry)) == 3, "prepare: pydantic, Polars, LD_PRELOAD"
+            assert "PYDANTIC_DISABLE_PLUGINS" in ast.unparse(entry)
             assert "POLARS_MAX_THREADS" in ast.unparse(entry)
             assert "preloaded(args, dict(os.environ), jemalloc())" in ast.unparse(entry)
             tree.body.remove(entry)

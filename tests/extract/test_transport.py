@@ -7,6 +7,7 @@ import contextlib
 import gzip
 import json
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -318,3 +319,111 @@ def test_httpx_is_imported_without_its_command_line_which_still_loads_when_asked
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def _certificates(folder: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a certificate for localhost it signed: (ca.pem, server.pem, server.key)."""
+    import datetime as dt
+    import ipaddress
+
+    x509 = pytest.importorskip("cryptography.x509")
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = dt.datetime.now(dt.UTC)
+
+    def signed(subject: str, key: Any, issuer: str, issuer_key: Any, ca: bool) -> Any:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, issuer)]))
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - dt.timedelta(days=1))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if ca:
+            usage = x509.KeyUsage(False, False, False, False, False, True, True, False, False)
+            builder = builder.add_extension(usage, critical=True)
+            builder = builder.add_extension(
+                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
+            )
+        else:
+            names = [x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]
+            builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+            builder = builder.add_extension(
+                x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()),
+                critical=False,
+            )
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
+    ca = signed("centsync test CA", ca_key, "centsync test CA", ca_key, True)
+    server = signed("localhost", key, "centsync test CA", ca_key, False)
+    paths = folder / "ca.pem", folder / "server.pem", folder / "server.key"
+    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
+    paths[1].write_bytes(server.public_bytes(serialization.Encoding.PEM))
+    paths[2].write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
+
+
+@pytest.mark.e2e
+def test_aiohttps_default_tls_contexts_load_the_ca_store_at_their_first_connection(
+    tmp_path: Path,
+) -> None:
+    """aiohttp 3.14 makes two TLS contexts when its connector is imported, each loading the
+    system's CA store (~0.1 s of every process). `_transport` imports aiohttp with that load
+    deferred to each context's first connection. Here, in a fresh process whose CA store is a
+    test CA (`SSL_CERT_FILE`), the contexts hold no certificate after the import, and a request
+    that relies on aiohttp's own verifying context reaches a loopback TLS server that CA signed:
+    the store was loaded before the handshake. A release that stops making them at import, or
+    makes them another way, fails the first check."""
+    import os
+    import subprocess
+    import sys
+
+    ca, cert, key = _certificates(tmp_path)
+    code = f"""
+import asyncio, ssl
+import centsync.extract
+import aiohttp
+from aiohttp import connector
+made = [connector._SSL_CONTEXT_VERIFIED, connector._SSL_CONTEXT_UNVERIFIED]
+assert [c.cert_store_stats()["x509_ca"] for c in made] == [0, 0], "loaded at import"
+assert "set_default_verify_paths" not in vars(ssl.SSLContext)
+
+async def main():
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain({str(cert)!r}, {str(key)!r})
+
+    async def answer(reader, writer):
+        await reader.readuntil(b"\\r\\n\\r\\n")
+        writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Length: 2\\r\\nConnection: close\\r\\n\\r\\nok")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0, ssl=serving)
+    port = server.sockets[0].getsockname()[1]
+    async with aiohttp.ClientSession() as session:  # aiohttp's own verifying context
+        async with session.get(f"https://localhost:{{port}}/") as response:
+            print(response.status, await response.text())
+    server.close()
+
+asyncio.run(main())
+print(made[0].cert_store_stats()["x509_ca"], made[0].verify_mode == ssl.CERT_REQUIRED)
+"""
+    env = {**os.environ, "SSL_CERT_FILE": str(ca)}
+    env.pop("SSL_CERT_DIR", None)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["200", "ok", "1", "True"]

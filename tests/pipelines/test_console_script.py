@@ -228,3 +228,35 @@ def test_preloaded_decides_from_the_command_the_environment_and_the_library() ->
     assert preloaded(["refresh", "--all"], {"LD_PRELOAD": ""}, lib) is None
     assert preloaded(["refresh", "--all"], {"LD_PRELOAD": "/x/libother.so"}, lib) is None
     assert jemalloc(("/nonexistent/libjemalloc.so.2",)) is None
+
+
+# The console script with a probe as the CLI: whether pydantic looked for plugins when the
+# probe made a model (its loader keeps what it found once it has looked).
+PYDANTIC_PROBE = r"""
+import sys, types
+
+def probe():
+    import pydantic
+    from pydantic.plugin import _loader
+
+    class Model(pydantic.BaseModel):
+        x: int
+
+    print("looked", _loader._plugins is not None, Model(x=1).x)
+
+fake = types.ModuleType("centsync.pipelines.cli.main")
+fake.entry = probe
+sys.modules["centsync.pipelines.cli.main"] = fake
+from centsync.pipelines.cli.console import entry
+sys.argv = ["centsync", *sys.argv[1:]]
+entry()
+"""
+
+
+def test_every_command_skips_pydantics_plugin_search_unless_the_user_asks_for_it() -> None:
+    """pydantic reads every installed distribution's entry points for plugins when a process
+    makes its first model (11-13 ms of each command); the console script switches that off,
+    and a user's `PYDANTIC_DISABLE_PLUGINS` (an empty one lets plugins load) wins."""
+    name = "PYDANTIC_DISABLE_PLUGINS"
+    assert _console(PYDANTIC_PROBE, ("status",), name, None).split() == ["looked", "False", "1"]
+    assert _console(PYDANTIC_PROBE, ("refresh",), name, "").split() == ["looked", "True", "1"]
