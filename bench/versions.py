@@ -107,6 +107,14 @@ def result(proc: subprocess.Popen[str]) -> dict[str, Any]:
     return found
 
 
+def assignment(text: str) -> tuple[str, str]:
+    """`NAME=VALUE` (an empty value allowed) as (name, value), for `--base-env`."""
+    name, sep, value = text.partition("=")
+    if not sep or not name:
+        raise argparse.ArgumentTypeError(f"{text!r} is not NAME=VALUE (e.g. LD_PRELOAD=)")
+    return name, value
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", required=True, help="the earlier commit (any git revision)")
@@ -116,11 +124,12 @@ def main() -> None:
         "--base-env",
         action="append",
         default=[],
+        type=assignment,
         metavar="NAME=VALUE",
         help="a variable the base's workers are started with (repeatable)",
     )
     args = ap.parse_args()
-    base_env = dict(item.split("=", 1) for item in args.base_env)
+    base_env = dict(args.base_env)
     print(
         f"load: {os.getloadavg()}  cores: {os.cpu_count()}  base: {args.base} {base_env or ''}",
         flush=True,

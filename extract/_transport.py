@@ -4,7 +4,8 @@ query encoding and the direct send path.
 This is the one adapter over httpx and httpx-aiohttp internals: every private name of theirs
 the client relies on is read here (`DirectSender`, `client_transport`, `_FAST_URL`, and httpx's
 command line left out of its import: `_SKIP_CLI`), pinned by tests/extract/test_transport.py and
-allowed by tests/test_private_reaches.py.
+allowed by tests/test_private_reaches.py. aiohttp is imported here too, with the CA stores of
+the default TLS contexts it makes at import loaded at their first connection (`_DEFER_TLS`).
 """
 
 from __future__ import annotations
