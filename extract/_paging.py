@@ -99,9 +99,17 @@ WindowEvent = WindowRows | WindowVoid | WindowDone
 
 @dataclass(frozen=True)
 class Tally:
-    """What a window check needs of a part: its ids, row count and amount sums per type."""
+    """What a window check needs of a part: its ids, row count and amount sums per type.
 
-    ids: pl.Series
+    The ids are kept as their 64-bit hashes (Polars' `hash`, the same value for the same id
+    within a process): 8 bytes an id instead of its text, about 55 bytes as a Polars string, so
+    a pass's ids no longer grow its reader by 55 MB per 1,000,000 rows (docs/benchmarks.md,
+    issue 46, seventeenth round). Equal ids have equal hashes, so an id read twice is always
+    seen; two ids with one hash (about 1 in 10^9 for a 200,000-row window) read as an id twice,
+    and the window is read again: a needless re-read, never a wrong pass accepted.
+    """
+
+    ids: pl.Series  # UInt64: the ids' hashes
     rows: int
     sums: dict[str, int]
     unreadable: int = 0  # rows whose amount or type is not what the API documents
@@ -109,22 +117,23 @@ class Tally:
 
     @staticmethod
     def of(frame: pl.DataFrame) -> Tally:
+        ids = frame.get_column("id").hash()
         if not frame.height:
-            return Tally(frame.get_column("id"), 0, {})
+            return Tally(ids, 0, {})
         if frame.schema["amount"] == pl.Int64:
             grouped = frame.group_by("type").agg(pl.col("amount").sum())
             sums = dict(grouped.iter_rows())
             new = 0
             if any(kind not in TYPES for kind in sums):  # count rows, not types
                 new = frame.height - int(frame.get_column("type").is_in(TYPES).sum())
-            return Tally(frame.get_column("id"), frame.height, sums, new_types=new)
+            return Tally(ids, frame.height, sums, new_types=new)
         # a batch read as text (some record broke the documented types): sum what reads
         amount = pl.col("amount").cast(pl.Int64, strict=False)
         readable = amount.is_not_null() & pl.col("type").is_in(TYPES)
         good = frame.filter(readable)
         grouped = good.with_columns(amount=amount).group_by("type").agg(pl.col("amount").sum())
         sums = {k: int(a) for k, a in grouped.iter_rows()}
-        return Tally(frame.get_column("id"), frame.height, sums, frame.height - good.height)
+        return Tally(ids, frame.height, sums, frame.height - good.height)
 
 
 class WindowCheck:
@@ -176,8 +185,9 @@ class WindowCheck:
             return f"read {self.skipped + self.rows} distinct rows, total says {self.total}"
         return None
 
-    def duplicated(self) -> frozenset[str]:
-        """The ids this pass read more than once."""
+    def duplicated(self) -> frozenset[int]:
+        """The ids this pass read more than once (their hashes: `Tally`), to compare with the
+        next pass's."""
         if not self._ids:
             return frozenset()
         ids = pl.concat(self._ids)

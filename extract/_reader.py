@@ -294,7 +294,7 @@ class WindowReader(RequestCore):
         """Passes over a window until one passes every check (re-reads on drift)."""
         started = time.monotonic()
         params = self._list_params(read.window[0], read.window[1], read.filters)
-        repeated: frozenset[str] = frozenset()  # ids read twice by the previous pass
+        repeated: frozenset[int] = frozenset()  # ids read twice by the previous pass (hashed)
         for _ in range(self.max_rereads + 1):
             one = _WindowPass(self, read, report, params)
             try:
@@ -493,7 +493,7 @@ class _WindowPass:
             async for rows in self.drain(0):
                 yield rows
 
-    async def verdict(self, repeated: frozenset[str]) -> frozenset[str]:
+    async def verdict(self, repeated: frozenset[int]) -> frozenset[int]:
         """Judge the pass once every page is read (sets ``reason``); returns the ids read
         twice, for the next pass to compare."""
         check = self.check

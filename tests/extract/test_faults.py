@@ -270,3 +270,36 @@ def test_summary_check_flags_a_changed_amount_with_the_same_ids() -> None:
     changed = TransactionsSummary.parse(moved, orjson.dumps(moved).decode())
     assert WindowCheck.verify(frame, ok) is None
     assert "differs" in (WindowCheck.verify(frame, changed) or "")
+
+
+def test_a_pass_keeps_its_ids_as_hashes_and_still_sees_an_id_read_twice() -> None:
+    """A window check holds 8 bytes an id (not its text), and an id read twice, in one part
+    or across parts, is still reported, the same way in two passes."""
+    import polars as pl
+
+    from centsync.extract._paging import Tally, WindowCheck
+
+    def part(ids: list[str]) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"id": ids, "amount": [-100] * len(ids), "type": ["expense"] * len(ids)},
+            schema={"id": pl.String, "amount": pl.Int64, "type": pl.String},
+        )
+
+    ids = [f"{i:08x}-0000-4000-8000-{i:012x}" for i in range(200_000)]
+    tally = Tally.of(part(ids))
+    assert tally.ids.dtype == pl.UInt64 and tally.ids.estimated_size() <= 8 * len(ids)
+    assert part(ids).get_column("id").estimated_size() >= 4 * tally.ids.estimated_size()
+
+    def checked(*parts: list[str]) -> WindowCheck:
+        check = WindowCheck()
+        check.total = sum(len(p) for p in parts)
+        for p in parts:
+            check.add(part(p))
+        return check
+
+    assert checked(ids[:100_000], ids[100_000:]).done() is None
+    twice = [ids[:100_000], ids[99_999:]]  # the last id of the first part comes back
+    first, second = checked(*twice), checked(*twice)
+    assert first.done() == "1 id(s) read twice" == second.done()
+    assert len(first.duplicated()) == 1 and first.duplicated() == second.duplicated()
+    assert checked(["a", "b", "a"]).done() == "1 id(s) read twice"
