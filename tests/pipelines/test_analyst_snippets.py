@@ -119,6 +119,7 @@ def test_the_analyst_sections_have_snippets() -> None:
     assert not any("local/share" in code for _w, _k, code in everything)
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); every snippet in order: about 20 s on 2 cores
 def test_every_snippet_runs_on_the_warehouse_under_xdg_data_home(
     place: Place, outputs: dict[int, str]
 ) -> None:

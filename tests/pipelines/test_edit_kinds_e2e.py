@@ -117,6 +117,7 @@ def test_swaps_and_renames_of_expenses_are_caught_by_the_next_refresh(
     http_env.assert_exact()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); refreshes across a verification period: about 15 s on 2 cores
 def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
     http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -188,6 +189,7 @@ def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
     http_env.assert_exact()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); waits out ten real Retry-After seconds: about 16 s
 def test_a_burst_of_ten_429s_is_waited_out_and_the_refresh_ends_exact(http_env: HttpEnv) -> None:
     http_env.refresh()
     http_env.admin("PUT", "/_sandbox/faults", {"rate_limit_burst": 10})
@@ -196,6 +198,7 @@ def test_a_burst_of_ten_429s_is_waited_out_and_the_refresh_ends_exact(http_env: 
     http_env.assert_exact()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); spends a real wait budget: about 7 s
 def test_a_rate_limit_past_the_wait_budget_stops_with_when_to_run_again(
     http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:

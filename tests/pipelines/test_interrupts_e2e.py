@@ -48,7 +48,11 @@ def _warehouse_state(path: Path) -> tuple[str, int, int]:
     return str(status), int(rows), int(months)
 
 
-@pytest.mark.parametrize("after", [0.6, 1.2, 2.0])
+# one point in make test; the others in CI (make test-slow): 4-5 s each on 2 cores
+@pytest.mark.parametrize(
+    "after",
+    [pytest.param(0.6, marks=pytest.mark.slow), 1.2, pytest.param(2.0, marks=pytest.mark.slow)],
+)
 def test_a_first_sync_interrupted_anywhere_keeps_every_page_read_and_reads_on_exactly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, after: float
 ) -> None:
@@ -145,7 +149,11 @@ def _wait_for_reading(proc: subprocess.Popen[str], timeout: float = 60.0) -> Non
     raise AssertionError("the refresh never started reading")
 
 
-@pytest.mark.parametrize(("sig", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+# Ctrl-C in make test; SIGTERM in CI (make test-slow): about 10 s each on 2 cores
+@pytest.mark.parametrize(
+    ("sig", "code"),
+    [(signal.SIGINT, 130), pytest.param(signal.SIGTERM, 143, marks=pytest.mark.slow)],
+)
 def test_the_cli_stops_cleanly_on_sigint_and_sigterm_and_the_next_refresh_resumes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sig: int, code: int
 ) -> None:

@@ -43,6 +43,7 @@ def _centsync(env: dict[str, str], *args: str) -> list[str]:
     return done.stdout.splitlines()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); a demo, a refresh and a report in processes without pyarrow: about 12 s
 def test_a_household_refreshes_and_reports_without_pyarrow(
     live_sandbox: tuple[Sandbox, str], tmp_path: Path
 ) -> None:

@@ -29,7 +29,9 @@ from centsync.pipelines.cli.main import main
 from centsync.pipelines.outputs.data_dictionary import EXAMPLE_QUERIES, render, undocumented
 from centsync.warehouse import Warehouse
 
-pytestmark = pytest.mark.e2e
+# CI runs them (make test-slow): the module's demo runs and exports every notebook (about 30 s
+# on 2 cores) and its tests open them in Chromium and marimo (about 75 s in all)
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[2]
 # What each notebook must show once it ran through (not stopped early), and its charts.
@@ -245,7 +247,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.mark.slow  # CI runs it (make test-slow); about 25-65 s on 2 cores
 def test_centsync_notebook_spending_opens_a_working_notebook(
     demo: Demo,
     browser: Any,  # the fixture of conftest.py

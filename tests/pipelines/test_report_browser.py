@@ -170,6 +170,7 @@ def test_the_demo_report_opens_offline_with_every_chart_and_drills_into_a_month(
         shutil.copyfile(tmp_path / "report.png", os.environ["CENTSYNC_REPORT_SCREENSHOT"])
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); make test opens the report once
 def test_search_finds_a_concept_and_a_category_drills_from_the_keyboard(
     demo_report: Path, shared_browser: Any
 ) -> None:
@@ -195,6 +196,7 @@ def test_search_finds_a_concept_and_a_category_drills_from_the_keyboard(
     opened.close()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); make test opens the report once
 def test_dark_print_and_phone_width_render(demo_report: Path, shared_browser: Any) -> None:
     dark = Opened(shared_browser, demo_report, color_scheme="dark")
     background = dark.page.evaluate("getComputedStyle(document.body).backgroundColor")
@@ -226,6 +228,7 @@ def test_dark_print_and_phone_width_render(demo_report: Path, shared_browser: An
     phone.close()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); make test opens the report once
 def test_a_corrupted_warehouse_clicks_from_the_verdict_to_the_changed_row(
     corrupted: Corrupted, shared_browser: Any
 ) -> None:
@@ -265,6 +268,7 @@ def test_a_corrupted_warehouse_clicks_from_the_verdict_to_the_changed_row(
     opened.close()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); make test opens the report once
 def test_a_chart_click_drills_and_rejected_rows_are_named(
     corrupted: Corrupted, shared_browser: Any
 ) -> None:
@@ -283,6 +287,7 @@ def test_a_chart_click_drills_and_rejected_rows_are_named(
     opened.close()
 
 
+@pytest.mark.slow  # CI runs it (make test-slow); make test opens the report once
 def test_a_month_outside_the_budget_keeps_its_totals_and_says_how_to_get_its_rows(
     corrupted: Corrupted, shared_browser: Any
 ) -> None:
