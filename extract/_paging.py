@@ -102,11 +102,12 @@ class Tally:
     """What a window check needs of a part: its ids, row count and amount sums per type.
 
     The ids are kept as their 64-bit hashes (Polars' `hash`, the same value for the same id
-    within a process): 8 bytes an id instead of its text, about 55 bytes as a Polars string, so
-    a pass's ids no longer grow its reader by 55 MB per 1,000,000 rows (docs/benchmarks.md,
-    issue 46, seventeenth round). Equal ids have equal hashes, so an id read twice is always
-    seen; two ids with one hash (about 1 in 10^9 for a 200,000-row window) read as an id twice,
-    and the window is read again: a needless re-read, never a wrong pass accepted.
+    within a process): 8 bytes an id. Kept as text, each part's id column also kept alive the
+    string buffers of the batch it was parsed from: a 1,000,000-row pass peaked about 110 MB
+    higher (docs/benchmarks.md, issue 46, seventeenth round). Equal ids have equal hashes, so
+    an id read twice is always seen; two ids with one hash (about 1 in 10^9 for a 200,000-row
+    window) read as an id twice, and the window is read again: a needless re-read, never a
+    wrong pass accepted.
     """
 
     ids: pl.Series  # UInt64: the ids' hashes

@@ -129,7 +129,9 @@ def test_the_allowance_says_wait_for_the_spent_window_only() -> None:
     assert hour is not None and 0 < hour <= 3600.1
 
 
-@pytest.mark.slow  # CI runs it (make test-slow); waits out real Retry-After seconds (tests/extract/test_faults.py keeps one 429 burst in make test)
+# CI runs it (make test-slow): it waits out real Retry-After seconds (tests/extract/test_faults.py
+# keeps one 429 burst in make test)
+@pytest.mark.slow
 def test_a_429_burst_is_waited_out_with_its_retry_after(asgi_env: AsgiEnv) -> None:
     """The contract's own 429 (rate_limited, Retry-After: 1): held and waited, then answered."""
 

@@ -117,7 +117,8 @@ def test_swaps_and_renames_of_expenses_are_caught_by_the_next_refresh(
     http_env.assert_exact()
 
 
-@pytest.mark.slow  # CI runs it (make test-slow); refreshes across a verification period: about 15 s on 2 cores
+# CI runs it (make test-slow): refreshes across a verification period, about 15 s on 2 cores
+@pytest.mark.slow
 def test_edits_no_aggregate_sees_are_caught_within_the_verification_period(
     http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -43,7 +43,9 @@ def _centsync(env: dict[str, str], *args: str) -> list[str]:
     return done.stdout.splitlines()
 
 
-@pytest.mark.slow  # CI runs it (make test-slow); a demo, a refresh and a report in processes without pyarrow: about 12 s
+# CI runs it (make test-slow): a demo, a refresh and a report in processes without pyarrow,
+# about 12 s on 2 cores
+@pytest.mark.slow
 def test_a_household_refreshes_and_reports_without_pyarrow(
     live_sandbox: tuple[Sandbox, str], tmp_path: Path
 ) -> None:
