@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import http.server
 import socket
+import subprocess
 import threading
+import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -160,3 +162,21 @@ def months_kept(warehouse: Path) -> Counter[str]:
             "SELECT strftime(month, '%Y-%m'), count(*) FROM core.transactions GROUP BY 1"
         ).fetchall()
     return Counter({m: int(n) for m, n in rows})
+
+
+def wait_for_reading(
+    proc: subprocess.Popen[str], *, then: float = 0.0, timeout: float = 60.0
+) -> None:
+    """Until a refresh started with `CENTSYNC_PROGRESS=1` (stderr a text pipe) prints its first
+    progress line of the transactions' read, then `then` seconds more: the refresh is reading,
+    however long its imports took on this host."""
+    assert proc.stderr is not None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        line = proc.stderr.readline()
+        if "transactions:" in line:
+            time.sleep(then)
+            return
+        if not line and proc.poll() is not None:
+            break
+    raise AssertionError("the refresh never started reading")

@@ -42,7 +42,11 @@ class Receiver:
         self.server.server_close()
 
     def wait_for(self, count: int, timeout: float) -> list[dict[str, Any]]:
-        """The notifications received once there are `count` (or the timeout passed)."""
+        """The notifications received once there are `count` (or the timeout passed).
+
+        Apprise posts before `notify` returns, and this server keeps a post before it answers:
+        whatever a finished call sent is already in `received`. A test that expects nothing
+        more reads `received`; waiting for one more alert would only wait out the timeout."""
         deadline = time.monotonic() + timeout
         while len(self.received) < count and time.monotonic() < deadline:
             time.sleep(0.2)

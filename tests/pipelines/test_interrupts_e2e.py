@@ -22,7 +22,7 @@ from centsync.pipelines import failures as errors
 from centsync.pipelines.refresh.plan import FIRST_SYNC_RESUMED
 from centsync.pipelines.refresh.run import RefreshOptions, run_refresh
 from centsync.sandbox.server import run_in_thread
-from helpers import assert_windows_kept, make_sandbox, months_kept
+from helpers import assert_windows_kept, make_sandbox, months_kept, wait_for_reading
 
 from .conftest import HttpEnv
 
@@ -137,18 +137,6 @@ def _cli_refresh(env: dict[str, str]) -> subprocess.Popen[str]:
     )
 
 
-def _wait_for_reading(proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
-    """Until the refresh starts reading (its progress line), then a little more."""
-    assert proc.stderr is not None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        line = proc.stderr.readline()
-        if "transactions:" in line:
-            time.sleep(0.8)
-            return
-    raise AssertionError("the refresh never started reading")
-
-
 # Ctrl-C in make test; SIGTERM in CI (make test-slow): about 10 s each on 2 cores
 @pytest.mark.parametrize(
     ("sig", "code"),
@@ -162,7 +150,7 @@ def test_the_cli_stops_cleanly_on_sigint_and_sigterm_and_the_next_refresh_resume
         env = HttpEnv(sb, base_url, tmp_path, monkeypatch)
         sb.service.faults.latency_ms = 40
         proc = _cli_refresh(env.env)
-        _wait_for_reading(proc)
+        wait_for_reading(proc, then=0.8)
         proc.send_signal(sig)
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == code, err[-3000:]
@@ -196,7 +184,7 @@ def test_sigkill_at_several_points_never_loses_published_data(
                 stderr=subprocess.PIPE,
                 text=True,
             )
-            _wait_for_reading(proc)
+            wait_for_reading(proc, then=0.8)
             time.sleep(delay)
             proc.kill()
             proc.wait()

@@ -6,7 +6,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 
 from centsync.pipelines.cli.main import main
+from helpers import wait_for_reading
 
 from .conftest import HttpEnv
 
@@ -144,13 +144,15 @@ def test_killed_refresh_leaves_the_last_good_warehouse_and_the_next_completes(
     http_env.admin("POST", "/_sandbox/clock/advance", {"days": 3})
     proc = subprocess.Popen(
         [sys.executable, "-m", "centsync.pipelines.cli", "refresh", "--full"],
-        env={**os.environ, **http_env.env},
+        # its progress lines tell when it reads (stderr is a pipe: asked for)
+        env={**os.environ, **http_env.env, "CENTSYNC_PROGRESS": "1"},
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
-    time.sleep(6)  # imports and the first requests: the refresh is mid-way
+    wait_for_reading(proc, then=0.3)  # a page or two in: the refresh is mid-way
     proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    assert proc.wait() == -signal.SIGKILL  # killed while it read, not after it ended
     con = duckdb.connect(str(http_env.warehouse), read_only=True)
     assert con.execute("SELECT count(*) FROM core.transactions").fetchone()[0] > 0  # type: ignore[index]
     con.close()
