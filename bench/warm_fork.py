@@ -1,22 +1,16 @@
-"""What a household's no-change refresh would cost from a process whose imports are done.
-
-Issue 46 asks a household no-change refresh from the CLI to take at most 1.5 s and still be a
-recorded Dagster run. On a slow host most of its 3 s is imports (Dagster, SQLAlchemy, Polars,
-pandera, DuckDB, aiohttp: docs/benchmarks.md), which every command pays again. This measures
-the one way left to skip them, before anything is built on it: a process that has imported
-what a refresh imports and froze its heap (the console script's own steps) forks a child per
-refresh, and the child runs the console script's `entry` with the refresh's environment, its
-working folder and its output files, exactly as the command would. Against it, by turns, the
-console script itself in a fresh process (as `bench/compare.py` runs it).
+"""A household's no-change refresh from the console script, with `centsync warm` running and
+without it (`CENTSYNC_WARM=0`), by turns (issue 46's third target: at most 1.5 s from the CLI).
 
     uv run --frozen python bench/warm_fork.py [--reps 7] [--install user|dev]
 
-Each run starts from a copy of one prepared state (the household's first refresh: warehouse,
-Dagster home), against one sandbox over loopback; each must exit 0 with verdict "agree".
-Printed: wall (the fresh process from start to exit; the forked child from `fork` to its exit),
-CPU (user + system of that process, from `wait4`) and peak RSS (`wait4`'s high-water mark: for
-the child, the pages it touched, shared with the warm process included). Figures only; nothing
-here is a command a user runs.
+`centsync warm` makes a refresh's imports once and runs each refresh the console script hands
+it in a forked child (pipelines/cli/warm.py). Each run starts from a copy of one prepared state
+(the household's first refresh: warehouse, Dagster home), against one sandbox over loopback,
+and must exit 0 with verdict "agree". Printed: the console script's wall time from start to
+exit; the CPU of the command (user + system of its process tree, from `wait4`) plus, with the
+warm process, its child's (the warm process's reaped children, from psutil); and the peak RSS
+of the command's process tree (the child's is the warm process's, not counted: its RSS is given
+once, at the end). Figures only.
 """
 
 from __future__ import annotations
@@ -30,44 +24,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import psutil
 from compare import env_for, measure, start_server, tools
-from environments import user_install
 
-# The warm process: the console script's own steps (the collector off, the environment it
-# sets before Polars loads), the imports a refresh makes, the heap frozen; then, for each line
-# on stdin (a run folder and the environment as JSON), one forked child running the console
-# script's `entry` there, timed from the fork; one line of JSON back per run.
-WARM = r"""
-import gc, json, os, sys, time
-gc.disable()
-from centsync.pipelines.cli import console
-console.prepare(["refresh"])
-from centsync.pipelines.cli.main import entry
-import centsync.pipelines.cli.refresh, centsync.pipelines.definitions
-import centsync.pipelines.refresh.run, centsync.pipelines.reconcile, centsync.pipelines.instance
-gc.freeze()
-print(json.dumps({"ready": True}), flush=True)
-for line in sys.stdin:
-    job = json.loads(line)
-    folder = job["folder"]
-    t = time.perf_counter()
-    pid = os.fork()
-    if pid == 0:
-        os.chdir(folder)
-        os.environ.clear()
-        os.environ.update(job["env"])
-        for fd, name in ((1, "stdout.txt"), (2, "stderr.txt")):
-            os.dup2(os.open(os.path.join(folder, name), os.O_WRONLY | os.O_CREAT, 0o600), fd)
-        sys.argv = ["centsync", "refresh", "--json"]
-        entry()  # never returns: the console script ends with os._exit
-    _, status, ru = os.wait4(pid, 0)
-    print(json.dumps({
-        "wall": time.perf_counter() - t,
-        "cpu": ru.ru_utime + ru.ru_stime,
-        "peak_mb": ru.ru_maxrss / 1024,
-        "rc": os.waitstatus_to_exitcode(status),
-    }), flush=True)
-"""
+
+def _children_cpu(proc: psutil.Process) -> float:
+    t = proc.cpu_times()
+    return float(t.children_user + t.children_system)
 
 
 def _verdict(folder: Path) -> str:
@@ -80,72 +43,68 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=7)
     ap.add_argument("--install", choices=("user", "dev"), default="user")
     args = ap.parse_args()
-    cold = tools(["centsync"], None, args.install)["centsync"]
-    python = str(
-        user_install() / "python"
-        if args.install == "user"
-        else Path(__file__).resolve().parent.parent / ".venv" / "bin" / "python"
-    )
-    with tempfile.TemporaryDirectory(prefix="centsync-warm-") as tmp_name:
+    cli = tools(["centsync"], None, args.install)["centsync"]
+    with tempfile.TemporaryDirectory(prefix="cw", dir="/tmp") as tmp_name:
         tmp = Path(tmp_name)
         server = start_server(tmp, None, 3)
+        runtime = {"XDG_RUNTIME_DIR": str(tmp / "run")}
         warm: subprocess.Popen[str] | None = None
         try:
             template = tmp / "template"
             template.mkdir()
-            first = measure(cold.cmd, env_for(cold, server, template), template)
+            env = {**env_for(cli, server, template), **runtime, "CENTSYNC_WARM": "0"}
+            first = measure(cli.cmd, env, template)
             if first.rc != 0:
                 raise SystemExit(f"the first refresh failed: {first.stderr[-1000:]}")
+            warm_cmd = [*cli.cmd[:1], "warm"]
             warm = subprocess.Popen(
-                [python, "-c", WARM],
-                stdin=subprocess.PIPE,
+                warm_cmd,
+                env={**env_for(cli, server, template), **runtime},
                 stdout=subprocess.PIPE,
                 text=True,
-                env=env_for(cold, server, template),
             )
-            assert warm.stdin is not None and warm.stdout is not None
-            json.loads(warm.stdout.readline())  # ready
-            times: dict[str, list[tuple[float, float, float]]] = {"fresh": [], "forked": []}
+            assert warm.stdout is not None
+            ready = warm.stdout.readline()
+            if "ready" not in ready:
+                raise SystemExit(f"`centsync warm` did not start: {ready}")
+            warm_ps = psutil.Process(warm.pid)
+            times: dict[str, list[tuple[float, float, float]]] = {"fresh": [], "warm": []}
             for rep in range(args.reps):
-                for way in ("fresh", "forked") if rep % 2 == 0 else ("forked", "fresh"):
+                for way in ("fresh", "warm") if rep % 2 == 0 else ("warm", "fresh"):
                     folder = tmp / f"{way}-{rep}"
                     shutil.copytree(template, folder)
                     for name in ("stdout.txt", "stderr.txt"):
                         (folder / name).unlink()
-                    env = env_for(cold, server, folder)
+                    env = {**env_for(cli, server, folder), **runtime}
                     if way == "fresh":
-                        m = measure(cold.cmd, env, folder)
-                        wall, cpu, peak, rc = m.wall, m.cpu, m.peak_mb, m.rc
-                    else:
-                        warm.stdin.write(json.dumps({"folder": str(folder), "env": env}) + "\n")
-                        warm.stdin.flush()
-                        got = json.loads(warm.stdout.readline())
-                        wall, cpu, peak, rc = got["wall"], got["cpu"], got["peak_mb"], got["rc"]
+                        env["CENTSYNC_WARM"] = "0"
+                    before = _children_cpu(warm_ps)
+                    m = measure(cli.cmd, env, folder)
+                    cpu = m.cpu + (_children_cpu(warm_ps) - before)
                     verdict = _verdict(folder)
-                    if rc != 0 or verdict != "agree":
+                    if m.rc != 0 or verdict != "agree":
                         err = (folder / "stderr.txt").read_text(errors="replace")[-1500:]
-                        raise SystemExit(f"{way} run {rep}: exit {rc}, verdict {verdict}\n{err}")
-                    times[way].append((wall, cpu, peak))
+                        raise SystemExit(f"{way} run {rep}: exit {m.rc}, verdict {verdict}\n{err}")
+                    times[way].append((m.wall, cpu, m.peak_mb))
                     print(
-                        f"  {way:6s} rep {rep + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU, "
-                        f"{peak:.0f} MB, exit 0, agree",
+                        f"  {way:5s} rep {rep + 1}: {m.wall:.2f} s wall, {cpu:.2f} s CPU, "
+                        f"{m.peak_mb:.0f} MB, exit 0, agree",
                         flush=True,
                     )
+            warm_rss = warm_ps.memory_info().rss / 2**20
         finally:
             if warm is not None:
-                warm.kill()
+                warm.terminate()
                 warm.wait()
             server.stop()
     print(
-        f"\nhousehold no-change refresh, {args.reps} runs each by turns; load "
-        f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}\n"
+        f"\nhousehold no-change refresh from the console script, {args.reps} runs each by "
+        f"turns; load {' '.join(f'{x:.2f}' for x in os.getloadavg())}; the warm process "
+        f"itself: {warm_rss:.0f} MB RSS\n"
     )
-    print("| process | wall, median (min-max) | CPU, median | peak RSS, median |")
+    print("| the console script | wall, median (min-max) | CPU, median | its peak RSS, median |")
     print("| - | -: | -: | -: |")
-    for way, label in (
-        ("fresh", "the console script, a fresh process"),
-        ("forked", "forked from a process with the imports done"),
-    ):
+    for way, label in (("fresh", "alone (`CENTSYNC_WARM=0`)"), ("warm", "with `centsync warm`")):
         wall = [w for w, _, _ in times[way]]
         print(
             f"| {label} | {statistics.median(wall):.2f} s ({min(wall):.2f}-{max(wall):.2f}) "

@@ -29,6 +29,7 @@ from centsync.pipelines.cli.schedule import daemon, schedule
 from centsync.pipelines.cli.sql import sql
 from centsync.pipelines.cli.status import report_command, status
 from centsync.pipelines.cli.ui import ui
+from centsync.pipelines.cli.warm_server import warm_command
 from centsync.pipelines.cli.writeback import writeback_command
 from centsync.pipelines.kept import private_umask
 
@@ -77,6 +78,7 @@ for command in (
     import_command,
     lake_command,
     changes_command,
+    warm_command,
 ):
     main.add_command(command)
 
