@@ -126,7 +126,10 @@ class Server:
             self._reap()
 
     def _accept(self) -> None:
+        """Take a command: its message and files, then a child for it. Anything wrong before
+        the child starts closes the connection, and the command runs itself."""
         conn, _ = self.listener.accept()
+        fds: list[int] = []
         try:
             if self.stopping or not _same_user(conn):
                 raise OSError("refused")
@@ -134,10 +137,12 @@ class Server:
             job = json.loads(data)
             if len(fds) != 3:
                 raise OSError("no standard files")
+            pid = os.fork()
         except (OSError, ValueError):
+            for fd in fds:
+                os.close(fd)
             conn.close()
             return
-        pid = os.fork()
         if pid == 0:
             try:
                 _run_child(job, fds)
