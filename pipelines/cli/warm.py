@@ -88,7 +88,10 @@ def hand_over(args: list[str]) -> int | None:
     STARTED_WITH.update(os.environ)
     if os.environ.get(OFF) == "0" or not handed_over(args):
         return None
-    folder = runtime_dir()
+    try:
+        folder = runtime_dir()
+    except (KeyError, RuntimeError):  # no home folder to look in: no warm process
+        return None
     if not folder.is_dir() or not any(folder.glob("warm-*.sock")):
         return None
     path = socket_path()
