@@ -52,12 +52,13 @@ def _same_user(conn: socket.socket) -> bool:
 
 
 def _run_child(job: dict[str, Any], fds: list[int]) -> None:
-    """In the forked child: become the command (its files, folder, environment, arguments,
-    default signal handling) and run the console script's `entry`, which never returns."""
+    """In the forked child: become the command (its files, folder, umask, environment,
+    arguments, default signal handling) and run the console script's `entry`, which never returns."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     os.closerange(3, 1 << 16)  # the warm process's socket and every other command's
     os.chdir(job["cwd"])
+    os.umask(job["umask"])
     os.environ.clear()
     os.environ.update(job["env"])
     import time
