@@ -53,7 +53,8 @@ def _same_user(conn: socket.socket) -> bool:
 
 def _run_child(job: dict[str, Any], fds: list[int]) -> None:
     """In the forked child: become the command (its files, folder, umask, environment,
-    arguments, default signal handling) and run the console script's `entry`, which never returns."""
+    arguments, default signal handling) and run the console script's `entry` (it never
+    returns)."""
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
     os.closerange(3, 1 << 16)  # the warm process's socket and every other command's
