@@ -41,7 +41,10 @@ def _warm_up() -> None:
     import centsync.pipelines.reconcile
     import centsync.pipelines.refresh.run  # noqa: F401
 
+    # what the imports made lives as long as the process: frozen out of the collections the
+    # loop's own garbage needs (each child turns its collector on again: `group.imports_done`)
     gc.freeze()
+    gc.enable()
 
 
 def _same_user(conn: socket.socket) -> bool:
