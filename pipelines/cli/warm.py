@@ -105,8 +105,13 @@ def hand_over(args: list[str]) -> int | None:
         conn.connect(str(path))
         mask = os.umask(0o077)
         os.umask(mask)
-        job = {"argv0": sys.argv[0], "args": args, "env": dict(os.environ), "cwd": os.getcwd()}
-        job["umask"] = mask
+        job = {
+            "argv0": sys.argv[0],
+            "args": args,
+            "env": dict(os.environ),
+            "cwd": os.getcwd(),
+            "umask": mask,
+        }
         socket.send_fds(conn, [json.dumps(job).encode()], [0, 1, 2])
         if conn.recv(64) != b"started":
             conn.close()
