@@ -77,9 +77,12 @@ def socket_path(environ: dict[str, str] | None = None) -> Path:
 
 
 def handed_over(args: list[str]) -> bool:
-    """Whether this command is one a warm process runs: `refresh`, not `--all`."""
+    """Whether this command is one a warm process runs: `refresh`, not `refresh --all` (the
+    console script's `many_owners`: it starts itself again with jemalloc)."""
+    from centsync.pipelines.cli.console import many_owners
+
     words = [a for a in args if not a.startswith("-")]
-    return bool(words) and words[0] == "refresh" and "--all" not in args
+    return bool(words) and words[0] == "refresh" and not many_owners(args)
 
 
 def hand_over(args: list[str]) -> int | None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import click
 
+from centsync.pipelines import failures as errors
 from centsync.pipelines.cli import warm
 
 LISTEN_BACKLOG = 16
@@ -156,7 +157,7 @@ class Server:
 
                 traceback.print_exc()
                 sys.stderr.flush()
-            os._exit(70)
+            os._exit(errors.INTERNAL)
         for fd in fds:
             os.close(fd)
         self.children[pid] = conn
