@@ -18,6 +18,7 @@ import signal
 import socket
 import struct
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -87,8 +88,10 @@ def _run_child(job: dict[str, Any], fds: list[int]) -> None:
 class Server:
     """The loop: the listening socket, each command's connection, their children."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, idle: float | None = None) -> None:
         self.path = path
+        self.idle = idle  # seconds without a refresh running before it stops; None: never
+        self.last = time.monotonic()  # the last refresh's start or end
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.selector = selectors.DefaultSelector()
         self.children: dict[int, socket.socket] = {}  # pid -> its command's connection
@@ -130,6 +133,17 @@ class Server:
                 else:
                     self._from_command(key.fileobj)  # type: ignore[arg-type]
             self._reap()
+            if self._idle_over():
+                print(f"warm: no refresh for {_duration(self.idle)}: stopping", flush=True)
+                self.stop()
+
+    def _idle_over(self) -> bool:
+        return (
+            self.idle is not None
+            and not self.stopping
+            and not self.children
+            and time.monotonic() - self.last >= self.idle
+        )
 
     def _accept(self) -> None:
         """Take a command: its message and files, then a child for it. Anything wrong before
@@ -160,6 +174,7 @@ class Server:
             os._exit(errors.INTERNAL)
         for fd in fds:
             os.close(fd)
+        self.last = time.monotonic()
         self.children[pid] = conn
         self.selector.register(conn, selectors.EVENT_READ)
         with contextlib.suppress(OSError):  # a command gone already: its child is reaped
@@ -194,6 +209,7 @@ class Server:
             conn = self.children.pop(pid, None)
             if conn is None:
                 continue
+            self.last = time.monotonic()
             code = os.waitstatus_to_exitcode(status)
             code = 128 - code if code < 0 else code  # killed by a signal: a shell's 128 + n
             with contextlib.suppress(KeyError, ValueError):
@@ -213,19 +229,62 @@ class Server:
                 self.path.unlink()
 
 
+_UNITS = {"s": 1, "m": 60, "h": 3600}
+
+
+class Duration(click.ParamType):
+    """A length of time as people write it: 90s, 30m, 2h (a bare number is seconds)."""
+
+    name = "duration"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> float:
+        if isinstance(value, int | float):
+            return float(value)
+        text = str(value).strip().lower()
+        unit = text[-1:] if text[-1:] in _UNITS else "s"
+        number = text[:-1] if text[-1:] in _UNITS else text
+        try:
+            seconds = float(number) * _UNITS[unit]
+        except ValueError:
+            seconds = -1.0
+        if not seconds > 0 or seconds == float("inf"):
+            self.fail(f"{value!r} is not a length of time: write it as 90s, 30m or 2h", param, ctx)
+        return seconds
+
+
+def _duration(seconds: float | None) -> str:
+    """90s, 30m, 2h: as the option takes it."""
+    s = seconds or 0.0
+    for unit, size in (("h", 3600), ("m", 60)):
+        if s >= size and s % size == 0:
+            return f"{s / size:g}{unit}"
+    return f"{s:g}s"
+
+
 @click.command("warm")
-def warm_command() -> None:
+@click.option(
+    "--idle",
+    type=Duration(),
+    default=None,
+    metavar="DURATION",
+    help="Stop after this long with no refresh (90s, 30m, 2h). By default it runs until stopped.",
+)
+def warm_command(idle: float | None) -> None:
     """Keep a warm process for `centsync refresh`: the imports made once, each refresh about
-    2 s sooner. Runs until Ctrl-C or SIGTERM; commands that find none run themselves."""
+    2 s sooner. Runs until Ctrl-C or SIGTERM (or --idle); commands that find none run
+    themselves."""
     if not sys.platform.startswith("linux"):
         raise click.UsageError("`centsync warm` needs Linux (Unix sockets with peer credentials)")
     # stamped with the settings the command was started with (imports set some of their own)
     path = warm.socket_path(warm.STARTED_WITH or None)
     _warm_up()
-    server = Server(path)
+    server = Server(path, idle)
     server.start()
     signal.signal(signal.SIGTERM, server.stop)
     signal.signal(signal.SIGINT, server.stop)
-    print(f"warm: ready for `centsync refresh` at {server.path}", flush=True)
+    until = f" (stops after {_duration(idle)} with no refresh)" if idle is not None else ""
+    print(f"warm: ready for `centsync refresh` at {server.path}{until}", flush=True)
     server.loop()
     print("warm: stopped", flush=True)

@@ -31,11 +31,11 @@ pytestmark = pytest.mark.e2e
 class Warm:
     """A running `centsync warm` (its output read as it comes) and this user's runtime folder."""
 
-    def __init__(self, runtime: Path) -> None:
+    def __init__(self, runtime: Path, *args: str) -> None:
         self.runtime = runtime
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
         self.proc = subprocess.Popen(
-            [_centsync(), "warm"],
+            [_centsync(), "warm", *args],
             env=self.env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -181,3 +181,37 @@ def test_a_second_warm_process_is_refused_and_a_stopped_one_removes_its_socket()
         if first.proc.poll() is None:
             first.proc.kill()
         shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_an_idle_warm_process_stops_a_while_after_the_last_refresh(http_env: HttpEnv) -> None:
+    runtime = Path(tempfile.mkdtemp(prefix="cw", dir="/tmp"))
+    idle = 4.0
+    try:
+        warm = Warm(runtime, "--idle", "4s")
+        assert "stops after 4s with no refresh" in warm.lines[0]
+        (socket_file,) = (runtime / "centsync").glob("warm-*.sock")
+        code, report, err = _refresh(warm, http_env)
+        ended = time.monotonic()
+        assert code == 0 and report["verdict"] == "agree", err[-2000:]
+        assert warm.wait_for("centsync refresh")  # it ran in a child of the warm process
+        assert socket_file.exists()  # the idle clock starts again when a refresh ends
+        assert warm.wait_for("warm: no refresh for 4s: stopping", timeout=60)
+        assert time.monotonic() - ended >= idle - 0.5
+        assert warm.proc.wait(timeout=30) == 0
+        assert not socket_file.exists()
+        # a refresh now finds no warm process and runs itself
+        code, report, err = _refresh(warm, http_env)
+        assert code == 0 and report["verdict"] == "agree", err[-2000:]
+    finally:
+        if warm.proc.poll() is None:
+            warm.proc.kill()
+        shutil.rmtree(runtime, ignore_errors=True)
+
+
+def test_idle_takes_a_length_of_time_or_says_how_to_write_one() -> None:
+    for bad in ("0", "-5m", "soon", "1.5x", "infh"):
+        done = subprocess.run(
+            [_centsync(), "warm", "--idle", bad], capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == errors.USAGE, bad
+        assert "write it as 90s, 30m or 2h" in done.stderr, bad
