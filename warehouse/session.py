@@ -62,6 +62,7 @@ class Session:
         self.clock_noted: dt.datetime | None = None
         self.stats = RefreshStats()
         self._published_path: Path | None = None
+        self._flush = paths.FlushAhead()  # a working copy's bytes to disk before its publish
         self._depth = 0  # frames registered now (_registered)
         self._together = False  # loads share one transaction (together)
         self._snapshots: set[str] = set()  # entities snapshotted by this session's refresh
@@ -127,6 +128,7 @@ class Session:
                 if detach is not None:
                     wh._detach, wh._applied = detach, instances.applied_settings()
                 wh._published_path = published
+                wh.flush_ahead()  # a big warehouse's copy, on to the disk
                 if check is not None:
                     check(con)
                 migrate(con)
@@ -179,6 +181,14 @@ class Session:
         discarded on an exception, one writer at a time; no ops.refreshes row.
         """
         return cls.refreshing(path, record=False)
+
+    def flush_ahead(self) -> None:
+        """Start writing a refresh's working copy to disk in the background (paths.FlushAhead),
+        after a big write such as a first sync's window checkpointed. Nothing for a warehouse
+        that is not a refresh's copy, nor for a small one (its copy is not what is published:
+        `_finish_file` writes it anew, compact)."""
+        if self._published_path is not None and self.path.stat().st_size > COMPACT_MAX_BYTES:
+            self._flush.start(self.path)
 
     def publish_progress(self) -> None:
         """Publish the working copy as it stands, mid-refresh, so a stopped refresh resumes here.

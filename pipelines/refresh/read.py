@@ -263,6 +263,9 @@ class WindowReader:
                         # memory until a checkpoint, so a first sync's memory grew with the
                         # ledger (the publish's checkpoint then has as much less to do)
                         checkpoint(self.warehouse.con)
+                        # and on to the disk while the next window is read: the publish's
+                        # fsync then has little left to write
+                        self.warehouse.flush_ahead()
                 except BaseException as exc:
                     if stream is not None:
                         stream.close()

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +18,8 @@ from centsync.warehouse import (
     RefreshInProgressError,
     Warehouse,
     connect_readonly,
+    paths,
+    session,
 )
 
 from .builders import transactions
@@ -264,3 +268,93 @@ def test_a_failed_first_refresh_publishes_only_its_failure(db_path: Path) -> Non
         ]
     finally:
         con.close()
+
+
+def _fsyncs(monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, str]]:
+    """Every fsync from now on: the file's inode and the thread that asked."""
+    calls: list[tuple[int, str]] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        calls.append((os.fstat(fd).st_ino, threading.current_thread().name))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls
+
+
+def _join(name: str) -> None:
+    for t in threading.enumerate():
+        if t.name == name:
+            t.join(30)
+
+
+def test_a_big_warehouse_goes_to_disk_ahead_of_its_publish_and_the_old_file_is_freed_aside(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(db_path, 50)
+    old_inode = db_path.stat().st_ino
+    # what counts as big, made small: this warehouse is published as it is, not compacted
+    monkeypatch.setattr(session, "COMPACT_MAX_BYTES", 0)
+    monkeypatch.setattr(paths, "FREE_AHEAD_BYTES", 0)
+    calls = _fsyncs(monkeypatch)
+    freed: list[int] = []  # inodes closed by the thread that frees a replaced file
+    real_close = os.close
+
+    def close(fd: int) -> None:
+        if threading.current_thread().name == "centsync-free-replaced":
+            freed.append(os.fstat(fd).st_ino)
+        real_close(fd)
+
+    monkeypatch.setattr(os, "close", close)
+    with Warehouse.refreshing(db_path) as wh:
+        work = wh.path.stat().st_ino
+        _join("centsync-flush-ahead")  # started on the copy, before anything else
+        assert (work, "centsync-flush-ahead") in calls
+        wh.replace_months(["2024-02"], transactions(7, months=["2024-02"], seed=2))
+        wh.flush_ahead()  # as a first sync's window does after its checkpoint
+        _join("centsync-flush-ahead")
+    _join("centsync-free-replaced")
+    ahead = [c for c in calls if c == (work, "centsync-flush-ahead")]
+    assert len(ahead) == 2
+    # durability is still the publish's: the file published was fsynced by the refresh itself
+    assert (work, threading.main_thread().name) in calls
+    assert db_path.stat().st_ino == work != old_inode
+    assert _count(db_path) == 57
+    # the replaced file was let go by a thread of its own, and is not held open after
+    assert freed == [old_inode]
+    held = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # the listing's own descriptor
+            held.append(os.readlink(f"/proc/self/fd/{fd}"))
+    assert not any(h.startswith(str(db_path)) and h.endswith("(deleted)") for h in held), held
+
+
+def test_a_household_warehouse_is_neither_flushed_ahead_nor_freed_aside(
+    db_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _seed(db_path)
+    calls = _fsyncs(monkeypatch)
+    with Warehouse.refreshing(db_path) as wh:
+        wh.replace_months(["2024-02"], transactions(3, months=["2024-02"], seed=2))
+        wh.flush_ahead()
+    names = {t.name for t in threading.enumerate()}
+    assert {"centsync-flush-ahead", "centsync-free-replaced"}.isdisjoint(names)
+    assert calls and all(name == threading.main_thread().name for _, name in calls)
+    assert _count(db_path) == 13
+
+
+def test_flush_ahead_of_a_file_gone_and_outside_a_refresh_is_no_error(tmp_path: Path) -> None:
+    errors: list[BaseException | None] = []
+    hook = threading.excepthook
+    threading.excepthook = lambda args: errors.append(args.exc_value)
+    try:
+        flush = paths.FlushAhead()
+        flush.start(tmp_path / "gone.duckdb")
+        flush.wait(30)
+    finally:
+        threading.excepthook = hook
+    assert errors == []
+    with Warehouse.open(tmp_path / "plain.duckdb") as wh:
+        wh.flush_ahead()  # not a refresh's working copy: nothing to flush ahead of
+        assert wh._flush._thread is None
