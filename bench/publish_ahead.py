@@ -79,7 +79,9 @@ def main() -> None:
                 got[name].append((publish, whole))
                 assert _count(path) == args.rows, "every row still there"
                 print(f"  rep {rep + 1} {name:6}: publish {publish:.3f} s, refresh {whole:.2f} s")
-        print("\n| variant | publish (median, min-max) | refresh (median, min-max) |\n| - | -: | -: |")
+        print(
+            "\n| variant | publish (median, min-max) | refresh (median, min-max) |\n| - | -: | -: |"
+        )
         for name, runs in got.items():
             p, w = [r[0] for r in runs], [r[1] for r in runs]
             print(
