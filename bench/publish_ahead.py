@@ -17,6 +17,7 @@ checked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -25,7 +26,7 @@ from pathlib import Path
 
 import polars as pl
 
-from centsync.warehouse import Warehouse, connect_readonly, paths
+from centsync.warehouse import Warehouse, connect_readonly, paths, reads
 
 sys.path.insert(0, str(Path(__file__).parent))
 from warehouse_load import synthetic
@@ -33,10 +34,8 @@ from warehouse_load import synthetic
 
 def _count(path: Path) -> int:
     con = connect_readonly(path)
-    try:
-        return int(con.execute("SELECT count(*) FROM core.transactions").fetchall()[0][0])
-    finally:
-        con.close()
+    with contextlib.closing(con):
+        return reads.transaction_count(con)
 
 
 def _refresh(path: Path, month: pl.DataFrame, work: float, ahead: bool) -> tuple[float, float]:
