@@ -167,11 +167,6 @@ class FlushAhead:
         )
         self._thread.start()
 
-    def wait(self, timeout: float | None = None) -> None:
-        """Until the flush running now (if any) has ended."""
-        if self._thread is not None:
-            self._thread.join(timeout)
-
 
 def _fsync_quietly(path: Path) -> None:
     """fsync `path`; a file gone already (a failed refresh's copy, removed) is no error."""

@@ -67,8 +67,6 @@ def _run_child(job: dict[str, Any], fds: list[int]) -> None:
     os.umask(job["umask"])
     os.environ.clear()
     os.environ.update(job["env"])
-    import time
-
     time.tzset()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     for signum in (signal.SIGTERM, signal.SIGHUP):
@@ -134,7 +132,7 @@ class Server:
                     self._from_command(key.fileobj)  # type: ignore[arg-type]
             self._reap()
             if self._idle_over():
-                print(f"warm: no refresh for {_duration(self.idle)}: stopping", flush=True)
+                print(f"warm: no refresh for {_duration(self.idle or 0)}: stopping", flush=True)
                 self.stop()
 
     def _idle_over(self) -> bool:
@@ -240,8 +238,6 @@ class Duration(click.ParamType):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
-        if isinstance(value, int | float):
-            return float(value)
         text = str(value).strip().lower()
         unit = text[-1:] if text[-1:] in _UNITS else "s"
         number = text[:-1] if text[-1:] in _UNITS else text
@@ -254,9 +250,8 @@ class Duration(click.ParamType):
         return seconds
 
 
-def _duration(seconds: float | None) -> str:
+def _duration(s: float) -> str:
     """90s, 30m, 2h: as the option takes it."""
-    s = seconds or 0.0
     for unit, size in (("h", 3600), ("m", 60)):
         if s >= size and s % size == 0:
             return f"{s / size:g}{unit}"
