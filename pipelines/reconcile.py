@@ -7,6 +7,7 @@ tests run the same code. See docs/reconciliation.md for the rules.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import itertools
@@ -499,13 +500,17 @@ def reconcile(
     client: ApiClient | None = None,
     refresh_id: str | None = None,
     build_marts: bool = True,
+    ledger_copy: store.LedgerCopy | None = None,
 ) -> Outcome:
     """Rebuild the marts, compare with the service's aggregates, explain, record in `recon.*`.
 
     `offline` and `refresh` compare with the aggregates the refresh landed (`refresh_id`, by
     default the latest that succeeded); `live` fetches them now. A client, when given, may spend
-    a few requests confirming which months changed on the service.
+    a few requests confirming which months changed on the service. `ledger_copy`: a big
+    ledger's copy the refresh started once its ledger was final (`store.ledger_copy`).
     """
+    # the refresh's copy, once made: its transaction ends before the checkpoint below
+    ahead = (ledger_copy.folder, ledger_copy.scan()) if ledger_copy is not None else None
     # Write what the refresh loaded to the file first: until a checkpoint DuckDB keeps it in
     # memory (about 230 MB at 1,000,000 rows, over its memory limit), and the marts would be
     # built on top of it. The checkpoint at publish then has nearly nothing left to do. A
@@ -525,15 +530,26 @@ def reconcile(
         aggregates = fetch_aggregates(client, con)
     else:
         aggregates = store.server_aggregates(con, rid)
-    # a big ledger is scanned from a Parquet copy in a private temporary folder (store.ledger)
-    with tempfile.TemporaryDirectory(prefix="centsync-ledger-") as folder:
-        tx = store.ledger(con, Path(folder))
+    # a big ledger is scanned from a Parquet copy in a private temporary folder (store.ledger),
+    # unless the refresh made it already
+    tx: pl.DataFrame | pl.LazyFrame
+    with contextlib.ExitStack() as made:
+        if ahead is not None:
+            folder, tx = ahead
+        else:
+            folder = Path(
+                made.enter_context(tempfile.TemporaryDirectory(prefix="centsync-ledger-"))
+            )
+            tx = store.ledger(con, folder)
         mart_frames: dict[str, pl.DataFrame] = {}
         marts_seconds = 0.0
         if build_marts:
             t0 = time.perf_counter()
             mart_frames = rebuild_marts(
-                con, service_today(aggregates), tx, analyst_ledger=store.analyst_scan(Path(folder))
+                con,
+                service_today(aggregates),
+                tx,
+                analyst_ledger=store.analyst_scan(folder),
             )
             marts_seconds = time.perf_counter() - t0
         results = _checked(con, aggregates, tx, client, source, rid)

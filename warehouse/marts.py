@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from collections.abc import Mapping, Sequence
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -79,22 +81,105 @@ def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFr
     The copy also holds the transaction's id and its Expense (`analyst_scan`), so the
     analysts' marts read the same copy instead of the ledger whole; a scan reads only the
     columns a plan uses."""
-    path = folder / SCAN_FILE
-    quoted = str(path).replace("'", "''")
-    # on one thread: at 1,000,000 rows 0.4 CPU-s and +95 MB against 0.7 and +160 on two, for
-    # about the same wall time; uncompressed, as the file lives for one reconciliation: 0.25
-    # against 0.33 CPU-s (snappy, DuckDB's default) for 50 MB against 41 (docs/benchmarks.md)
+    threads = _one_thread(con)
+    try:
+        _write_copy(con, folder / SCAN_FILE)
+    finally:
+        _threads_back(con, threads)
+    return pl.scan_parquet(folder / SCAN_FILE).select(LEDGER_COLUMNS)
+
+
+def _one_thread(con: duckdb.DuckDBPyConnection) -> int:
+    """The copy runs on one thread: at 1,000,000 rows 0.4 CPU-s and +95 MB against 0.7 and
+    +160 on two, for about the same wall time (docs/benchmarks.md). DuckDB's threads are the
+    instance's, so this sets them for every connection; returns the number to set back."""
     (threads,) = con.execute("SELECT current_setting('threads')").fetchall()[0]
     con.execute("SET threads = 1")
-    try:
-        con.execute(
-            f"COPY ({_WIDE}) TO '{quoted}' "
-            "(FORMAT parquet, ROW_GROUP_SIZE 65536, COMPRESSION uncompressed)"
-        )
-    finally:
-        con.execute(f"SET threads = {int(threads)}")
+    return int(threads)
+
+
+def _threads_back(con: duckdb.DuckDBPyConnection, threads: int) -> None:
+    con.execute(f"SET threads = {threads}")
     release(con)  # the ledger's blocks DuckDB cached to write it: not read again
-    return pl.scan_parquet(path).select(LEDGER_COLUMNS)
+
+
+def _write_copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    # uncompressed, as the file lives for one reconciliation: 0.25 against 0.33 CPU-s (snappy,
+    # DuckDB's default) for 50 MB against 41 (docs/benchmarks.md)
+    quoted = str(path).replace("'", "''")
+    con.execute(
+        f"COPY ({_WIDE}) TO '{quoted}' "
+        "(FORMAT parquet, ROW_GROUP_SIZE 65536, COMPRESSION uncompressed)"
+    )
+
+
+class LedgerCopy:
+    """The ledger's copy `transactions_scan` makes, made on a thread of its own from the moment
+    the ledger is final, while the refresh asks the service for its accounts and aggregates and
+    lands them (`ledger_copy`). At 1,000,000 rows the copy is 0.7 s of one core, and those
+    steps 0.6 s, a third of it waiting on the service (docs/benchmarks.md).
+
+    The copy reads through a cursor of its own, in a transaction that sees the ledger as it
+    was when the copy started: what the refresh writes meanwhile (its snapshots, the service's
+    aggregates) is in other tables. DuckDB runs on one thread until `scan` (`_one_thread`).
+    """
+
+    def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+        self.folder = folder
+        self._con = con
+        self._cursor = con.cursor()
+        # a cursor starts in the instance's default database: a working copy attached to a
+        # thread's instance (instances.attach) is named, as the refresh's connection uses it
+        (database,) = con.execute("SELECT current_database()").fetchall()[0]
+        self._cursor.execute(f'USE "{str(database).replace(chr(34), chr(34) * 2)}"')
+        self._threads = _one_thread(con)
+        self._failed: BaseException | None = None
+        self._ended = False
+        self._thread = threading.Thread(target=self._copy, name="centsync-ledger-copy", daemon=True)
+        self._thread.start()
+
+    def _copy(self) -> None:
+        try:
+            _write_copy(self._cursor, self.folder / SCAN_FILE)
+        except BaseException as exc:  # raised where it is waited for (`scan`)
+            self._failed = exc
+
+    def scan(self) -> pl.LazyFrame:
+        """What `transactions_scan` returns, once the copy is made (its failure raised here)."""
+        self._end()
+        if self._failed is not None:
+            raise self._failed
+        return pl.scan_parquet(self.folder / SCAN_FILE).select(LEDGER_COLUMNS)
+
+    def _end(self, *, stop: bool = False) -> None:
+        """Wait for the copy (stopped first with `stop`, on the way out of a failed refresh),
+        then set DuckDB's threads back; once."""
+        if self._ended:
+            return
+        self._ended = True
+        if stop and self._thread.is_alive():
+            self._cursor.interrupt()
+        self._thread.join()
+        self._cursor.close()
+        with contextlib.suppress(*((duckdb.Error,) if stop else ())):
+            _threads_back(self._con, self._threads)
+
+
+@contextlib.contextmanager
+def ledger_copy(con: duckdb.DuckDBPyConnection) -> Iterator[LedgerCopy | None]:
+    """A big ledger's copy (`LedgerCopy`) started now in a private temporary folder, removed
+    when the block ends (the copy stopped first if it still runs); None for a ledger of at most
+    SCAN_ROWS rows, which the marts read whole (`ledger`)."""
+    (rows,) = _first(con, "SELECT count(*) FROM core.transactions", []) or (0,)
+    if rows <= SCAN_ROWS:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="centsync-ledger-") as folder:
+        copy = LedgerCopy(con, Path(folder))
+        try:
+            yield copy
+        finally:
+            copy._end(stop=True)
 
 
 # the ledger copy's file in the scan's folder, and the columns `transactions` has

@@ -8,6 +8,7 @@ publishes; it assembles the run's RefreshSummary from what each part returned.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from pathlib import Path
@@ -80,7 +81,19 @@ def run_refresh(
     # service changing under the reader)
     drains = Outbox(outbox_path(published)).draining(by="refresh")
     check = None if options.rebind else bound
-    with drains, Warehouse.refreshing(published, mode=mode, check=check) as warehouse:
+    with (
+        drains,
+        Warehouse.refreshing(published, mode=mode, check=check) as warehouse,
+        contextlib.ExitStack() as ahead,
+    ):
+        copies: list[marts_store.LedgerCopy | None] = []
+
+        def ledger_final() -> None:
+            # a big ledger's copy for the marts is made while the accounts and aggregates are
+            # asked for and landed (marts_store.LedgerCopy)
+            if options.reconcile:
+                copies.append(ahead.enter_context(marts_store.ledger_copy(warehouse.con)))
+
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         warehouse.refresh_settings(
             memory=options.duckdb_memory,
@@ -93,6 +106,7 @@ def run_refresh(
             me=me,
             source=source,
             written_months=writeback_confirm.written_months(warehouse.con, published),
+            ledger_final=ledger_final,
         )
         summary = refresher.run()
         _count(client, warehouse, before, summary)
@@ -102,7 +116,7 @@ def run_refresh(
         marts: dict[str, pl.DataFrame] = {}
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe
-            marts = _reconcile(client, warehouse, summary)
+            marts = _reconcile(client, warehouse, summary, copies[-1] if copies else None)
         warehouse.finish_refresh(
             requests=summary.requests,
             months_checked=summary.months_checked,
@@ -153,13 +167,20 @@ def _outbox(warehouse: Warehouse, published: Path, summary: RefreshSummary) -> N
 
 
 def _reconcile(
-    client: ApiClient, warehouse: Warehouse, summary: RefreshSummary
+    client: ApiClient,
+    warehouse: Warehouse,
+    summary: RefreshSummary,
+    ledger_copy: marts_store.LedgerCopy | None,
 ) -> dict[str, pl.DataFrame]:
     """Rebuild the marts and reconcile them; the summary gets the verdict and the checks. The
     mart frames written, by table name."""
     before = _snapshot_counts(client)
     outcome = reconcile(
-        warehouse.con, source="refresh", client=client, refresh_id=warehouse.refresh_id
+        warehouse.con,
+        source="refresh",
+        client=client,
+        refresh_id=warehouse.refresh_id,
+        ledger_copy=ledger_copy,
     )
     for endpoint, spent in _spent(client, before).items():  # confirmation requests, if any
         summary.requests[endpoint] = summary.requests.get(endpoint, 0) + spent

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import polars as pl
@@ -47,8 +47,11 @@ class Refresher:
         me: Me | None = None,
         source: str = "",
         written_months: Sequence[dt.date] = (),
+        ledger_final: Callable[[], None] | None = None,
     ) -> None:
         self.me = me
+        # called once the ledger is read and landed, before the accounts and aggregates
+        self.ledger_final = ledger_final
         self.source = source
         self.client = client
         self.warehouse = warehouse
@@ -121,6 +124,8 @@ class Refresher:
             self._full(today, hot_start)
         else:
             self._incremental(today, hot_start, now)
+        if self.ledger_final is not None:
+            self.ledger_final()
         # Snapshots and aggregates after the ledger: balances then include every row the
         # ledger read saw. They are independent of each other: asked for at once.
         self._after_ledger(today)

@@ -4,6 +4,8 @@ frame a household's run on, row for row."""
 
 from __future__ import annotations
 
+import datetime as dt
+import threading
 from pathlib import Path
 
 import duckdb
@@ -12,6 +14,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from centsync.pipelines import reconcile as pipeline
+from centsync.pipelines.refresh.steps import Refresher
 from centsync.transform import marts as mart_rules
 from centsync.warehouse import analyst_marts as analyst_store
 from centsync.warehouse import marts as store
@@ -80,3 +83,45 @@ def test_a_reconciliation_over_the_scan_agrees(
             assert_frame_equal(after, before[name], check_row_order=False)
     finally:
         con.close()
+
+
+def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refresh starts the marts' copy once its ledger is final, on a thread of its own, and
+    lands the accounts and the service's aggregates meanwhile; the marts are those a
+    reconciliation of the published warehouse makes."""
+    monkeypatch.setattr(store, "SCAN_ROWS", 10)  # this household counts as big
+    events: list[tuple[str, str, bool]] = []
+    asked = threading.Event()
+    write, after = store._write_copy, Refresher._after_ledger
+
+    def copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        # the refresh's copy waits here until the accounts are being asked for: made in line,
+        # before or after them, it would wait in vain
+        events.append(("copy", threading.current_thread().name, asked.wait(timeout=20)))
+        write(con, path)
+
+    def after_ledger(self: Refresher, today: dt.date) -> None:
+        events.append(("accounts", threading.current_thread().name, True))
+        asked.set()
+        after(self, today)
+
+    monkeypatch.setattr(store, "_write_copy", copy)
+    monkeypatch.setattr(Refresher, "_after_ledger", after_ledger)
+    summary = http_env.refresh()
+    assert summary["verdict"] == "agree"
+    main = threading.main_thread().name
+    assert sorted(events) == [("accounts", main, True), ("copy", "centsync-ledger-copy", True)]
+    names = (*mart_rules.MART_NAMES, *analyst_store.ANALYST_TABLES)
+    con = duckdb.connect(str(http_env.warehouse))
+    try:
+        refreshed = {n: con.sql(f"SELECT * FROM marts.{n}").pl() for n in names}
+        outcome = pipeline.reconcile(con, source="offline")  # its copy made in line
+        assert outcome.verdict == "agree"
+        for name in names:
+            again = con.sql(f"SELECT * FROM marts.{name}").pl()
+            assert_frame_equal(again, refreshed[name], check_row_order=False)
+    finally:
+        con.close()
+    assert events[2:] == [("copy", main, True)]
