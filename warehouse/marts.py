@@ -131,7 +131,8 @@ class LedgerCopy:
         # a cursor starts in the instance's default database: a working copy attached to a
         # thread's instance (instances.attach) is named, as the refresh's connection uses it
         (database,) = con.execute("SELECT current_database()").fetchall()[0]
-        self._cursor.execute(f'USE "{str(database).replace(chr(34), chr(34) * 2)}"')
+        quoted = str(database).replace('"', '""')
+        self._cursor.execute(f'USE "{quoted}"')
         self._threads = _one_thread(con)
         self._failed: BaseException | None = None
         self._ended = False
@@ -154,12 +155,12 @@ class LedgerCopy:
     def _end(self, *, stop: bool = False) -> None:
         """Wait for the copy (stopped first with `stop`, on the way out of a failed refresh),
         then set DuckDB's threads back; once."""
+        if stop and self._thread.is_alive():
+            self._cursor.interrupt()
+        self._thread.join()  # again after a join a signal interrupted
         if self._ended:
             return
         self._ended = True
-        if stop and self._thread.is_alive():
-            self._cursor.interrupt()
-        self._thread.join()
         self._cursor.close()
         with contextlib.suppress(*((duckdb.Error,) if stop else ())):
             _threads_back(self._con, self._threads)
