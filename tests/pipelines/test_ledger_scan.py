@@ -15,6 +15,7 @@ from polars.testing import assert_frame_equal
 
 from centsync.pipelines import reconcile as pipeline
 from centsync.pipelines.refresh.steps import Refresher
+from centsync.transform import analyst_marts as analyst_rules
 from centsync.transform import marts as mart_rules
 from centsync.warehouse import analyst_marts as analyst_store
 from centsync.warehouse import marts as store
@@ -96,11 +97,11 @@ def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
     asked = threading.Event()
     write, after = store._write_copy, Refresher._after_ledger
 
-    def copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    def copy(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
         # the refresh's copy waits here until the accounts are being asked for: made in line,
         # before or after them, it would wait in vain
         events.append(("copy", threading.current_thread().name, asked.wait(timeout=20)))
-        write(con, path)
+        write(con, folder)
 
     def after_ledger(self: Refresher, today: dt.date) -> None:
         events.append(("accounts", threading.current_thread().name, True))
@@ -125,3 +126,32 @@ def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
     finally:
         con.close()
     assert events[2:] == [("copy", main, True)]
+
+
+def test_no_mart_depends_on_the_ledgers_row_order(http_env: HttpEnv) -> None:
+    """A big ledger's copy is written by several DuckDB threads, each its own file, in no
+    order: every mart, the service's and the analysts', is the same from the ledger shuffled."""
+    http_env.refresh()
+    con = duckdb.connect(str(http_env.warehouse))
+    try:
+        frame = store.transactions(con)
+        ledger = analyst_store.ledger(con)
+        accounts = analyst_store.accounts(con)
+        rid = store.latest_refresh(con)
+        assert rid is not None
+        today = pipeline.service_today(store.server_aggregates(con, rid))
+        as_read = _marts(con, frame, "in-memory")
+        as_built = analyst_rules.build(
+            analyst_rules.LedgerFrames(ledger.lazy(), accounts.lazy(), today)
+        )
+        assert as_built["recurring_transactions"].height and as_built["transfer_pairs"].height
+        for seed in (1, 2, 3):
+            shuffled = _marts(con, frame.sample(fraction=1.0, shuffle=True, seed=seed), "streaming")
+            for name in mart_rules.MART_NAMES:
+                assert_frame_equal(shuffled[name], as_read[name], check_row_order=True)
+            rows = ledger.sample(fraction=1.0, shuffle=True, seed=seed).lazy()
+            built = analyst_rules.build(analyst_rules.LedgerFrames(rows, accounts.lazy(), today))
+            for name, mart in built.items():
+                assert_frame_equal(mart, as_built[name], check_row_order=True)
+    finally:
+        con.close()
