@@ -73,51 +73,55 @@ def ledger(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.DataFrame | pl.La
 
 
 def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFrame:
-    """What `transactions` returns, as a lazy scan: DuckDB writes it to Parquet in `folder`
-    (streamed, within its memory limit) and Polars scans it, so a plan run on the streaming
-    engine holds a few row groups, not the ledger (about 280 MB less at 1,000,000 rows than the
-    frame and the plans over it). The caller removes `folder`.
+    """What `transactions` returns, as a lazy scan: DuckDB writes it to a Parquet file in
+    `folder` (streamed, within its memory limit) and Polars scans it, so a plan run on the
+    streaming engine holds a few row groups, not the ledger (about 280 MB less at 1,000,000
+    rows than the frame and the plans over it). The caller removes `folder`.
 
     The copy also holds the transaction's id and its Expense (`analyst_scan`), so the
     analysts' marts read the same copy instead of the ledger whole; a scan reads only the
-    columns a plan uses. Made here on one thread: at 1,000,000 rows 0.4 CPU-s and +95 MB
-    against 0.7 and +160 on two in one file (docs/benchmarks.md). DuckDB's threads are the
-    instance's: they are set back after."""
+    columns a plan uses."""
+    threads = _one_thread(con)
+    try:
+        _write_copy(con, folder / SCAN_FILE)
+    finally:
+        _threads_back(con, threads)
+    return pl.scan_parquet(folder / SCAN_FILE).select(LEDGER_COLUMNS)
+
+
+def _one_thread(con: duckdb.DuckDBPyConnection) -> int:
+    """The copy runs on one thread: at 1,000,000 rows 0.4 CPU-s and +95 MB against 0.7 and
+    +160 on two, for about the same wall time (docs/benchmarks.md). DuckDB's threads are the
+    instance's, so this sets them for every connection; returns the number to set back."""
     (threads,) = con.execute("SELECT current_setting('threads')").fetchall()[0]
     con.execute("SET threads = 1")
-    try:
-        _write_copy(con, folder)
-    finally:
-        con.execute(f"SET threads = {int(threads)}")
+    return int(threads)
+
+
+def _threads_back(con: duckdb.DuckDBPyConnection, threads: int) -> None:
+    con.execute(f"SET threads = {threads}")
     release(con)  # the ledger's blocks DuckDB cached to write it: not read again
-    return _scan(folder).select(LEDGER_COLUMNS)
 
 
-def _write_copy(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
-    """The ledger's copy: a Parquet file per DuckDB thread in `folder`/SCAN_FOLDER, each
-    thread writing its own (no thread waits to keep the rows' order, which no mart uses);
-    uncompressed, as the files live for one reconciliation: 0.25 against 0.33 CPU-s (snappy,
-    DuckDB's default) for 50 MB against 41 (docs/benchmarks.md)."""
-    quoted = str(folder / SCAN_FOLDER).replace("'", "''")
+def _write_copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+    # uncompressed, as the file lives for one reconciliation: 0.25 against 0.33 CPU-s (snappy,
+    # DuckDB's default) for 50 MB against 41 (docs/benchmarks.md)
+    quoted = str(path).replace("'", "''")
     con.execute(
         f"COPY ({_WIDE}) TO '{quoted}' "
-        "(FORMAT parquet, ROW_GROUP_SIZE 65536, COMPRESSION uncompressed, PER_THREAD_OUTPUT)"
+        "(FORMAT parquet, ROW_GROUP_SIZE 65536, COMPRESSION uncompressed)"
     )
-
-
-def _scan(folder: Path) -> pl.LazyFrame:
-    return pl.scan_parquet(folder / SCAN_FOLDER / "*.parquet")
 
 
 class LedgerCopy:
     """The ledger's copy `transactions_scan` makes, made on a thread of its own from the moment
     the ledger is final, while the refresh asks the service for its accounts and aggregates and
-    lands them (`ledger_copy`), on every DuckDB thread: at 1,000,000 rows the copy is 0.4-0.8 s,
-    and those steps 0.6-0.9 s, a third of it waiting on the service (docs/benchmarks.md).
+    lands them (`ledger_copy`). At 1,000,000 rows the copy is 0.7 s of one core, and those
+    steps 0.6 s, a third of it waiting on the service (docs/benchmarks.md).
 
     The copy reads through a cursor of its own, in a transaction that sees the ledger as it
-    was when the copy started; nothing writes the ledger meanwhile (the snapshots and the
-    service's aggregates are other tables).
+    was when the copy started: what the refresh writes meanwhile (its snapshots, the service's
+    aggregates) is in other tables. DuckDB runs on one thread until `scan` (`_one_thread`).
     """
 
     def __init__(self, con: duckdb.DuckDBPyConnection, folder: Path) -> None:
@@ -129,6 +133,7 @@ class LedgerCopy:
         (database,) = con.execute("SELECT current_database()").fetchall()[0]
         quoted = str(database).replace('"', '""')
         self._cursor.execute(f'USE "{quoted}"')
+        self._threads = _one_thread(con)
         self._failed: BaseException | None = None
         self._ended = False
         self._thread = threading.Thread(target=self._copy, name="centsync-ledger-copy", daemon=True)
@@ -136,7 +141,7 @@ class LedgerCopy:
 
     def _copy(self) -> None:
         try:
-            _write_copy(self._cursor, self.folder)
+            _write_copy(self._cursor, self.folder / SCAN_FILE)
         except BaseException as exc:  # raised where it is waited for (`scan`)
             self._failed = exc
 
@@ -145,11 +150,11 @@ class LedgerCopy:
         self._end()
         if self._failed is not None:
             raise self._failed
-        return _scan(self.folder).select(LEDGER_COLUMNS)
+        return pl.scan_parquet(self.folder / SCAN_FILE).select(LEDGER_COLUMNS)
 
     def _end(self, *, stop: bool = False) -> None:
         """Wait for the copy (stopped first with `stop`, on the way out of a failed refresh),
-        then give back the memory DuckDB cached for it; once."""
+        then set DuckDB's threads back; once."""
         if stop and self._thread.is_alive():
             self._cursor.interrupt()
         self._thread.join()  # again after a join a signal interrupted
@@ -158,7 +163,7 @@ class LedgerCopy:
         self._ended = True
         self._cursor.close()
         with contextlib.suppress(*((duckdb.Error,) if stop else ())):
-            release(self._con)
+            _threads_back(self._con, self._threads)
 
 
 @contextlib.contextmanager
@@ -178,8 +183,8 @@ def ledger_copy(con: duckdb.DuckDBPyConnection) -> Iterator[LedgerCopy | None]:
             copy._end(stop=True)
 
 
-# the ledger copy's folder in the scan's folder, and the columns `transactions` has
-SCAN_FOLDER = "transactions"
+# the ledger copy's file in the scan's folder, and the columns `transactions` has
+SCAN_FILE = "transactions.parquet"
 LEDGER_COLUMNS = ("account_id", "concept", "amount", "booked_at", "type", "category_id")
 
 
@@ -187,10 +192,11 @@ def analyst_scan(folder: Path) -> pl.LazyFrame | None:
     """The ledger copy `transactions_scan` wrote in `folder` with the columns the analysts'
     marts read (warehouse/analyst_marts.py `ledger`); None when it wrote none (a household's
     ledger is read whole)."""
-    if not (folder / SCAN_FOLDER).exists():
+    path = folder / SCAN_FILE
+    if not path.exists():
         return None
     columns = ("id", "account_id", "concept", "amount", "booked_at", "type", "expense_goal_id")
-    return _scan(folder).select(columns)
+    return pl.scan_parquet(path).select(columns)
 
 
 def accounts(con: duckdb.DuckDBPyConnection) -> pl.DataFrame:

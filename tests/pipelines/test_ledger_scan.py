@@ -97,11 +97,11 @@ def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
     asked = threading.Event()
     write, after = store._write_copy, Refresher._after_ledger
 
-    def copy(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    def copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         # the refresh's copy waits here until the accounts are being asked for: made in line,
         # before or after them, it would wait in vain
         events.append(("copy", threading.current_thread().name, asked.wait(timeout=20)))
-        write(con, folder)
+        write(con, path)
 
     def after_ledger(self: Refresher, today: dt.date) -> None:
         events.append(("accounts", threading.current_thread().name, True))
@@ -129,8 +129,9 @@ def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
 
 
 def test_no_mart_depends_on_the_ledgers_row_order(http_env: HttpEnv) -> None:
-    """A big ledger's copy is written by several DuckDB threads, each its own file, in no
-    order: every mart, the service's and the analysts', is the same from the ledger shuffled."""
+    """The ledger's rows are in the order its windows landed, which differs from one warehouse
+    to the next (and a scan of its copy may read its row groups in any order): every mart, the
+    service's and the analysts', is the same, row for row, from the ledger shuffled."""
     http_env.refresh()
     con = duckdb.connect(str(http_env.warehouse))
     try:

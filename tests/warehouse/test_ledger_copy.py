@@ -1,6 +1,6 @@
 """A big ledger's Parquet copy for the marts, made on a thread of its own while the refresh goes
-on (`marts.ledger_copy`, issue 46): the ledger's rows, the connection's settings as they were,
-and nothing left behind when the refresh fails."""
+on (`marts.ledger_copy`, issue 46): the same rows as the copy made in line, the connection's
+settings as they were once it is taken, and nothing left behind when the refresh fails."""
 
 from __future__ import annotations
 
@@ -34,11 +34,11 @@ def _spied(monkeypatch: pytest.MonkeyPatch, *, fail: bool = False) -> list[str]:
     names: list[str] = []
     write = marts._write_copy
 
-    def spy(con: duckdb.DuckDBPyConnection, folder: Path) -> None:
+    def spy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         names.append(threading.current_thread().name)
         if fail:
             raise duckdb.IOException("No space left on device")
-        write(con, folder)
+        write(con, path)
 
     monkeypatch.setattr(marts, "_write_copy", spy)
     return names
@@ -58,7 +58,7 @@ def test_the_copy_is_made_on_its_own_thread_with_the_ledgers_rows(
         assert big.con.execute(SETTINGS).fetchall() == before  # set back once taken
         assert_frame_equal(scan.collect().sort(ORDER), whole.sort(ORDER))
         folder = copy.folder
-        assert list((folder / marts.SCAN_FOLDER).glob("*.parquet"))
+        assert (folder / marts.SCAN_FILE).exists()
         analyst = marts.analyst_scan(folder)
         assert analyst is not None and analyst.select(pl.len()).collect().item() == 3_000
     assert names == ["centsync-ledger-copy"]
