@@ -172,6 +172,17 @@ def records(book: ContractBook, surface: str) -> Any:
     return or_none(lambda a: a.sync_status(), book, surface)
 
 
+def connections_then_sync(book: ContractBook) -> Any:
+    """A call for `client.gather`: (the connections, the sync status), each a frame or None;
+    the sync status is asked once the connections are read, as it is learned from them."""
+    connections, sync = records(book, shapes.CONNECTIONS), records(book, shapes.SYNC_STATUS)
+
+    async def run(a: Any) -> tuple[Any, Any]:
+        return await connections(a), await sync(a)
+
+    return run
+
+
 @dataclass
 class Aggregates:
     """The service's aggregates after the ledger, each in the contract's shape (None: not
@@ -184,17 +195,10 @@ class Aggregates:
     currency: str | None
 
 
-def aggregates(
-    client: ApiClient,
-    warehouse: Warehouse,
-    book: ContractBook,
-    accounts: pl.DataFrame,
-    net_worth: tuple[Any, str],
-    span: tuple[dt.date, dt.date],
-    ask_whole: bool,
-) -> Aggregates:
-    """Ask the aggregates as sent (at once), learn or re-check each against the rows and
-    accounts landed, and read them through what was learned."""
+def aggregate_calls(span: tuple[dt.date, dt.date], ask_whole: bool) -> list[Any]:
+    """The calls for `client.gather` that ask the aggregates as sent, for `aggregates`: the
+    accounts summary, spending by each of GROUPS over `span`, and (`ask_whole`) the
+    whole-ledger summary. None needs the accounts: they are asked with them, at once."""
     lo, hi = span
     calls: list[Any] = [ask("/v1/accounts/summary")]
     calls += [
@@ -203,7 +207,20 @@ def aggregates(
     ]
     if ask_whole:
         calls.append(ask("/v1/transactions/summary"))
-    got = client.gather(*calls)
+    return calls
+
+
+def aggregates(
+    client: ApiClient,
+    warehouse: Warehouse,
+    book: ContractBook,
+    accounts: pl.DataFrame,
+    net_worth: tuple[Any, str],
+    span: tuple[dt.date, dt.date],
+    got: list[Any],
+) -> Aggregates:
+    """The aggregates `aggregate_calls` asked for (`got`, as sent), each learned or re-checked
+    against the rows and accounts landed, and read through what was learned."""
     balances = [(str(t), int(b)) for t, b in accounts.select("type", "balance").iter_rows()]
     currency = one_currency(accounts)
     out = Aggregates(None, None, [], None, currency)
@@ -216,7 +233,7 @@ def aggregates(
         net_worth = client.gather(ask("/v1/analytics/net-worth"))[0]
     out.net_worth = _balances(book, shapes.NET_WORTH, net_worth, balances, currency)
     out.spendings = _spendings(book, warehouse, got[1:4], span, currency)
-    if ask_whole:
+    if len(got) > 4:  # the whole-ledger summary was asked
         out.whole = whole(book, warehouse, got[4])
     return out
 

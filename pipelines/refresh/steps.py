@@ -502,11 +502,13 @@ class Refresher:
         hi = max(last or today, today)
         book = self.book
         whole = not any(r["scope"] == "all" for r in self.summaries)
-        accounts, connections = self.client.gather(
-            lambda a: a.accounts(), learn.records(book, shapes.CONNECTIONS)
+        # every request at once (one round trip, and the sync status's once the connections
+        # are read: it is learned from them); each answer learned once all are in
+        accounts, (connections, sync), *asked = self.client.gather(
+            lambda a: a.accounts(),
+            learn.connections_then_sync(book),
+            *learn.aggregate_calls((lo, hi), whole),
         )
-        # after the connections: a sync status answer is learned from them
-        (sync,) = self.client.gather(learn.records(book, shapes.SYNC_STATUS))
         found = learn.aggregates(
             self.client,
             self.warehouse,
@@ -514,7 +516,7 @@ class Refresher:
             accounts,
             self.started.net_worth if self.started else ({}, "{}"),
             (lo, hi),
-            whole,
+            asked,
         )
         self.spendings.extend(found.spendings)
         if found.whole is not None:
