@@ -4,6 +4,7 @@ against the same sandbox over loopback, interleaved, with every load checked row
     uv run --frozen python bench/compare.py                 # household no-change + 20,000 rows, 3 reps
     uv run --frozen python bench/compare.py --full --reps 3 # + the 1,000,000-row first refresh
     uv run --frozen python bench/compare.py --sizes 20000 100000 --no-household --tools centsync plain
+    uv run --frozen python bench/compare.py --sizes --latency-ms 50   # a distant service's answers
 
 Each scenario gets one sandbox in its own process (`bench/compare_server.py`: uvicorn on
 127.0.0.1, rate limits off, a middleware counting `/v1` requests), built once and served to
@@ -427,13 +428,22 @@ def scenario(
     chosen: dict[str, Tool],
     reps: int,
     base: Path,
+    latency_ms: int = 0,
 ) -> list[Run]:
     tmp = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
     t = time.perf_counter()
     server = start_server(tmp, transactions, years)
+    if latency_ms:  # every /v1 answer delayed, as a distant service's are (the sandbox's fault)
+        httpx.put(
+            f"{server.base_url}/_sandbox/faults",
+            json={"latency_ms": latency_ms},
+            headers={"Authorization": f"Bearer {server.admin}"},
+            timeout=30,
+        ).raise_for_status()
     print(
         f"\n{name}: sandbox of {server.rows:,} rows, {years} years, at {server.base_url} "
-        f"(ready in {time.perf_counter() - t:.0f} s); load {_load()}",
+        f"(ready in {time.perf_counter() - t:.0f} s), answers delayed {latency_ms} ms; "
+        f"load {_load()}",
         flush=True,
     )
     runs: list[Run] = []
@@ -538,6 +548,12 @@ def main() -> None:
         "--no-household", action="store_true", help="skip the household no-change refresh"
     )
     ap.add_argument("--years", type=int, default=10, help="years of the sized ledgers")
+    ap.add_argument(
+        "--latency-ms",
+        type=int,
+        default=0,
+        help="delay every answer of the sandbox by this much (a distant service; default 0)",
+    )
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     ap.add_argument("--dlt-venv", type=Path, default=RESULTS / "venv-dlt")
     ap.add_argument(
@@ -569,9 +585,12 @@ def main() -> None:
     runs: list[Run] = []
     try:
         if not args.no_household:
-            runs += scenario("household no-change", None, 3, True, chosen, args.reps, base)
+            runs += scenario(
+                "household no-change", None, 3, True, chosen, args.reps, base, args.latency_ms
+            )
         for n in sizes:
-            runs += scenario(f"first refresh {n:,}", n, args.years, False, chosen, args.reps, base)
+            name = f"first refresh {n:,}"
+            runs += scenario(name, n, args.years, False, chosen, args.reps, base, args.latency_ms)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     out = args.out or RESULTS / f"compare-{time.strftime('%Y%m%d-%H%M%S')}.json"
