@@ -493,6 +493,14 @@ def _hidden_accounts(accounts: pl.DataFrame, results: pl.DataFrame) -> dict[str,
     return {}
 
 
+def _ledger(con: duckdb.DuckDBPyConnection, made: contextlib.ExitStack) -> tuple[Path, Ledger]:
+    """The ledger the marts and checks run on, and the folder of its copy: a big ledger's is
+    scanned from a Parquet copy in a private temporary folder, removed when `made` closes
+    (store.ledger)."""
+    folder = Path(made.enter_context(tempfile.TemporaryDirectory(prefix="centsync-ledger-")))
+    return folder, store.ledger(con, folder)
+
+
 def reconcile(
     con: duckdb.DuckDBPyConnection,
     *,
@@ -530,26 +538,14 @@ def reconcile(
         aggregates = fetch_aggregates(client, con)
     else:
         aggregates = store.server_aggregates(con, rid)
-    # a big ledger is scanned from a Parquet copy in a private temporary folder (store.ledger),
-    # unless the refresh made it already
-    tx: pl.DataFrame | pl.LazyFrame
     with contextlib.ExitStack() as made:
-        if ahead is not None:
-            folder, tx = ahead
-        else:
-            folder = Path(
-                made.enter_context(tempfile.TemporaryDirectory(prefix="centsync-ledger-"))
-            )
-            tx = store.ledger(con, folder)
+        folder, tx = ahead if ahead is not None else _ledger(con, made)
         mart_frames: dict[str, pl.DataFrame] = {}
         marts_seconds = 0.0
         if build_marts:
             t0 = time.perf_counter()
             mart_frames = rebuild_marts(
-                con,
-                service_today(aggregates),
-                tx,
-                analyst_ledger=store.analyst_scan(folder),
+                con, service_today(aggregates), tx, analyst_ledger=store.analyst_scan(folder)
             )
             marts_seconds = time.perf_counter() - t0
         results = _checked(con, aggregates, tx, client, source, rid)

@@ -116,8 +116,9 @@ def _write_copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
 class LedgerCopy:
     """The ledger's copy `transactions_scan` makes, made on a thread of its own from the moment
     the ledger is final, while the refresh asks the service for its accounts and aggregates and
-    lands them (`ledger_copy`). At 1,000,000 rows the copy is 0.7 s of one core, and those
-    steps 0.6 s, a third of it waiting on the service (docs/benchmarks.md).
+    lands them (`ledger_copy`). At 1,000,000 rows the copy takes 0.6-0.85 s of one core, and
+    those steps 0.6-0.9 s, a third of it waiting on the service (docs/benchmarks.md). On every
+    DuckDB thread the copy took the cores the service's answers needed: one thread it is.
 
     The copy reads through a cursor of its own, in a transaction that sees the ledger as it
     was when the copy started: what the refresh writes meanwhile (its snapshots, the service's

@@ -86,13 +86,7 @@ def run_refresh(
         Warehouse.refreshing(published, mode=mode, check=check) as warehouse,
         contextlib.ExitStack() as ahead,
     ):
-        copies: list[marts_store.LedgerCopy | None] = []
-
-        def ledger_final() -> None:
-            # a big ledger's copy for the marts is made while the accounts and aggregates are
-            # asked for and landed (marts_store.LedgerCopy)
-            if options.reconcile:
-                copies.append(ahead.enter_context(marts_store.ledger_copy(warehouse.con)))
+        copy = _CopyAhead(warehouse, ahead) if options.reconcile else None
 
         # DuckDB would otherwise keep up to 80 % of RAM as cache; a refresh streams, it needs little.
         warehouse.refresh_settings(
@@ -106,7 +100,7 @@ def run_refresh(
             me=me,
             source=source,
             written_months=writeback_confirm.written_months(warehouse.con, published),
-            ledger_final=ledger_final,
+            ledger_final=copy,
         )
         summary = refresher.run()
         _count(client, warehouse, before, summary)
@@ -116,7 +110,7 @@ def run_refresh(
         marts: dict[str, pl.DataFrame] = {}
         if options.reconcile:
             # before publishing: the marts and their proof land with the data they describe
-            marts = _reconcile(client, warehouse, summary, copies[-1] if copies else None)
+            marts = _reconcile(client, warehouse, summary, copy.made if copy else None)
         warehouse.finish_refresh(
             requests=summary.requests,
             months_checked=summary.months_checked,
@@ -128,6 +122,18 @@ def run_refresh(
         if options.finished is not None:
             options.finished(warehouse.con, marts)
     return summary
+
+
+class _CopyAhead:
+    """Called once the ledger is final: a big ledger's copy for the marts is then made while
+    the accounts and aggregates are asked for and landed (marts_store.LedgerCopy), in `stack`."""
+
+    def __init__(self, warehouse: Warehouse, stack: contextlib.ExitStack) -> None:
+        self.warehouse, self.stack = warehouse, stack
+        self.made: marts_store.LedgerCopy | None = None
+
+    def __call__(self) -> None:
+        self.made = self.stack.enter_context(marts_store.ledger_copy(self.warehouse.con))
 
 
 def _recorded_mode(mode: str) -> RefreshMode | None:

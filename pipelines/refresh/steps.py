@@ -502,8 +502,8 @@ class Refresher:
         hi = max(last or today, today)
         book = self.book
         whole = not any(r["scope"] == "all" for r in self.summaries)
-        # every request at once (one round trip, and the sync status's once the connections
-        # are read: it is learned from them); each answer learned once all are in
+        # every request at once, the sync status's once the connections are read (it is
+        # learned from them): two round trips, not three; each answer learned once all are in
         accounts, (connections, sync), *asked = self.client.gather(
             lambda a: a.accounts(),
             learn.connections_then_sync(book),

@@ -1,6 +1,6 @@
-"""After the ledger a refresh asks for the accounts, connections, sync status and the service's
-aggregates in one round trip (the sync status once the connections are read: it is learned
-from them), over loopback HTTP with every answer delayed, as a distant service's are."""
+"""After the ledger a refresh asks for the accounts, connections and the service's aggregates
+at once, and the sync status once the connections are read (it is learned from them): two
+round trips, not three. Over loopback HTTP, every answer delayed as a distant service's are."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ DELAY_MS = 400  # each answer's delay while the accounts and aggregates are aske
 TOGETHER = ("/v1/accounts", "/v1/connections", "/v1/accounts/summary", "/v1/analytics/spending")
 
 
-def test_the_accounts_and_aggregates_are_asked_in_one_round_trip(
+def test_the_accounts_and_aggregates_are_asked_at_once(
     http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     http_env.refresh()  # the first: every answer learned
@@ -50,7 +50,7 @@ def test_the_accounts_and_aggregates_are_asked_in_one_round_trip(
     together = [(p, s, e) for p, s, e in seen if p in TOGETHER]
     assert sorted({p for p, _, _ in together}) == sorted(TOGETHER)
     assert len(together) == 6  # spending by category, merchant and month
-    # every one of them was asked before any was answered: one round trip
+    # every one of them was asked before any was answered
     assert max(s for _, s, _ in together) < min(e for _, _, e in together)
     (connections,) = [e for p, _, e in seen if p == "/v1/connections"]
     (sync,) = [s for p, s, _ in seen if p == "/v1/sync/status"]
