@@ -156,8 +156,9 @@ class LedgerCopy:
     def _end(self, *, stop: bool = False) -> None:
         """Wait for the copy (stopped first with `stop`, on the way out of a failed refresh),
         then set DuckDB's threads back; once."""
-        if stop and self._thread.is_alive():
+        while stop and self._thread.is_alive():  # until its statement has begun and stopped
             self._cursor.interrupt()
+            self._thread.join(timeout=0.05)
         self._thread.join()  # again after a join a signal interrupted
         if self._ended:
             return

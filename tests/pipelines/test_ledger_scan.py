@@ -5,6 +5,7 @@ frame a household's run on, row for row."""
 from __future__ import annotations
 
 import datetime as dt
+import tempfile
 import threading
 from pathlib import Path
 
@@ -156,3 +157,45 @@ def test_no_mart_depends_on_the_ledgers_row_order(http_env: HttpEnv) -> None:
                 assert_frame_equal(mart, as_built[name], check_row_order=True)
     finally:
         con.close()
+
+
+def test_a_refresh_stopped_while_the_copy_runs_leaves_nothing_behind(
+    http_env: HttpEnv, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Ctrl-C while the accounts are landed and the copy is being made: the copy is stopped
+    (DuckDB's interrupt), its folder removed, the refresh exits as interrupted, and the next
+    one agrees."""
+    write = store._write_copy
+    http_env.refresh()
+    monkeypatch.setattr(store, "SCAN_ROWS", 10)  # this household counts as big
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(temp))
+    started = threading.Event()
+    stops: list[BaseException] = []
+    after = Refresher._after_ledger
+
+    def copy(con: duckdb.DuckDBPyConnection, path: Path) -> None:
+        # a copy that would take minutes: only DuckDB's interrupt ends it
+        started.set()
+        try:
+            con.execute("SELECT sum(i) FROM range(1_000_000_000_000) t(i)").fetchall()
+        except BaseException as exc:
+            stops.append(exc)
+            raise
+
+    def stopped(self: Refresher, today: dt.date) -> None:
+        assert started.wait(timeout=20)  # the copy has begun
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store, "_write_copy", copy)
+    monkeypatch.setattr(Refresher, "_after_ledger", stopped)
+    code, _ = http_env.cli("refresh", "--json")
+    assert code == 130
+    assert len(stops) == 1 and "interrupt" in repr(stops[0]).lower()
+    assert [t.name for t in threading.enumerate() if t.name == "centsync-ledger-copy"] == []
+    assert list(temp.iterdir()) == []
+    monkeypatch.setattr(Refresher, "_after_ledger", after)
+    monkeypatch.setattr(store, "_write_copy", write)
+    assert http_env.refresh()["verdict"] == "agree"
+    assert list(temp.iterdir()) == []
