@@ -39,6 +39,22 @@ def _marts(con: duckdb.DuckDBPyConnection, tx: pipeline.Ledger, engine: str) -> 
     return mart_rules.build(core, engine=engine)  # type: ignore[arg-type]
 
 
+def _reconciled_again(warehouse: Path) -> None:
+    """A reconciliation of `warehouse` (offline) agrees and writes every mart as it was."""
+    names = (*mart_rules.MART_NAMES, *analyst_store.ANALYST_TABLES)
+    con = duckdb.connect(str(warehouse))
+    try:
+        before = {n: con.sql(f"SELECT * FROM marts.{n}").pl() for n in names}
+        assert before["recurring_transactions"].height and before["transfer_pairs"].height
+        outcome = pipeline.reconcile(con, source="offline")
+        assert outcome.verdict == "agree"
+        for name in names:
+            after = con.sql(f"SELECT * FROM marts.{name}").pl()
+            assert_frame_equal(after, before[name], check_row_order=False)
+    finally:
+        con.close()
+
+
 def test_the_scan_gives_the_frames_marts_and_checks(http_env: HttpEnv, tmp_path: Path) -> None:
     http_env.refresh()
     con = duckdb.connect(str(http_env.warehouse))
@@ -73,18 +89,7 @@ def test_a_reconciliation_over_the_scan_agrees(
 
     monkeypatch.setattr(store, "transactions", whole)
     monkeypatch.setattr(analyst_store, "ledger", whole)  # the analysts' marts scan it too
-    names = (*mart_rules.MART_NAMES, *analyst_store.ANALYST_TABLES)
-    con = duckdb.connect(str(http_env.warehouse))
-    try:
-        before = {n: con.sql(f"SELECT * FROM marts.{n}").pl() for n in names}
-        assert before["recurring_transactions"].height and before["transfer_pairs"].height
-        outcome = pipeline.reconcile(con, source="offline")
-        assert outcome.verdict == "agree"
-        for name in names:
-            after = con.sql(f"SELECT * FROM marts.{name}").pl()
-            assert_frame_equal(after, before[name], check_row_order=False)
-    finally:
-        con.close()
+    _reconciled_again(http_env.warehouse)
 
 
 def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
@@ -115,17 +120,7 @@ def test_a_refresh_copies_a_big_ledger_while_it_lands_the_accounts(
     assert summary["verdict"] == "agree"
     main = threading.main_thread().name
     assert sorted(events) == [("accounts", main, True), ("copy", "centsync-ledger-copy", True)]
-    names = (*mart_rules.MART_NAMES, *analyst_store.ANALYST_TABLES)
-    con = duckdb.connect(str(http_env.warehouse))
-    try:
-        refreshed = {n: con.sql(f"SELECT * FROM marts.{n}").pl() for n in names}
-        outcome = pipeline.reconcile(con, source="offline")  # its copy made in line
-        assert outcome.verdict == "agree"
-        for name in names:
-            again = con.sql(f"SELECT * FROM marts.{name}").pl()
-            assert_frame_equal(again, refreshed[name], check_row_order=False)
-    finally:
-        con.close()
+    _reconciled_again(http_env.warehouse)  # its copy made in line
     assert events[2:] == [("copy", main, True)]
 
 
