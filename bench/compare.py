@@ -104,7 +104,7 @@ class Server:
                 self.proc.wait()
 
 
-def start_server(tmp: Path, transactions: int | None, years: int) -> Server:
+def start_server(tmp: Path, transactions: int | None, years: int, latency_ms: int = 0) -> Server:
     keys = tmp / "keys.json"
     truth = tmp / "truth.parquet"
     cmd = [sys.executable, str(BENCH / "compare_server.py"), "--keys-out", str(keys)]
@@ -130,6 +130,10 @@ def start_server(tmp: Path, transactions: int | None, years: int) -> Server:
         headers={"Authorization": f"Bearer {k['read_only']}"},
         timeout=30,
     ).json()["total"]
+    if latency_ms:  # every /v1 answer delayed, as a distant service's are (the sandbox's fault)
+        auth = {"Authorization": f"Bearer {k['admin_token']}"}
+        faults = {"latency_ms": latency_ms}
+        httpx.put(f"{k['base_url']}/_sandbox/faults", json=faults, headers=auth).raise_for_status()
     # (every check compares the truth file's count with what the API said too)
     return Server(proc, k["base_url"], k["read_only"], k["admin_token"], truth, int(total))
 
@@ -432,14 +436,7 @@ def scenario(
 ) -> list[Run]:
     tmp = Path(tempfile.mkdtemp(prefix=f"{name}-", dir=base))
     t = time.perf_counter()
-    server = start_server(tmp, transactions, years)
-    if latency_ms:  # every /v1 answer delayed, as a distant service's are (the sandbox's fault)
-        httpx.put(
-            f"{server.base_url}/_sandbox/faults",
-            json={"latency_ms": latency_ms},
-            headers={"Authorization": f"Bearer {server.admin}"},
-            timeout=30,
-        ).raise_for_status()
+    server = start_server(tmp, transactions, years, latency_ms)
     print(
         f"\n{name}: sandbox of {server.rows:,} rows, {years} years, at {server.base_url} "
         f"(ready in {time.perf_counter() - t:.0f} s), answers delayed {latency_ms} ms; "
@@ -548,12 +545,7 @@ def main() -> None:
         "--no-household", action="store_true", help="skip the household no-change refresh"
     )
     ap.add_argument("--years", type=int, default=10, help="years of the sized ledgers")
-    ap.add_argument(
-        "--latency-ms",
-        type=int,
-        default=0,
-        help="delay every answer of the sandbox by this much (a distant service; default 0)",
-    )
+    ap.add_argument("--latency-ms", type=int, default=0, help="delay every sandbox answer (ms)")
     ap.add_argument("--tools", nargs="+", default=list(TOOLS), choices=TOOLS)
     ap.add_argument("--dlt-venv", type=Path, default=RESULTS / "venv-dlt")
     ap.add_argument(

@@ -22,6 +22,7 @@ from centsync.warehouse.common import write_metas
 from centsync.warehouse.frames import frame as query_frame
 from centsync.warehouse.frames import register
 from centsync.warehouse.instances import release
+from centsync.warehouse.reads import transaction_count
 
 MART_TABLES = (
     "spending_by_month_category",
@@ -68,8 +69,8 @@ SCAN_ROWS = 500_000
 def ledger(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.DataFrame | pl.LazyFrame:
     """The ledger the marts and the checks run on: a household's as a frame (`transactions`),
     one of more than SCAN_ROWS rows as a scan of its Parquet copy in `folder`."""
-    (rows,) = _first(con, "SELECT count(*) FROM core.transactions", []) or (0,)
-    return transactions(con) if rows <= SCAN_ROWS else transactions_scan(con, folder)
+    small = transaction_count(con) <= SCAN_ROWS
+    return transactions(con) if small else transactions_scan(con, folder)
 
 
 def transactions_scan(con: duckdb.DuckDBPyConnection, folder: Path) -> pl.LazyFrame:
@@ -173,8 +174,7 @@ def ledger_copy(con: duckdb.DuckDBPyConnection) -> Iterator[LedgerCopy | None]:
     """A big ledger's copy (`LedgerCopy`) started now in a private temporary folder, removed
     when the block ends (the copy stopped first if it still runs); None for a ledger of at most
     SCAN_ROWS rows, which the marts read whole (`ledger`)."""
-    (rows,) = _first(con, "SELECT count(*) FROM core.transactions", []) or (0,)
-    if rows <= SCAN_ROWS:
+    if transaction_count(con) <= SCAN_ROWS:
         yield None
         return
     with tempfile.TemporaryDirectory(prefix="centsync-ledger-") as folder:

@@ -252,7 +252,8 @@ class Duration(click.ParamType):
 
 def _duration(s: float) -> str:
     """90s, 30m, 2h: as the option takes it."""
-    for unit, size in (("h", 3600), ("m", 60)):
+    for unit in ("h", "m"):
+        size = _UNITS[unit]
         if s >= size and s % size == 0:
             return f"{s / size:g}{unit}"
     return f"{s:g}s"
