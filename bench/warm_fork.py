@@ -59,8 +59,9 @@ def _hwm_mb(pid: int) -> float:
 
 
 class ChildPeak:
-    """The highest `VmHWM` of the warm process's children while a refresh runs (sampled every
-    20 ms, so a child's last peak is read before it exits)."""
+    """The highest `VmHWM` of the warm process's children while a refresh runs, sampled every
+    20 ms: a high the child reaches in its last 20 ms is missed (a refresh's comes at a window's
+    commit or at its marts, seconds before its end)."""
 
     def __init__(self, warm: psutil.Process) -> None:
         self.warm, self.peak = warm, 0.0
