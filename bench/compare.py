@@ -133,7 +133,8 @@ def start_server(tmp: Path, transactions: int | None, years: int, latency_ms: in
     if latency_ms:  # every /v1 answer delayed, as a distant service's are (the sandbox's fault)
         auth = {"Authorization": f"Bearer {k['admin_token']}"}
         faults = {"latency_ms": latency_ms}
-        httpx.put(f"{k['base_url']}/_sandbox/faults", json=faults, headers=auth).raise_for_status()
+        url = f"{k['base_url']}/_sandbox/faults"
+        httpx.put(url, json=faults, headers=auth, timeout=30).raise_for_status()
     # (every check compares the truth file's count with what the API said too)
     return Server(proc, k["base_url"], k["read_only"], k["admin_token"], truth, int(total))
 
