@@ -16,11 +16,24 @@ later, round after round, in this one process, as a shard worker does
 (`fleet.shard.refresh_shard`: the refresh, reconciliation and the shard's lake publish). The
 rounds alternate the choice kept and undone, so the machine's drift falls on both alike; every
 round's CPU-s per owner and verdicts are printed, then each side's median.
+
+    uv run --frozen python bench/small_statements.py --census [--owners 6]
+
+`--census` counts the statements themselves instead: one daily round with DuckDB's own query
+log on (`enable_logging('QueryLog')`, written to a file in the temporary folder, set on each
+new working-copy instance through `instances.WORKING_SETTINGS`), then every statement DuckDB
+ran for the owners' refreshes and their lake share, per owner refresh, by kind and by text. It
+counts what DuckDB runs, the statements DuckDB's Python client issues for itself included (a
+registered frame is a temporary view: `CREATE OR REPLACE TEMPORARY VIEW "name" AS SELECT 1`).
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
+import csv
+import gc
+import re
 import resource
 import statistics
 import sys
@@ -48,12 +61,74 @@ def cpu() -> float:
     return used.ru_utime + used.ru_stime
 
 
+# a statement's kind, by its first words (the first pattern that matches)
+KINDS = (
+    (
+        "a frame registered (DuckDB's client)",
+        r'^(CREATE (OR REPLACE )?TEMPORARY VIEW "|DROP VIEW IF EXISTS temp\.)',
+    ),
+    ("transaction control", r"^(BEGIN|COMMIT|ROLLBACK)"),
+    ("setting", r"^(SET|RESET|PRAGMA|CALL|USE)\b"),
+    ("read", r"^(SELECT|WITH|FROM|SUMMARIZE|DESCRIBE)\b"),
+    ("write", r"^(INSERT|DELETE|UPDATE|COPY)\b"),
+    ("temporary table or view", r"^(CREATE|DROP)\b"),
+    ("attach or detach", r"^(ATTACH|DETACH)\b"),
+)
+
+
+def census(args: argparse.Namespace) -> None:
+    """One daily round with DuckDB's query log on: the statements per owner refresh."""
+    with tempfile.TemporaryDirectory(prefix="centsync-statements-") as tmp:
+        folder = Path(tmp)
+        proc, doc = serve(args.owners, folder, rate_limit=True)
+        try:
+            names = sorted(doc["owners"])
+            base = Settings(
+                data_home=folder / "data", owners_file=folder / "owners.toml", lake=folder / "lake"
+            )
+            refresh_shard(base, names, 1, "auto")  # the first sync, not counted
+            advance_clocks(doc, 1)
+            log = folder / "query-log"
+            log.mkdir()
+            released = instances.WORKING_SETTINGS
+            on = f"CALL enable_logging('QueryLog', storage='file', storage_path='{log}')"
+            instances.WORKING_SETTINGS = (*released, on)
+            try:
+                results = refresh_shard(base, names, 1, "auto")
+            finally:
+                instances.WORKING_SETTINGS = released
+            gc.collect()  # the pool's threads are gone: their instances close and write the log
+            with (log / "duckdb_log_entries.csv").open(newline="") as f:
+                texts = [re.sub(r"\s+", " ", r["message"]).strip() for r in csv.DictReader(f)]
+        finally:
+            proc.terminate()
+            proc.wait()
+    texts = [t for t in texts if not t.startswith("CALL enable_logging")]
+    n = len(names)
+    print(
+        f"verdicts {sorted({r.verdict for r in results})}; {len(texts) / n:.1f} statements per owner refresh"
+    )
+    kinds: collections.Counter[str] = collections.Counter()
+    for t in texts:
+        kinds[next((k for k, p in KINDS if re.match(p, t, re.IGNORECASE)), "other")] += 1
+    for kind, count in kinds.most_common():
+        print(f"  {count / n:6.1f}  {kind}")
+    print("the most frequent, per owner refresh:")
+    for text, count in collections.Counter(t[:90] for t in texts).most_common(args.top):
+        print(f"  {count / n:6.1f}  {text}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--owners", type=int, default=25)
     ap.add_argument("--rounds", type=int, default=8, help="daily rounds, alternating")
     ap.add_argument("--switch", choices=sorted(SWITCHES), default="optimiser")
+    ap.add_argument("--census", action="store_true", help="count a daily round's statements")
+    ap.add_argument("--top", type=int, default=20, help="--census: statement texts shown")
     args = ap.parse_args()
+    if args.census:
+        census(args)
+        return
     module, attribute, kept, undone = SWITCHES[args.switch]
     with tempfile.TemporaryDirectory(prefix="centsync-statements-") as tmp:
         folder = Path(tmp)
