@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import csv
 import gc
 import re
@@ -39,7 +40,9 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -76,33 +79,41 @@ KINDS = (
 )
 
 
-def census(args: argparse.Namespace) -> None:
-    """One daily round with DuckDB's query log on: the statements per owner refresh."""
+@contextlib.contextmanager
+def synced(owners: int) -> Iterator[tuple[Settings, list[str], dict[str, Any], Path]]:
+    """N sandbox households served (their own process) and synced once, not measured: the
+    shard's settings, the owners, the sandbox's keys document and the temporary folder."""
     with tempfile.TemporaryDirectory(prefix="centsync-statements-") as tmp:
         folder = Path(tmp)
-        proc, doc = serve(args.owners, folder, rate_limit=True)
+        proc, doc = serve(owners, folder, rate_limit=True)
         try:
             names = sorted(doc["owners"])
             base = Settings(
                 data_home=folder / "data", owners_file=folder / "owners.toml", lake=folder / "lake"
             )
-            refresh_shard(base, names, 1, "auto")  # the first sync, not counted
-            advance_clocks(doc, 1)
-            log = folder / "query-log"
-            log.mkdir()
-            released = instances.WORKING_SETTINGS
-            on = f"CALL enable_logging('QueryLog', storage='file', storage_path='{log}')"
-            instances.WORKING_SETTINGS = (*released, on)
-            try:
-                results = refresh_shard(base, names, 1, "auto")
-            finally:
-                instances.WORKING_SETTINGS = released
-            gc.collect()  # the pool's threads are gone: their instances close and write the log
-            with (log / "duckdb_log_entries.csv").open(newline="") as f:
-                texts = [re.sub(r"\s+", " ", r["message"]).strip() for r in csv.DictReader(f)]
+            refresh_shard(base, names, 1, "auto")
+            yield base, names, doc, folder
         finally:
             proc.terminate()
             proc.wait()
+
+
+def census(args: argparse.Namespace) -> None:
+    """One daily round with DuckDB's query log on: the statements per owner refresh."""
+    with synced(args.owners) as (base, names, doc, folder):
+        advance_clocks(doc, 1)
+        log = folder / "query-log"
+        log.mkdir()
+        released = instances.WORKING_SETTINGS
+        on = f"CALL enable_logging('QueryLog', storage='file', storage_path='{log}')"
+        instances.WORKING_SETTINGS = (*released, on)
+        try:
+            results = refresh_shard(base, names, 1, "auto")
+        finally:
+            instances.WORKING_SETTINGS = released
+        gc.collect()  # the pool's threads are gone: their instances close and write the log
+        with (log / "duckdb_log_entries.csv").open(newline="") as f:
+            texts = [re.sub(r"\s+", " ", r["message"]).strip() for r in csv.DictReader(f)]
     texts = [t for t in texts if not t.startswith("CALL enable_logging")]
     n = len(names)
     print(
@@ -130,37 +141,24 @@ def main() -> None:
         census(args)
         return
     module, attribute, kept, undone = SWITCHES[args.switch]
-    with tempfile.TemporaryDirectory(prefix="centsync-statements-") as tmp:
-        folder = Path(tmp)
-        proc, doc = serve(args.owners, folder, rate_limit=True)
-        try:
-            names = sorted(doc["owners"])
-            base = Settings(
-                data_home=folder / "data",
-                owners_file=folder / "owners.toml",
-                lake=folder / "lake",
+    with synced(args.owners) as (base, names, doc, _):
+        figures: dict[str, list[float]] = {"kept": [], "undone": []}
+        for n in range(args.rounds):
+            setting = "kept" if n % 2 == 0 else "undone"
+            setattr(module, attribute, kept if setting == "kept" else undone)
+            advance_clocks(doc, 1)
+            started, wall = cpu(), time.monotonic()
+            results = refresh_shard(base, names, 1, "auto")
+            per_owner = (cpu() - started) / len(names)
+            verdicts = sorted({r.verdict for r in results})
+            errors = [r.error for r in results if r.error]
+            figures[setting].append(per_owner)
+            print(
+                f"  round {n + 1}: {args.switch} {setting:6}  {per_owner:.3f} CPU-s per owner, "
+                f"{(time.monotonic() - wall) / len(names):.3f} s wall, verdicts {verdicts}"
+                + (f", errors {errors[:2]}" if errors else ""),
+                flush=True,
             )
-            refresh_shard(base, names, 1, "auto")  # the first sync, not measured
-            figures: dict[str, list[float]] = {"kept": [], "undone": []}
-            for n in range(args.rounds):
-                setting = "kept" if n % 2 == 0 else "undone"
-                setattr(module, attribute, kept if setting == "kept" else undone)
-                advance_clocks(doc, 1)
-                started, wall = cpu(), time.monotonic()
-                results = refresh_shard(base, names, 1, "auto")
-                per_owner = (cpu() - started) / len(names)
-                verdicts = sorted({r.verdict for r in results})
-                errors = [r.error for r in results if r.error]
-                figures[setting].append(per_owner)
-                print(
-                    f"  round {n + 1}: {args.switch} {setting:6}  {per_owner:.3f} CPU-s per owner, "
-                    f"{(time.monotonic() - wall) / len(names):.3f} s wall, verdicts {verdicts}"
-                    + (f", errors {errors[:2]}" if errors else ""),
-                    flush=True,
-                )
-        finally:
-            proc.terminate()
-            proc.wait()
     for setting, values in figures.items():
         print(
             f"{args.switch} {setting:6}: median {statistics.median(values):.3f} "
