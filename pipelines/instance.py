@@ -3,23 +3,17 @@
 Used by the CLI's in-process runs (`cli/runner.py`) and its schedule commands; a top-level
 module of `pipelines/`, not of `cli/`, so that `defs/` and `fleet/` may open an instance the same way.
 
-Dagster's own SQLite storages create a new SQLAlchemy engine and a new SQLite connection for
-every event they store and every run record they touch. A household refresh stores about 70
-events: that was 0.5 s of a 3.4 s command (py-spy, docs/benchmarks.md). These subclasses keep
-one engine, and one connection, per database for the life of the process; everything else
-(the schema, the files, the per-run event databases, the watchers the UI uses) is Dagster's.
-More savings, each measured in docs/benchmarks.md: Dagster's WAL files commit with
-`synchronous=NORMAL`; a new home's runs.db and schedules.db, and an empty event database
-(a run's new one, and a new home's index, start as its copy), are made as Dagster makes them
-but stamped at its head revision without alembic (`_new_database`), so no command loads
-alembic's migration scripts to create or check them; a CLI run's stdout and stderr, already on
-the user's terminal, are not captured again; and the run and schedule storages open a file
-Dagster has stamped without loading alembic's scripts to learn a head revision that would
-change nothing (`_stamped`); so alembic itself is not imported until a file needs it (one
-unstamped or of an older Dagster: `_sql_storage_without_alembic`), nor rich for structlog,
-which only Dagster's daemon uses (`_structlog_without_rich`); and the instance is made here,
-as Dagster's factory makes it, with its definitions-state storage (UPath, fsspec) made on
-first use (`_from_ref`).
+Dagster's own SQLite storages create a new SQLAlchemy engine and SQLite connection for every
+event they store and run record they touch (0.5 s of a 3.4 s household refresh, py-spy). These
+subclasses keep one engine and connection per database for the life of the process, and
+remember the schema checks Dagster repeats (`_yes_kept`); the schema, the files, the per-run
+event databases and the UI's watchers are Dagster's. Other savings, each measured in
+docs/benchmarks.md: WAL commits with `synchronous=NORMAL`; new databases made as Dagster makes
+them but stamped at its head revision without alembic (`_new_database`), and stamped files
+opened without loading alembic's scripts (`_stamped`), so alembic is imported only for a file
+that needs a migration (`_sql_storage_without_alembic`); no rich for structlog
+(`_structlog_without_rich`); a CLI run's output, already on the terminal, not captured again;
+and the definitions-state storage (UPath, fsspec) made on first use (`_from_ref`).
 
 `instance(home)` gives the centsync commands an instance of the Dagster home that uses them where
 the instance's `dagster.yaml` keeps Dagster's default SQLite storage. The files stay where
@@ -30,11 +24,10 @@ file, such as `dg list defs`, give storages no home to find their files in.)
 
 This module is the one adapter over Dagster's storage internals: the private modules imported
 below, the module paths named as strings, the overridden `_initdb`/`_connect` and
-`_has_asset_key_col_on_connection`, the attributes
-read (`_db_lock`, `_initialized_dbs`, `_base_dir`), the schema metadata and head revision a
-new file is made with (`_new_database`), and the arguments of Dagster's
-`create_instance_from_ref`. The exact pin of dagster guards
-them, and tests/pipelines/test_dagster_storage.py fails when any of them changes.
+`_has_asset_key_col_on_connection`, the attributes read (`_db_lock`, `_initialized_dbs`,
+`_base_dir`), the schema metadata and head revision a new file is made with, and the arguments
+of Dagster's `create_instance_from_ref`. The exact pin of dagster guards them, and
+tests/pipelines/test_dagster_storage.py fails when any of them changes.
 """
 
 from __future__ import annotations
@@ -45,7 +38,7 @@ import shutil
 import sqlite3
 import sys
 import types
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar, cast
 
@@ -286,6 +279,25 @@ def _wal_normal_sync(dbapi_conn: Any, _record: Any) -> None:
         cursor.close()
 
 
+def _remember_yes(storage: Any, key: tuple[str, ...], check: Callable[[], bool]) -> bool:
+    """A storage's check of its schema (a table, a column, a data migration done) with its yes
+    remembered: only `dagster instance migrate` or `reindex`, in another process, changes one.
+    A no is asked again."""
+    yes: set[tuple[str, ...]] = storage.__dict__.setdefault("_yes", set())
+    if key not in yes and check():
+        yes.add(key)
+    return key in yes
+
+
+def _yes_kept(check: Callable[..., bool]) -> Callable[..., bool]:
+    """`check` (a storage method of string arguments) with its yes remembered (`_remember_yes`)."""
+
+    def kept(self: Any, *args: str) -> bool:
+        return _remember_yes(self, (check.__name__, *args), lambda: check(self, *args))
+
+    return kept
+
+
 class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
     """`SqliteEventLogStorage` with one engine per database kept, not one per event."""
 
@@ -293,7 +305,6 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
         self._engines: dict[str, Engine] = {}
         self._empty_known = False
         self._empty_rev: str | None = None
-        self._tables: set[str] = set()
         self._index_engine: Engine | None = None
         super().__init__(_base_dir(base_dir), inst_data)
 
@@ -305,35 +316,25 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
     def from_config_value(cls, inst_data: Any, config_value: Any) -> KeptConnectionsEventLogStorage:
         return cls(inst_data=inst_data, **dict(config_value))
 
+    @_yes_kept
     def has_table(self, table_name: str) -> bool:
-        """Dagster's `has_table` over the kept index connection, a present table remembered.
-
-        Dagster's own makes a new engine and SQLite connection for each call, and it is asked
-        before reading asset records and storing asset events: 35 times in a household refresh.
-        A table that exists stays (only `dagster instance migrate` adds them, in another process),
-        so a yes is kept; a no is asked again.
-        """
-        if table_name in self._tables:
-            return True
+        """Dagster's `has_table` over a kept index connection (Dagster's own makes a new engine
+        and SQLite connection each time), asked before reading asset records and storing asset
+        events: 35 times in a household refresh, a yes remembered."""
         # its own kept engine: Dagster asks while it holds another connection of this storage
         if self._index_engine is None:
             self._index_engine = _kept_engine(self.conn_string_for_shard(INDEX_SHARD_NAME))
         with self._index_engine.connect() as conn:
-            found = bool(conn.dialect.has_table(conn, table_name))
-        if found:
-            self._tables.add(table_name)
-        return found
+            return bool(conn.dialect.has_table(conn, table_name))
 
     def _has_asset_key_col_on_connection(self, conn: Connection, column_name: str) -> bool:
-        """Dagster's check of an asset-key index column, a present column remembered as
-        `has_table` remembers a table: Dagster reflects the table's columns for every asset
-        event it stores (80 a household refresh, ~17 ms, docs/benchmarks.md)."""
-        if f"asset_keys.{column_name}" in self._tables:
-            return True
-        found = super()._has_asset_key_col_on_connection(conn, column_name)
-        if found:
-            self._tables.add(f"asset_keys.{column_name}")
-        return found
+        """Dagster's check of an asset-key index column, which reflects the table's columns for
+        every asset event it stores (80 a household refresh, ~17 ms), a yes remembered."""
+        parent = super()._has_asset_key_col_on_connection
+        return _remember_yes(self, ("asset_keys", column_name), lambda: parent(conn, column_name))
+
+    # asked twice for every asset record Dagster reads (28 times a household refresh, 16-30 ms)
+    has_secondary_index = _yes_kept(SqliteEventLogStorage.has_secondary_index)
 
     def _empty_path(self) -> str:
         """An empty event database as Dagster's own `_initdb` makes one (`_new_database`), for
@@ -417,6 +418,10 @@ class KeptConnectionsRunStorage(SqliteRunStorage):
     def __init__(self, conn_string: str, inst_data: Any = None) -> None:
         self._engine = _kept_engine(conn_string)
         super().__init__(conn_string, inst_data)
+
+    # reflected from the runs table for every run event stored and run read
+    has_run_stats_index_cols = _yes_kept(SqliteRunStorage.has_run_stats_index_cols)
+    has_backfill_id_column = _yes_kept(SqliteRunStorage.has_backfill_id_column)
 
     @classmethod
     def config_type(cls) -> Any:
@@ -578,13 +583,11 @@ class _DefsStateOnFirstUse(DefsStateStorage):
 def _cli_compute_logs(ref: InstanceRef) -> ConfigurableClassData:
     """No stdout/stderr capture for a run the CLI makes, where Dagster's default would capture it.
 
-    Dagster's `LocalComputeLogManager` mirrors a run's stdout and stderr into files by starting
-    four helper processes (`tail` and a watcher for each stream) and waiting for them at the end:
-    40 ms of a household refresh (docs/benchmarks.md). A CLI run's output is already on the
-    user's terminal, and everything the run reports (its log lines, warnings, failures with
-    their tracebacks) is in its event log, which the UI shows. Runs that the UI or the daemon
-    launch use the instance's own setting and keep their captured output; a compute-log
-    manager other than Dagster's default is left as configured.
+    Dagster's `LocalComputeLogManager` mirrors a run's output into files through four helper
+    processes, waited for at the end: 40 ms of a household refresh (docs/benchmarks.md). A CLI
+    run's output is already on the terminal, and all it reports is in its event log, which the
+    UI shows. Runs the UI or the daemon launch keep the instance's own setting, and a manager
+    other than Dagster's default is left as configured.
     """
     data = ref.compute_logs_data
     if (data.module_name, data.class_name) != (

@@ -199,7 +199,8 @@ def test_has_table_keeps_a_yes_and_asks_again_after_a_no(
         index = tmp_path / "runs" / "index.db"
         sqlite3.connect(index).execute("CREATE TABLE made_later (x)").connection.commit()
         assert storage.has_table("made_later")
-        assert storage._tables >= {"event_logs", "made_later"}
+        sqlite3.connect(index).execute("DROP TABLE made_later").connection.commit()
+        assert storage.has_table("made_later")  # a yes is kept (only a migration adds tables)
     finally:
         storage.dispose()
 
@@ -246,6 +247,53 @@ def test_an_asset_key_column_found_is_kept_and_a_missing_one_asked_again(
         assert instance.get_latest_materialization_event(dg.AssetKey("b")) is not None
 
 
+def test_a_migration_found_done_and_the_runs_columns_found_are_asked_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dagster asks whether a data migration is done for every asset record it reads, and
+    reflects the runs table for every run event it stores: each yes is asked of SQLite once,
+    however many events two runs store, and a no is asked again."""
+    import dagster as dg
+    from sqlalchemy import event
+    from sqlalchemy.engine import Engine
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path))
+    asked: list[str] = []
+
+    def note(_conn: object, _cursor: object, statement: str, params: object, *_: object) -> None:
+        if "secondary_indexes" in statement and statement.lstrip().startswith("SELECT"):
+            asked.append(f"index {params}")
+        elif 'table_xinfo("runs")' in statement:
+            asked.append("runs columns")
+
+    event.listen(Engine, "before_cursor_execute", note)
+    try:
+        with dagster_storage.instance(tmp_path) as instance:
+
+            @dg.asset
+            def a() -> None: ...
+
+            @dg.asset(deps=[a])
+            def b() -> None: ...
+
+            assert dg.materialize([a, b], instance=instance).success
+            first = list(asked)
+            assert dg.materialize([a, b], instance=instance).success
+            assert asked == first  # the second run asks nothing the first found
+            assert any(q.startswith("index") for q in first) and "runs columns" in first
+            storage = instance.event_log_storage
+            asked.clear()
+            assert not storage.has_secondary_index("not_done")
+            assert not storage.has_secondary_index("not_done")
+            storage.enable_secondary_index("not_done")
+            assert storage.has_secondary_index("not_done")
+            assert storage.has_secondary_index("not_done")
+            assert len(asked) == 3
+            assert instance.get_latest_materialization_event(dg.AssetKey("b")) is not None
+    finally:
+        event.remove(Engine, "before_cursor_execute", note)
+
+
 def test_the_dagster_internals_the_storage_relies_on_are_as_pinned(tmp_path: Path) -> None:
     """Every private name of Dagster that pipelines/instance.py overrides, calls or reads,
     with the signature it relies on: a Dagster release that renames or reshapes one fails
@@ -270,6 +318,9 @@ def test_the_dagster_internals_the_storage_relies_on_are_as_pinned(tmp_path: Pat
     assert params(SqliteEventLogStorage._connect) == ["self", "shard"]
     assert params(SqliteEventLogStorage.__init__) == ["self", "base_dir", "inst_data"]
     assert params(SqliteEventLogStorage.has_table) == ["self", "table_name"]
+    assert params(SqliteEventLogStorage.has_secondary_index) == ["self", "name"]
+    assert params(SqliteRunStorage.has_run_stats_index_cols) == ["self"]
+    assert params(SqliteRunStorage.has_backfill_id_column) == ["self"]
     assert params(SqliteEventLogStorage._has_asset_key_col_on_connection) == [
         "self",
         "conn",
