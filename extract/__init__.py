@@ -74,7 +74,7 @@ from ._requests import ClientSettings
 from ._runtime import new_event_loop, run
 from ._stats import EndpointStats, RequestStats
 from ._sync import ApiClient, WindowStream
-from ._transport import TRANSPORTS, check_base_url, network_transport
+from ._transport import check_base_url, network_transport
 
 __all__ = [
     "ACCOUNT_SCHEMA",
@@ -82,7 +82,6 @@ __all__ = [
     "LIST_FILTERS",
     "SYNC_STATUS_SCHEMA",
     "TRANSACTION_SCHEMA",
-    "TRANSPORTS",
     "AccountsSummary",
     "Allowance",
     "ApiClient",

@@ -40,6 +40,7 @@ from ._pacing import (
 )
 from ._pacing import retry_after as parse_retry_after
 from ._retry import (
+    _TRANSPORT_ERRORS,
     DEFAULT_MAX_WAIT,
     UNREACHABLE_ATTEMPTS,
     RetryPolicy,
@@ -57,7 +58,6 @@ from ._transport import (
     check_base_url,
     client_transport,
     network_transport,
-    transport_errors,
     unreachable_reason,
 )
 
@@ -102,7 +102,7 @@ class RequestCore:
         *,
         transport: httpx.AsyncBaseTransport | None = None,
         http_client: httpx.AsyncClient | None = None,
-        http_transport: str = "auto",
+        http_transport: str = "aiohttp",
         timeout: float = 30.0,
         max_attempts: int = 8,
         backoff_initial: float = 0.2,
@@ -284,7 +284,7 @@ class RequestCore:
                 response = await self._http.request(
                     method, url, content=content, headers=headers, auth=self._auth
                 )
-        except transport_errors() as exc:
+        except _TRANSPORT_ERRORS as exc:
             self.stats.add(endpoint, errors=1, transport_errors=1)
             log.info("%s %s: transport error %s", method, path, type(exc).__name__)
             raise transport_failure(method, path, exc, self._http.timeout.read) from None

@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import aiohttp
+import httpx
 from tenacity import (
     AsyncRetrying,
     RetryCallState,
@@ -28,6 +30,8 @@ from ._errors import (
 
 T = TypeVar("T")
 
+# aiohttp errors the transport's own map does not translate to httpx ones count as well
+_TRANSPORT_ERRORS = (httpx.TransportError, aiohttp.ClientError, ConnectionError, TimeoutError)
 _RETRYABLE_STATUS = frozenset({429, 500, 502, 503, 504})
 
 # Attempts for a request that cannot connect at all (refused, unknown host, TLS).

@@ -4,9 +4,8 @@ query encoding and the direct send path.
 This is the one adapter over httpx and httpx-aiohttp internals: every private name of theirs
 the client relies on is read here (`DirectSender`, `client_transport`, `_FAST_URL`, and httpx's
 command line left out of its import: `_SKIP_CLI`), pinned by tests/extract/test_transport.py and
-allowed by tests/test_private_reaches.py. aiohttp is imported here too, when a process first
-needs it (`_aiohttp`, `ByVolumeTransport`), with the CA stores of the default TLS contexts it
-makes at import loaded at their first connection.
+allowed by tests/test_private_reaches.py. aiohttp is imported here too, with the CA stores of
+the default TLS contexts it makes at import loaded at their first connection (`_DEFER_TLS`).
 """
 
 from __future__ import annotations
@@ -70,28 +69,19 @@ def _loads_on_first_use(context: ssl.SSLContext) -> None:
     context.wrap_bio = wrap_bio  # type: ignore[method-assign]
 
 
-_AIOHTTP_LOCK = threading.Lock()
-
-
-def _aiohttp() -> Any:
-    """aiohttp, imported on first use (about 0.16 s of a process, docs/benchmarks.md), with the
-    CA stores of the TLS contexts its import makes loaded at their first connection."""
-    with _AIOHTTP_LOCK:  # one importer patches `ssl` at a time
-        defer = "aiohttp.connector" not in sys.modules
-        if defer:
-            ssl.SSLContext.set_default_verify_paths = _defer_verify_paths  # type: ignore[method-assign,assignment]
-        try:
-            import aiohttp
-        finally:
-            if defer:
-                del ssl.SSLContext.set_default_verify_paths  # the C method is inherited again
-                while _DEFERRED:
-                    _loads_on_first_use(_DEFERRED.pop())
-    return aiohttp
-
-
+_DEFER_TLS = "aiohttp.connector" not in sys.modules
+if _DEFER_TLS:
+    ssl.SSLContext.set_default_verify_paths = _defer_verify_paths  # type: ignore[method-assign,assignment]
+try:
+    import aiohttp
+finally:
+    if _DEFER_TLS:
+        del ssl.SSLContext.set_default_verify_paths  # the C method is inherited again
+        while _DEFERRED:
+            _loads_on_first_use(_DEFERRED.pop())
 import httpx  # noqa: E402
 import orjson  # noqa: E402
+from httpx_aiohttp import AiohttpTransport  # noqa: E402
 
 if _SKIP_CLI:
     del sys.modules["httpx._main"]
@@ -176,113 +166,43 @@ class _BearerAuth(httpx.Auth):
 BODY_CHUNK = 1 << 20
 
 
-@lru_cache(maxsize=1)
-def large_chunk_transport_class() -> type[httpx.AsyncBaseTransport]:
-    """httpx-aiohttp's transport, its responses read in pieces of up to ``BODY_CHUNK`` (the class
-    is made when first asked for: importing httpx-aiohttp imports aiohttp).
+class LargeChunkAiohttpTransport(AiohttpTransport):
+    """httpx-aiohttp's transport, its responses read in pieces of up to ``BODY_CHUNK``.
 
     The stream's ``CHUNK_SIZE`` (a public class attribute of httpx-aiohttp 0.2) is set on each
     response's own stream, so no other user of httpx-aiohttp in the process is affected.
     """
-    _aiohttp()
-    from httpx_aiohttp import AiohttpTransport
-
-    class LargeChunkAiohttpTransport(AiohttpTransport):
-        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-            response = await super().handle_async_request(request)
-            stream = response.stream
-            if getattr(stream, "CHUNK_SIZE", BODY_CHUNK) < BODY_CHUNK:
-                stream.CHUNK_SIZE = BODY_CHUNK  # type: ignore[union-attr]
-            return response
-
-    return LargeChunkAiohttpTransport
-
-
-def transport_errors() -> tuple[type[BaseException], ...]:
-    """The exceptions that mean a request failed in the network layer: httpx's, the system's,
-    and aiohttp's own ones its transport's map does not translate, once aiohttp is loaded."""
-    aiohttp = sys.modules.get("aiohttp")
-    errors: tuple[type[BaseException], ...] = (httpx.TransportError, ConnectionError, TimeoutError)
-    client_error = getattr(aiohttp, "ClientError", None)
-    return (*errors, client_error) if isinstance(client_error, type) else errors
-
-
-TRANSPORTS = ("auto", "aiohttp", "httpcore")
-
-# A request through aiohttp costs the client about 0.25 ms less than through httpx's own
-# httpcore (a 200-row page, docs/benchmarks.md), and importing aiohttp costs about 0.16 s: more
-# than a household's refresh (about 20 requests) ever wins back, a small part of a bulk read
-# (5,000 requests a million rows). So `auto` sends a process's first AIOHTTP_AFTER requests
-# through httpcore and every later one, of any client in the process, through aiohttp; in a
-# process that has loaded aiohttp already (`centsync warm`'s children), every one.
-AIOHTTP_AFTER = 256
-_sent_small = 0  # requests the process has sent through `auto` transports' httpcore
-
-
-class ByVolumeTransport(httpx.AsyncBaseTransport):
-    """The ``auto`` network layer: httpx's own for a process's first ``AIOHTTP_AFTER``
-    requests, aiohttp (imported then) for the rest, or for all once it is loaded."""
-
-    def __init__(self, limits: httpx.Limits, tls: bool) -> None:
-        self._limits = limits
-        self._tls = tls
-        self._small = _httpcore(limits, tls)
-        self._bulk: httpx.AsyncBaseTransport | None = None
-
-    @property
-    def bulk(self) -> bool:
-        """Whether this transport sends through aiohttp now."""
-        return self._bulk is not None
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        global _sent_small
-        if self._bulk is None:
-            if _sent_small < AIOHTTP_AFTER and "httpx_aiohttp" not in sys.modules:
-                _sent_small += 1
-                return await self._small.handle_async_request(request)
-            self._bulk = _aiohttp_transport(self._limits, self._tls)
-        return await self._bulk.handle_async_request(request)
-
-    async def aclose(self) -> None:
-        try:
-            await self._small.aclose()
-        finally:
-            if self._bulk is not None:
-                await self._bulk.aclose()
+        response = await super().handle_async_request(request)
+        stream = response.stream
+        if getattr(stream, "CHUNK_SIZE", BODY_CHUNK) < BODY_CHUNK:
+            stream.CHUNK_SIZE = BODY_CHUNK  # type: ignore[union-attr]
+        return response
 
 
-def _httpcore(limits: httpx.Limits, tls: bool) -> httpx.AsyncBaseTransport:
-    return httpx.AsyncHTTPTransport(limits=limits, verify=_tls_context() if tls else False)
-
-
-def _aiohttp_transport(limits: httpx.Limits, tls: bool) -> httpx.AsyncBaseTransport:
-    # `tls=False` is for a plain-http base URL, which `check_base_url` allows only on loopback
-    # (the sandbox): such a transport never makes a TLS connection, so it loads no CA bundle.
-    cls: Any = large_chunk_transport_class()
-    return cls(limits=limits, verify=_tls_context() if tls else False)
+TRANSPORTS = ("aiohttp", "httpcore")
 
 
 def network_transport(
-    limits: httpx.Limits | None = None, *, tls: bool = True, kind: str = "auto"
+    limits: httpx.Limits | None = None, *, tls: bool = True, kind: str = "aiohttp"
 ) -> httpx.AsyncBaseTransport:
-    """The network layer under ``httpx.AsyncClient``. The client API stays httpx's. ``auto``
-    (the default) is httpx's own httpcore for a process's first requests and aiohttp's
-    C-accelerated HTTP/1.1 (``httpx-aiohttp``) once it has sent ``AIOHTTP_AFTER``: measured here
-    aiohttp reads pages about twice as fast, but costs a process 0.16 s to import
-    (docs/benchmarks.md). ``aiohttp`` or ``httpcore`` uses that one throughout (the edge passes
-    the choice from ``CENTSYNC_HTTP_TRANSPORT``)."""
+    """The network layer under ``httpx.AsyncClient``: by default aiohttp's C-accelerated
+    HTTP/1.1 (``httpx-aiohttp``). The client API stays httpx's; measured here it reads pages
+    about twice as fast as httpx's own httpcore transport (docs/benchmarks.md). ``kind=
+    "httpcore"`` uses httpx's own (the edge passes it from ``CENTSYNC_HTTP_TRANSPORT``)."""
     limits = limits or httpx.Limits(max_connections=8)
     choice = kind.strip().lower()
-    if choice not in TRANSPORTS:
+    if choice == "httpcore":
+        return httpx.AsyncHTTPTransport(limits=limits)
+    if choice != "aiohttp":
         raise ConfigurationError(
             f"HTTP transport {choice!r} (CENTSYNC_HTTP_TRANSPORT) is not known; "
-            "use 'auto', 'aiohttp' or 'httpcore'"
+            "use 'aiohttp' or 'httpcore'"
         )
-    if choice == "httpcore":
-        return _httpcore(limits, tls)
-    if choice == "aiohttp":
-        return _aiohttp_transport(limits, tls)
-    return ByVolumeTransport(limits, tls)
+    # `tls=False` is for a plain-http base URL, which `check_base_url` allows only on loopback
+    # (the sandbox): such a transport never makes a TLS connection, so it loads no CA bundle.
+    return LargeChunkAiohttpTransport(limits=limits, verify=_tls_context() if tls else False)
 
 
 @lru_cache(maxsize=1)
@@ -355,8 +275,7 @@ def unreachable_reason(exc: BaseException) -> str | None:
             return f"the host name could not be resolved ({cause.strerror or cause})"
         if isinstance(cause, ConnectionRefusedError):
             return "the connection was refused (nothing listens at that address and port)"
-        aiohttp = sys.modules.get("aiohttp")  # its errors come only from its transport
-        if aiohttp is not None and isinstance(cause, aiohttp.ClientConnectorCertificateError):
+        if isinstance(cause, aiohttp.ClientConnectorCertificateError):
             return f"the service's TLS certificate was refused ({cause})"
         cause = cause.__cause__ or cause.__context__
     return None

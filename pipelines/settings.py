@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from centsync.extract import TRANSPORTS, ConfigurationError
+from centsync.extract import ConfigurationError
 from centsync.pipelines import setting_checks as check
 
 WAREHOUSE_NAME = "centsync.duckdb"
@@ -188,10 +188,8 @@ class Settings:
     )
     http_transport: str = _setting(
         "CENTSYNC_HTTP_TRANSPORT",
-        "The HTTP layer under httpx: `auto` (httpx's own for a process's first 256 requests, "
-        "aiohttp after them), `aiohttp` (faster per request, 0.16 s to load) or `httpcore` "
-        "(httpx's own).",
-        "auto",
+        "The HTTP layer under httpx: `aiohttp` (faster) or `httpcore` (httpx's own).",
+        "aiohttp",
     )
     duckdb_memory: str = _setting(
         "CENTSYNC_DUCKDB_MEMORY",
@@ -397,10 +395,9 @@ class Settings:
             elif f.name == "duckdb_memory":
                 values[f.name] = _duckdb_memory(raw)
             elif f.name == "http_transport":
-                if raw.lower() not in TRANSPORTS:
+                if raw.lower() not in ("aiohttp", "httpcore"):
                     raise ConfigurationError(
-                        f"CENTSYNC_HTTP_TRANSPORT={raw!r} is not known; use 'auto', 'aiohttp' "
-                        "or 'httpcore'"
+                        f"CENTSYNC_HTTP_TRANSPORT={raw!r} is not known; use 'aiohttp' or 'httpcore'"
                     )
                 values[f.name] = raw.lower()
             else:

@@ -105,7 +105,7 @@ def test_defaults_resolve_under_the_data_home(tmp_path: Path) -> None:
     assert s.dagster_home == tmp_path / "centsync" / "centsync.dagster"
     assert s.inbox == tmp_path / "centsync" / "inbox"
     assert s.embedded and s.max_wait == 600.0 and s.verify_pages == 4 and not s.progress
-    assert s.http_transport == "auto" and s.duckdb_memory == "160MB"
+    assert s.http_transport == "aiohttp" and s.duckdb_memory == "160MB"
 
 
 def test_values_are_parsed_and_paths_made_absolute(tmp_path: Path) -> None:

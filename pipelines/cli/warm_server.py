@@ -42,9 +42,6 @@ def _warm_up() -> None:
     import centsync.pipelines.instance
     import centsync.pipelines.reconcile
     import centsync.pipelines.refresh.run  # noqa: F401
-    from centsync.extract._transport import large_chunk_transport_class
-
-    large_chunk_transport_class()  # aiohttp loaded: each child's requests go through it
 
     # what the imports made lives as long as the process: frozen out of the collections the
     # loop's own garbage needs (each child turns its collector on again: `group.imports_done`)

@@ -244,10 +244,10 @@ def test_one_verifying_tls_context_per_process_and_none_loaded_for_loopback_http
 
     from centsync.extract._transport import _tls_context, network_transport
 
-    first, second = network_transport(tls=True, kind="aiohttp"), network_transport(kind="aiohttp")
+    first, second = network_transport(tls=True), network_transport(tls=True)
     assert first.ssl_context is second.ssl_context is _tls_context()  # type: ignore[attr-defined]
     assert _tls_context().verify_mode == ssl.CERT_REQUIRED and _tls_context().check_hostname
-    plain = network_transport(tls=False, kind="aiohttp")
+    plain = network_transport(tls=False)
     assert plain.ssl_context is not _tls_context()  # type: ignore[attr-defined]
 
 
@@ -258,7 +258,7 @@ def test_the_httpx_internals_the_direct_path_relies_on() -> None:
 
     from httpx_aiohttp import AiohttpTransport
 
-    from centsync.extract._transport import _FAST_URL, large_chunk_transport_class
+    from centsync.extract._transport import _FAST_URL, LargeChunkAiohttpTransport
 
     client = httpx.AsyncClient(base_url=BASE)
     assert isinstance(client._cookies, httpx.Cookies)
@@ -268,7 +268,7 @@ def test_the_httpx_internals_the_direct_path_relies_on() -> None:
     response = httpx.Response(200, content=b"x")
     assert response._content == b"x"
     # the large-chunk transport sets the stream's chunk size per response, not on the class
-    assert issubclass(large_chunk_transport_class(), AiohttpTransport)
+    assert issubclass(LargeChunkAiohttpTransport, AiohttpTransport)
     from httpx_aiohttp.transport import AiohttpResponseStream
 
     assert AiohttpResponseStream.CHUNK_SIZE == 16 * 1024
@@ -393,8 +393,8 @@ def test_aiohttps_default_tls_contexts_load_the_ca_store_at_their_first_connecti
     ca, cert, key = _certificates(tmp_path)
     code = f"""
 import asyncio, ssl
-from centsync.extract._transport import _aiohttp
-aiohttp = _aiohttp()
+import centsync.extract
+import aiohttp
 from aiohttp import connector
 made = [connector._SSL_CONTEXT_VERIFIED, connector._SSL_CONTEXT_UNVERIFIED]
 assert [c.cert_store_stats()["x509_ca"] for c in made] == [0, 0], "loaded at import"
@@ -427,52 +427,3 @@ print(made[0].cert_store_stats()["x509_ca"], made[0].verify_mode == ssl.CERT_REQ
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["200", "ok", "1", "True"]
-
-
-@pytest.mark.e2e
-def test_a_process_sends_its_first_requests_through_httpcore_and_the_rest_through_aiohttp() -> None:
-    """`auto`, the default: importing aiohttp costs a process about 0.16 s, more than a
-    household's ~20 requests win back, so a process's first `AIOHTTP_AFTER` requests go through
-    httpx's own transport and aiohttp is neither imported nor used until then; every later
-    request, of any client in the process, goes through aiohttp. Here in a fresh process, over
-    loopback, with the threshold at 3: every answer arrives whole either way, and a transport
-    error is one the client's retry policy knows, before aiohttp is loaded and after."""
-    import subprocess
-    import sys
-
-    code = f"""
-import asyncio, sys
-import centsync.pipelines.cli.main  # what a refresh's process imports first
-from centsync.extract import AsyncApiClient, _transport
-from centsync.extract._transport import ByVolumeTransport, transport_errors
-assert "aiohttp" not in sys.modules, "imported before it is needed"
-assert len(transport_errors()) == 3
-_transport.AIOHTTP_AFTER = 3
-
-async def main():
-    async def answer(reader, writer):
-        await reader.readuntil(b"\\r\\n\\r\\n")
-        writer.write(b"HTTP/1.1 200 OK\\r\\nContent-Length: 7\\r\\nConnection: close\\r\\n\\r\\n{{\\"a\\":1}}")
-        await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(answer, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
-    seen = []
-    for _ in range(2):  # two clients, one process: the count is the process's
-        async with AsyncApiClient(f"http://127.0.0.1:{{port}}", {KEY!r}, pacing=False) as c:
-            for _ in range(3):
-                response = await c.request("GET", "/v1/me")
-                seen.append((response.json(), "aiohttp" in sys.modules))
-    server.close()
-    print(seen)
-
-asyncio.run(main())
-import aiohttp
-assert aiohttp.ClientError in transport_errors()
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    body = {"a": 1}
-    loaded = [False, False, False, True, True, True]
-    assert done.stdout.strip() == str([(body, x) for x in loaded])
