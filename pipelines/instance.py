@@ -32,6 +32,7 @@ tests/pipelines/test_dagster_storage.py fails when any of them changes.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
 import shutil
@@ -280,9 +281,8 @@ def _wal_normal_sync(dbapi_conn: Any, _record: Any) -> None:
 
 
 def _remember_yes(storage: Any, key: tuple[str, ...], check: Callable[[], bool]) -> bool:
-    """A storage's check of its schema (a table, a column, a data migration done) with its yes
-    remembered: only `dagster instance migrate` or `reindex`, in another process, changes one.
-    A no is asked again."""
+    """A storage's check of its schema (a table, a column, a data migration done), a yes kept:
+    only `dagster instance migrate` or `reindex`, in another process, makes one. A no is asked again."""
     yes: set[tuple[str, ...]] = storage.__dict__.setdefault("_yes", set())
     if key not in yes and check():
         yes.add(key)
@@ -292,6 +292,7 @@ def _remember_yes(storage: Any, key: tuple[str, ...], check: Callable[[], bool])
 def _yes_kept(check: Callable[..., bool]) -> Callable[..., bool]:
     """`check` (a storage method of string arguments) with its yes remembered (`_remember_yes`)."""
 
+    @functools.wraps(check)
     def kept(self: Any, *args: str) -> bool:
         return _remember_yes(self, (check.__name__, *args), lambda: check(self, *args))
 
@@ -318,10 +319,9 @@ class KeptConnectionsEventLogStorage(SqliteEventLogStorage):
 
     @_yes_kept
     def has_table(self, table_name: str) -> bool:
-        """Dagster's `has_table` over a kept index connection (Dagster's own makes a new engine
-        and SQLite connection each time), asked before reading asset records and storing asset
-        events: 35 times in a household refresh, a yes remembered."""
-        # its own kept engine: Dagster asks while it holds another connection of this storage
+        """Dagster's `has_table` over a kept index connection of its own (Dagster asks while it
+        holds another one; its own makes a new engine and SQLite connection each time), asked
+        before reading asset records and storing asset events: 35 times a household refresh."""
         if self._index_engine is None:
             self._index_engine = _kept_engine(self.conn_string_for_shard(INDEX_SHARD_NAME))
         with self._index_engine.connect() as conn:
