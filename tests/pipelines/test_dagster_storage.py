@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -205,6 +206,20 @@ def test_has_table_keeps_a_yes_and_asks_again_after_a_no(
         storage.dispose()
 
 
+def _two_assets() -> list[Any]:
+    """Two assets, the second depending on the first: their run stores asset events and reads
+    the first's record for the second's provenance."""
+    import dagster as dg
+
+    @dg.asset
+    def a() -> None: ...
+
+    @dg.asset(deps=[a])
+    def b() -> None: ...
+
+    return [a, b]
+
+
 def test_an_asset_key_column_found_is_kept_and_a_missing_one_asked_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -223,15 +238,8 @@ def test_an_asset_key_column_found_is_kept_and_a_missing_one_asked_again(
 
     monkeypatch.setattr(SqlEventLogStorage, "_has_asset_key_col_on_connection", counted)
     with dagster_storage.instance(tmp_path) as instance:
-
-        @dg.asset
-        def a() -> None: ...
-
-        @dg.asset(deps=[a])
-        def b() -> None: ...
-
-        assert dg.materialize([a, b], instance=instance).success
-        assert dg.materialize([a, b], instance=instance).success
+        assert dg.materialize(_two_assets(), instance=instance).success
+        assert dg.materialize(_two_assets(), instance=instance).success
         # the columns Dagster checks were reflected once each, however many events were stored
         assert "last_materialization_timestamp" in asked
         assert len(asked) == len(set(asked))
@@ -269,16 +277,9 @@ def test_a_migration_found_done_and_the_runs_columns_found_are_asked_once(
     event.listen(Engine, "before_cursor_execute", note)
     try:
         with dagster_storage.instance(tmp_path) as instance:
-
-            @dg.asset
-            def a() -> None: ...
-
-            @dg.asset(deps=[a])
-            def b() -> None: ...
-
-            assert dg.materialize([a, b], instance=instance).success
+            assert dg.materialize(_two_assets(), instance=instance).success
             first = list(asked)
-            assert dg.materialize([a, b], instance=instance).success
+            assert dg.materialize(_two_assets(), instance=instance).success
             assert asked == first  # the second run asks nothing the first found
             assert any(q.startswith("index") for q in first) and "runs columns" in first
             storage = instance.event_log_storage
