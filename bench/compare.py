@@ -425,6 +425,18 @@ def run_one(
     return run
 
 
+def prepared(tool: Tool, server: Server, folder: Path, env: dict[str, str] | None = None) -> Path:
+    """`folder` holding the state a no-change run starts from (a copy each run): the tool's
+    first load of the server, its output files removed. `env` adds to the tool's environment."""
+    folder.mkdir()
+    m = measure(tool.cmd, {**env_for(tool, server, folder), **(env or {})}, folder)
+    if m.rc != 0:
+        raise RuntimeError(f"preparing {tool.name} failed: {m.stderr[-1000:]}")
+    for f in ("stdout.txt", "stderr.txt"):
+        (folder / f).unlink()
+    return folder
+
+
 def scenario(
     name: str,
     transactions: int | None,
@@ -449,14 +461,7 @@ def scenario(
         templates: dict[str, Path | None] = dict.fromkeys(chosen)
         if no_change:
             for tool in chosen.values():
-                tpl = tmp / f"template-{tool.name}"
-                tpl.mkdir()
-                m = measure(tool.cmd, env_for(tool, server, tpl), tpl)
-                if m.rc != 0:
-                    raise RuntimeError(f"preparing {tool.name} failed: {m.stderr[-1000:]}")
-                for f in ("stdout.txt", "stderr.txt"):
-                    (tpl / f).unlink()
-                templates[tool.name] = tpl
+                templates[tool.name] = prepared(tool, server, tmp / f"template-{tool.name}")
         order = list(chosen.values())
         for rep in range(1, reps + 1):
             for tool in order[rep - 1 :] + order[: rep - 1]:  # rotated: no tool always first

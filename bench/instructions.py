@@ -6,8 +6,8 @@ seconds: each run under valgrind's callgrind, by turns with another checkout's w
 
 Why: the benchmarks' host moves one build's wall and CPU time by 10-25 % from run to run (the
 same household refresh took 3.39-4.53 s in nine runs of `bench/compare.py`), so a change worth
-a few per cent cannot be seen in seconds there. The instructions a process executes are the
-same from run to run to within a few tenths of a per cent (the same refresh: 6.93 G, twice), so a change of 1 % shows. An
+a few per cent cannot be seen in seconds there. The instructions a process executes move by
+0.2 % at most from run to run (six runs of one build: 6.763-6.774 G), so a change of 1 % shows. An
 instruction is not a second (a cache miss or a system call costs more than its instructions),
 so this prices work, not waiting; `bench/compare.py` still gives the seconds.
 
@@ -34,17 +34,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from compare import Server, Tool, env_for, measure, start_server, tools
+from compare import Server, Tool, env_for, measure, prepared, start_server, tools
 
 # libpython's source files that parse and compile Python source
-_COMPILER = (
-    "Parser/",
-    "Python/compile.c",
-    "Python/symtable.c",
-    "Python/ast",
-    "Python/Python-ast.c",
-)
-_COMPILER += ("Python/pyarena.c", "Python/future.c", "Python/flowgraph.c", "Python/assemble.c")
+_COMPILER = ("Parser/", "Python/compile.c", "Python/symtable.c", "Python/ast", "Python/pyarena.c")
+_COMPILER += ("Python/Python-ast.c", "Python/future.c", "Python/flowgraph.c", "Python/assemble.c")
 _OBJECTS = (
     ("DuckDB", "_duckdb"),
     ("Polars", "_polars_runtime"),
@@ -111,16 +105,8 @@ def main() -> None:
         tmp = Path(tmp_name)
         server = start_server(tmp, None, 3)
         try:
-            template = tmp / "template"
-            template.mkdir()
             first = chosen[args.tools[0]]
-            made = measure(
-                first.cmd, {**env_for(first, server, template), "CENTSYNC_WARM": "0"}, template
-            )
-            if made.rc != 0:
-                raise SystemExit(f"the first refresh failed: {made.stderr[-1000:]}")
-            for name in ("stdout.txt", "stderr.txt"):
-                (template / name).unlink()
+            template = prepared(first, server, tmp / "template", {"CENTSYNC_WARM": "0"})
             runs: dict[str, list[tuple[int, dict[str, int]]]] = {t: [] for t in args.tools}
             for rep in range(1, args.reps + 1):
                 for name in args.tools:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psutil
-from compare import Server, Tool, check, env_for, measure, start_server, tools
+from compare import Server, Tool, check, env_for, measure, prepared, start_server, tools
 
 
 def _children_cpu(proc: psutil.Process) -> float:
@@ -129,14 +129,10 @@ def _prepare(tmp: Path, args: argparse.Namespace, runtime: dict[str, str]) -> Se
     plain = tools(["plain"], None)["plain"] if args.rows else None
     server = start_server(tmp, args.rows or None, 10 if args.rows else 3)
     template = tmp / "template"
-    template.mkdir()
-    if not args.rows:  # the household's first refresh, which every run refreshes again
-        env = {**env_for(cli, server, template), **runtime, "CENTSYNC_WARM": "0"}
-        first = measure(cli.cmd, env, template)
-        if first.rc != 0:
-            raise SystemExit(f"the first refresh failed: {first.stderr[-1000:]}")
-        for name in ("stdout.txt", "stderr.txt"):
-            (template / name).unlink()
+    if args.rows:
+        template.mkdir()  # a first sync starts from an empty folder
+    else:  # the household's first refresh, which every run refreshes again
+        prepared(cli, server, template, {**runtime, "CENTSYNC_WARM": "0"})
     return Setup(cli, plain, server, template, runtime, args.rows)
 
 
